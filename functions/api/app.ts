@@ -1,0 +1,262 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { z } from 'zod';
+import type { RunnerConfig } from '../core/config';
+import type { OperationRecord, Principal, RunRecord } from '../core/model';
+import { hasRole } from '../core/policy';
+import { describeTools, type ToolFormat } from '../core/tool-spec';
+import { approvalUrl, decideApproval, openApproval } from '../steps/approval';
+import { cancelOperation, cancelRun } from '../steps/cancel';
+import type { Deps } from '../steps/deps';
+import { resolveOperation } from '../steps/resolve';
+import { createRun, submitToolCall } from '../steps/submit';
+import { approvalPage, decisionPage } from './approval-page';
+import { operationView, runView } from './views';
+
+export const MAX_BODY_BYTES = 256 * 1024;
+const MAX_WAIT_SECONDS = 25;
+const DEFAULT_WAIT_SECONDS = 10;
+const POLL_MS = 100;
+
+type Env = { Variables: { principal: Principal } };
+
+/** Errors are `{ error: { code, message } }` (DESIGN.md section 4); nothing else, and never a stack. */
+class ApiError extends Error {
+  constructor(readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429, readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+const BudgetsSchema = z.strictObject({
+  maxTurns: z.number().int().min(1).max(10_000).optional(),
+  maxToolCalls: z.number().int().min(1).max(100_000).optional(),
+  maxWallClockSeconds: z.number().int().min(1).max(30 * 86400).optional(),
+  maxSpendCents: z.number().int().min(0).max(1_000_000_000).optional(),
+});
+const CreateRunSchema = z.strictObject({ budgets: BudgetsSchema.optional(), metadata: z.record(z.string(), z.unknown()).optional() });
+const ToolCallSchema = z.strictObject({
+  callId: z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'callId must be printable ASCII without spaces'),
+  turn: z.number().int().min(0).max(1_000_000),
+  name: z.string().min(1).max(128),
+  arguments: z.union([z.record(z.string(), z.unknown()), z.string().max(MAX_BODY_BYTES)]),
+});
+const ResolveSchema = z.strictObject({ outcome: z.enum(['succeeded', 'failed']), note: z.string().min(1).max(2000) });
+const DecisionSchema = z.strictObject({ decision: z.enum(['approve', 'reject']), reason: z.string().max(500).optional(), sig: z.string().min(1).max(2000).optional() });
+
+function keyDigest(key: string): Buffer {
+  return createHash('sha256').update(key).digest();
+}
+
+/** Finds the principal for a bearer key; compares digests in constant time. */
+function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
+  const digest = keyDigest(key);
+  const entry = config.principals.find((p) => timingSafeEqual(keyDigest(p.key), digest));
+  return entry && { id: entry.id, roles: entry.roles, tools: entry.tools };
+}
+
+async function jsonBody<T>(c: Context, schema: z.ZodType<T>, optional = false): Promise<T> {
+  const text = await c.req.text();
+  if (!text.trim()) {
+    if (optional) return schema.parse({});
+    throw new ApiError(400, 'invalid_request', 'a JSON body is required');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ApiError(400, 'invalid_request', 'the body is not valid JSON');
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new ApiError(400, 'invalid_request', parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+  }
+  return parsed.data;
+}
+
+/** `Prefer: wait=N`, 0 to 25 seconds, default 10. */
+export function preferredWaitSeconds(header: string | undefined): number {
+  const match = header?.match(/(?:^|[;,\s])wait=(\d+)/);
+  if (!match) return DEFAULT_WAIT_SECONDS;
+  return Math.min(MAX_WAIT_SECONDS, Math.max(0, Number(match[1])));
+}
+
+/** The API as one Hono app: served by API Gateway + Lambda on AWS and by a Node HTTP server locally. */
+export function makeApp(deps: Deps): Hono<Env> {
+  const app = new Hono<Env>();
+
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return c.json({ error: { code: error.code, message: error.message } }, error.status);
+    console.error(JSON.stringify({ level: 'error', message: 'unhandled API error', error: error.name, detail: error.message }));
+    return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
+  });
+  app.notFound((c) => c.json({ error: { code: 'not_found', message: 'no such route' } }, 404));
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) => c.json({ error: { code: 'payload_too_large', message: 'the body is over 256 KiB' } }, 413),
+    }),
+  );
+
+  app.get('/v1/health', (c) => c.json({ status: 'ok' }));
+
+  // Approval links authenticate by signature, not bearer key: approvers open them from a notification.
+  app.get('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {
+    const sig = c.req.query('sig');
+    const access = await openApproval(deps, c.req.param('approvalId'), sig);
+    c.header('Cache-Control', 'no-store');
+    if (!access.ok) return c.html(decisionPage('Approval unavailable', access.message), access.status);
+    return c.html(approvalPage(access.op, access.approver.id, sig!, `/v1/approvals/${access.op.approval!.approvalId}`));
+  });
+
+  app.post('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {
+    const approvalId = c.req.param('approvalId');
+    const isForm = (c.req.header('content-type') ?? '').includes('application/x-www-form-urlencoded');
+    c.header('Cache-Control', 'no-store');
+    let input: z.infer<typeof DecisionSchema>;
+    if (isForm) {
+      const form = await c.req.parseBody();
+      const parsed = DecisionSchema.safeParse({ decision: form.decision, reason: form.reason || undefined, sig: form.sig });
+      if (!parsed.success) return c.html(decisionPage('Not decided', 'The form was incomplete.'), 400);
+      input = parsed.data;
+    } else {
+      input = await jsonBody(c, DecisionSchema);
+    }
+    const result = await decideApproval(deps, approvalId, input.sig ?? c.req.query('sig'), input.decision, input.reason);
+    if (!result.ok) {
+      if (isForm) return c.html(decisionPage('Not decided', result.message), result.status);
+      throw new ApiError(result.status, result.code, result.message);
+    }
+    const state = result.op.approval?.state ?? 'pending';
+    if (isForm) return c.html(decisionPage(state === 'approved' ? 'Approved' : 'Rejected', `The operation was ${state}. You can close this page.`));
+    return c.json({ approvalId, operationId: result.op.operationId, state });
+  });
+
+  app.use('/v1/*', async (c, next) => {
+    const header = c.req.header('authorization') ?? '';
+    const match = header.match(/^Bearer\s+(\S+)$/i);
+    const principal = match ? principalForKey(await deps.config(), match[1]) : undefined;
+    if (!principal) throw new ApiError(401, 'unauthenticated', 'a valid bearer key is required');
+    c.set('principal', principal);
+    await next();
+  });
+
+  const requireRole = (c: Context<Env>, role: Principal['roles'][number]) => {
+    if (!hasRole(c.get('principal'), role)) throw new ApiError(403, 'forbidden', `this route needs the ${role} role`);
+  };
+
+  async function ownRun(c: Context<Env>, allowReviewer = false): Promise<RunRecord> {
+    const run = await deps.store.getRun(c.req.param('runId')!);
+    if (!run) throw new ApiError(404, 'not_found', 'no such run');
+    const principal = c.get('principal');
+    const allowed = run.principalId === principal.id || hasRole(principal, 'admin') || (allowReviewer && hasRole(principal, 'reviewer'));
+    if (!allowed) throw new ApiError(403, 'forbidden', 'this run belongs to another principal');
+    return run;
+  }
+
+  async function visibleOperation(c: Context<Env>, allowReviewer: boolean): Promise<OperationRecord> {
+    const op = await deps.store.getOperation(c.req.param('operationId')!);
+    if (!op) throw new ApiError(404, 'not_found', 'no such operation');
+    const principal = c.get('principal');
+    const allowed = op.principalId === principal.id || hasRole(principal, 'admin') || (allowReviewer && hasRole(principal, 'reviewer'));
+    if (!allowed) throw new ApiError(403, 'forbidden', 'this operation belongs to another principal');
+    return op;
+  }
+
+  app.post('/v1/runs', async (c) => {
+    requireRole(c, 'agent');
+    const body = await jsonBody(c, CreateRunSchema, true);
+    const run = await createRun(deps, c.get('principal'), body.budgets, body.metadata);
+    return c.json(runView(run, deps.now()), 201);
+  });
+
+  app.get('/v1/runs/:runId', async (c) => c.json(runView(await ownRun(c), deps.now())));
+
+  app.post('/v1/runs/:runId/cancel', async (c) => {
+    const run = await ownRun(c);
+    return c.json(runView(await cancelRun(deps, run), deps.now()));
+  });
+
+  app.post('/v1/runs/:runId/tool-calls', async (c) => {
+    requireRole(c, 'agent');
+    const run = await ownRun(c);
+    const call = await jsonBody(c, ToolCallSchema);
+    const submitted = await submitToolCall(deps, run, call);
+    if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
+    if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
+    if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
+    const op = await waitForSettled(submitted.op, preferredWaitSeconds(c.req.header('prefer')));
+    if (op.envelope) return c.json(op.envelope, 200);
+    return c.json({ operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` }, 202);
+  });
+
+  /** Long-poll: until the model has an envelope, the call waits for a person, or the wait is over. */
+  async function waitForSettled(op: OperationRecord, seconds: number): Promise<OperationRecord> {
+    const deadline = deps.now() + seconds * 1000;
+    let current = op;
+    while (!current.envelope && !(current.state === 'awaiting_approval' && current.approval?.state === 'pending') && deps.now() < deadline) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      current = (await deps.store.getOperation(op.operationId)) ?? current;
+    }
+    return current;
+  }
+
+  app.get('/v1/operations/:operationId', async (c) => c.json(operationView(await visibleOperation(c, true))));
+
+  app.post('/v1/operations/:operationId/cancel', async (c) => {
+    const op = await visibleOperation(c, false);
+    const result = await cancelOperation(deps, op);
+    if (!result.ok) throw new ApiError(409, 'invalid_state', `an operation in state ${result.op.state} cannot be cancelled`);
+    return c.json(operationView(result.op));
+  });
+
+  app.post('/v1/operations/:operationId/resolve', async (c) => {
+    requireRole(c, 'reviewer');
+    const op = await visibleOperation(c, true);
+    const body = await jsonBody(c, ResolveSchema);
+    const result = await resolveOperation(deps, op, c.get('principal'), body.outcome, body.note);
+    if (!result.ok) throw new ApiError(409, 'invalid_state', `only an outcome_unknown operation can be resolved; this one is ${result.op.state}`);
+    return c.json(operationView(result.op));
+  });
+
+  app.get('/v1/runs/:runId/trace', async (c) => {
+    const run = await ownRun(c, true);
+    return c.json({ events: await deps.store.listEvents(run.runId) });
+  });
+
+  app.get('/v1/tools', (c) => {
+    requireRole(c, 'agent');
+    const format = (c.req.query('format') ?? 'neutral') as ToolFormat;
+    if (!['neutral', 'openai', 'anthropic', 'mcp'].includes(format)) throw new ApiError(400, 'invalid_request', 'format must be neutral, openai, anthropic or mcp');
+    const principal = c.get('principal');
+    const visible = new Map([...deps.tools].filter(([name]) => principal.tools === '*' || principal.tools.includes(name)));
+    return c.json({ format, tools: describeTools(visible, format) });
+  });
+
+  app.get('/v1/approvals', async (c) => {
+    requireRole(c, 'approver');
+    if ((c.req.query('status') ?? 'pending') !== 'pending') throw new ApiError(400, 'invalid_request', 'only status=pending is supported');
+    const principal = c.get('principal');
+    const config = await deps.config();
+    const pending = await deps.store.listPendingApprovals(200);
+    const now = deps.now();
+    return c.json({
+      approvals: pending
+        .filter((op) => op.principalId !== principal.id && Date.parse(op.approval!.expiresAt) > now)
+        .map((op) => ({
+          approvalId: op.approval!.approvalId,
+          operationId: op.operationId,
+          runId: op.runId,
+          toolName: op.toolName,
+          arguments: op.frozenArguments ? JSON.parse(op.frozenArguments) : undefined,
+          inputHash: op.inputHash,
+          requestedBy: op.principalId,
+          expiresAt: op.approval!.expiresAt,
+          url: approvalUrl(deps, config.approvalSecret, op, principal.id),
+        })),
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,41 @@
+import { withClock } from '../core/budgets';
+import type { OperationRecord, RunRecord } from '../core/model';
+
+/** The run as its owner sees it; the wall-clock budget is applied at read time. */
+export function runView(run: RunRecord, now: number) {
+  const clocked = withClock(run, now);
+  return {
+    runId: run.runId,
+    status: clocked.status,
+    budgets: run.budgets,
+    usage: { ...run.usage, wallClockSeconds: Math.max(0, Math.round((Math.min(now, Date.parse(run.deadlineAt)) - Date.parse(run.createdAt)) / 1000)) },
+    metadata: run.metadata,
+    createdAt: run.createdAt,
+    deadlineAt: run.deadlineAt,
+  };
+}
+
+/** The operation record's normative fields (DESIGN.md section 4); never the task token or raw arguments. */
+export function operationView(op: OperationRecord) {
+  const outcome = op.outcome ?? (op.state === 'outcome_unknown' ? op.lastAttempt?.outcome : undefined);
+  return {
+    operationId: op.operationId,
+    runId: op.runId,
+    callId: op.callId,
+    turn: op.turn,
+    toolName: op.toolName,
+    state: op.state,
+    risk: op.risk,
+    inputHash: op.inputHash,
+    idempotencyKey: op.idempotencyKey,
+    attempts: op.attempts,
+    createdAt: op.createdAt,
+    updatedAt: op.updatedAt,
+    approval: op.approval
+      ? { approvalId: op.approval.approvalId, state: op.approval.state, expiresAt: op.approval.expiresAt, decidedBy: op.approval.decidedBy, decidedAt: op.approval.decidedAt }
+      : undefined,
+    outcome: outcome ? { kind: outcome.kind, code: 'code' in outcome ? outcome.code : undefined, retryable: outcome.kind === 'failed_retryable' } : undefined,
+    review: op.review,
+    envelope: op.envelope,
+  };
+}

@@ -1,0 +1,47 @@
+import type { OperationRecord, Outcome } from './model';
+
+/** The only thing the model sees (DESIGN.md section 4, normative). */
+export interface Envelope {
+  status: 'succeeded' | 'rejected' | 'failed' | 'outcome_unknown' | 'budget_exhausted' | 'cancelled';
+  code?: string;
+  call_id: string;
+  logical_operation_id: string;
+  message: string;
+  result?: unknown;
+  allowed_next_actions: string[];
+}
+
+const NEXT_ACTIONS: Record<string, string[]> = {
+  succeeded: ['continue'],
+  invalid_arguments: ['retry_with_new_arguments'],
+  unknown_tool: ['choose_another_tool'],
+  forbidden: ['choose_another_tool', 'request_human_review'],
+  approval_rejected: ['choose_another_tool', 'request_human_review'],
+  approval_expired: ['retry_with_new_call_id', 'request_human_review'],
+  rate_limited: ['retry_later_with_new_call_id'],
+  upstream_unavailable: ['retry_later_with_new_call_id'],
+  permanent_failure: ['retry_with_new_arguments', 'request_human_review'],
+  timeout_unknown: ['check_status', 'request_human_review'],
+  budget_exhausted: ['stop'],
+  cancelled: ['stop'],
+};
+
+/** Builds the envelope for an outcome; results appear only for successes. */
+export function envelopeFor(op: Pick<OperationRecord, 'callId' | 'operationId'>, outcome: Outcome): Envelope {
+  const base = { call_id: op.callId, logical_operation_id: op.operationId };
+  switch (outcome.kind) {
+    case 'succeeded':
+      return { ...base, status: 'succeeded', message: 'the tool call succeeded', result: outcome.result, allowed_next_actions: NEXT_ACTIONS.succeeded };
+    case 'rejected':
+      return { ...base, status: 'rejected', code: outcome.code, message: outcome.message, allowed_next_actions: NEXT_ACTIONS[outcome.code] };
+    case 'failed_retryable':
+    case 'failed_permanent':
+      return { ...base, status: 'failed', code: outcome.code, message: outcome.message, allowed_next_actions: NEXT_ACTIONS[outcome.code] };
+    case 'outcome_unknown':
+      return { ...base, status: 'outcome_unknown', code: outcome.code, message: `${outcome.message}; a person will settle it, do not repeat the call`, allowed_next_actions: NEXT_ACTIONS.timeout_unknown };
+    case 'budget_exhausted':
+      return { ...base, status: 'budget_exhausted', code: 'budget_exhausted', message: outcome.message, allowed_next_actions: NEXT_ACTIONS.budget_exhausted };
+    case 'cancelled':
+      return { ...base, status: 'cancelled', code: 'cancelled', message: outcome.message, allowed_next_actions: NEXT_ACTIONS.cancelled };
+  }
+}

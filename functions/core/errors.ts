@@ -1,0 +1,47 @@
+/**
+ * Errors that cross a boundary by name. Step Functions matches `ErrorEquals` on these names
+ * (a test checks that every name in the ASL exists here), transports throw the upstream ones.
+ */
+
+/** SendTaskFailure error name when an approver rejects; the ASL catches it. */
+export class ApprovalRejectedError extends Error {
+  override name = 'ApprovalRejectedError';
+}
+
+/** The operation moved under a step (cancelled, or handled by a concurrent execution). */
+export class OperationMovedError extends Error {
+  override name = 'OperationMovedError';
+}
+
+export const ASL_ERROR_NAMES = [ApprovalRejectedError.name, OperationMovedError.name] as const;
+
+/** The upstream answered with a non-2xx status. */
+export class UpstreamHttpError extends Error {
+  override name = 'UpstreamHttpError';
+  constructor(
+    readonly status: number,
+    readonly code: string | undefined,
+    readonly retryAfterSeconds: number | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The transport failed; `requestSent` says whether the upstream may have acted on it. */
+export class TransportError extends Error {
+  override name = 'TransportError';
+  constructor(
+    readonly reason: 'timeout' | 'refused' | 'reset' | 'aborted',
+    readonly requestSent: boolean,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Anything thrown, as an Error (a thrown string or object must not crash classification). */
+export function ensureError(thrown: unknown): Error {
+  if (thrown instanceof Error) return thrown;
+  return new Error(typeof thrown === 'string' ? thrown : 'non-error thrown');
+}

@@ -1,0 +1,118 @@
+import type { NextStep, OperationRecord } from './model';
+
+/** Lifecycle states of an operation (DESIGN.md section 3). */
+export const OperationState = {
+  proposed: 'proposed',
+  validated: 'validated',
+  awaitingApproval: 'awaiting_approval',
+  executing: 'executing',
+  outcomeUnknown: 'outcome_unknown',
+  recorded: 'recorded',
+  rejected: 'rejected',
+  failedPermanent: 'failed_permanent',
+  budgetExhausted: 'budget_exhausted',
+  cancelled: 'cancelled',
+  reported: 'reported',
+} as const;
+export type OperationState = (typeof OperationState)[keyof typeof OperationState];
+
+const S = OperationState;
+
+/** Every allowed move; a transition outside this table is a bug, never written. */
+const TRANSITIONS: Record<OperationState, readonly OperationState[]> = {
+  proposed: [S.validated, S.rejected, S.budgetExhausted, S.cancelled],
+  validated: [S.awaitingApproval, S.executing, S.rejected, S.budgetExhausted, S.cancelled],
+  awaiting_approval: [S.executing, S.rejected, S.budgetExhausted, S.cancelled],
+  executing: [S.executing, S.outcomeUnknown, S.recorded, S.failedPermanent, S.rejected, S.budgetExhausted, S.cancelled],
+  outcome_unknown: [S.executing, S.recorded, S.failedPermanent],
+  recorded: [S.reported],
+  rejected: [S.reported],
+  failed_permanent: [S.reported],
+  budget_exhausted: [S.reported],
+  cancelled: [S.reported],
+  reported: [],
+};
+
+/** States that settle an operation; each then moves to `reported` exactly once. */
+export const SETTLED: readonly OperationState[] = [S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled];
+
+/** States in which a cancel request still has something to stop. */
+export const CANCELLABLE: readonly OperationState[] = [S.proposed, S.validated, S.awaitingApproval, S.executing];
+
+export class InvalidTransitionError extends Error {
+  override name = 'InvalidTransitionError';
+  constructor(readonly from: OperationState, readonly to: OperationState) {
+    super(`operation cannot move from ${from} to ${to}`);
+  }
+}
+
+export function canTransition(from: OperationState, to: OperationState): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+export function assertTransition(from: OperationState, to: OperationState): void {
+  if (!canTransition(from, to)) throw new InvalidTransitionError(from, to);
+}
+
+/**
+ * Active operations hold a lease and are watched by the sweeper. An operation stops being active once the
+ * model has its envelope: reported, or flagged for a person after its outcome_unknown envelope went out.
+ */
+export function isActive(op: Pick<OperationRecord, 'envelope'>): boolean {
+  return !op.envelope;
+}
+
+/**
+ * Where a (re)started lifecycle continues, derived only from the durable record.
+ * This is how crash recovery resumes from recorded intent instead of guessing.
+ */
+export function resumeStep(op: OperationRecord): NextStep | 'validate' {
+  switch (op.state) {
+    case S.proposed:
+      return 'validate';
+    case S.validated:
+      return op.approvalRequired ? 'await_approval' : 'execute';
+    case S.awaitingApproval:
+      return op.approval?.state === 'approved' ? 'execute' : 'await_approval';
+    case S.executing: {
+      const finished = op.lastAttempt?.attempt === op.attempts;
+      if (!finished) return 'reconcile';
+      return op.plan?.next === 'record' ? 'record' : op.plan?.next === 'retry' ? 'retry' : 'reconcile';
+    }
+    case S.outcomeUnknown:
+      if (op.review?.required) return op.envelope ? 'done' : 'report';
+      if (op.plan?.next === 'retry' || op.plan?.next === 'record') return op.plan.next;
+      return 'reconcile';
+    case S.recorded:
+    case S.rejected:
+    case S.failedPermanent:
+    case S.budgetExhausted:
+    case S.cancelled:
+      return 'report';
+    case S.reported:
+      return 'done';
+    default: {
+      const never: never = op.state;
+      throw new Error(`unknown state ${String(never)}`);
+    }
+  }
+}
+
+/**
+ * Moves an operation to `to` with `patch` applied, and the trace event that says so.
+ * The store's conditional write then makes the move real only if nobody moved it first.
+ */
+export function moveTo(
+  op: OperationRecord,
+  to: OperationState,
+  patch: Partial<OperationRecord>,
+  detail?: Record<string, unknown>,
+): { op: OperationRecord; events: import('./trace').NewTraceEvent[] } {
+  assertTransition(op.state, to);
+  const next: OperationRecord = { ...op, ...patch, state: to };
+  if (op.state === to) return { op: next, events: [] };
+  return {
+    op: next,
+    events: [{ type: 'state.transition', operationId: op.operationId, callId: op.callId, from: op.state, to, ...(next.attempts ? { attempt: next.attempts } : {}), ...(detail ? { detail } : {}) }],
+  };
+}

@@ -1,0 +1,122 @@
+/** Persisted shapes. Every item carries a schemaVersion so later versions can read old records. */
+
+export const SCHEMA_VERSION = 1 as const;
+
+export const Risk = { read: 'read', reversibleWrite: 'reversible_write', irreversibleWrite: 'irreversible_write' } as const;
+export type Risk = (typeof Risk)[keyof typeof Risk];
+
+export type Role = 'agent' | 'approver' | 'reviewer' | 'admin';
+
+export interface Principal {
+  id: string;
+  roles: Role[];
+  tools: string[] | '*';
+}
+
+export interface Budgets {
+  maxTurns: number;
+  maxToolCalls: number;
+  maxWallClockSeconds: number;
+  maxSpendCents: number;
+}
+
+export interface Usage {
+  turns: number;
+  toolCalls: number;
+  spendCents: number;
+}
+
+export type RunStatus = 'open' | 'cancelled' | 'budget_exhausted' | 'expired';
+
+export interface RunRecord {
+  schemaVersion: number;
+  runId: string;
+  principalId: string;
+  status: RunStatus;
+  budgets: Budgets;
+  usage: Usage;
+  /** Highest turn number seen; a call with a higher turn opens a new turn. */
+  lastTurn: number;
+  metadata?: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+  deadlineAt: string;
+  /** Last trace sequence number; doubles as the run's version for optimistic concurrency. */
+  seq: number;
+}
+
+/** What a finished attempt, a reconciliation or a person established. */
+export type Outcome =
+  | { kind: 'succeeded'; result: unknown; upstreamStatus?: number }
+  | { kind: 'rejected'; code: 'invalid_arguments' | 'forbidden' | 'unknown_tool' | 'approval_rejected' | 'approval_expired'; message: string }
+  | { kind: 'failed_retryable'; code: 'rate_limited' | 'upstream_unavailable'; message: string; upstreamStatus?: number; retryAfterSeconds?: number }
+  | { kind: 'failed_permanent'; code: 'permanent_failure' | 'rate_limited' | 'upstream_unavailable'; message: string; upstreamStatus?: number }
+  | { kind: 'outcome_unknown'; code: 'timeout_unknown'; message: string; upstreamStatus?: number }
+  | { kind: 'budget_exhausted'; code: 'budget_exhausted'; message: string }
+  | { kind: 'cancelled'; code: 'cancelled'; message: string };
+
+export type OutcomeKind = Outcome['kind'];
+
+/** The step the lifecycle takes next; Step Functions routes on it. */
+export type NextStep = 'await_approval' | 'execute' | 'retry' | 'reconcile' | 'reconcile_later' | 'record' | 'report' | 'done';
+
+export interface ApprovalInfo {
+  approvalId: string;
+  state: 'pending' | 'approved' | 'rejected' | 'expired';
+  expiresAt: string;
+  decidedBy?: string;
+  decidedAt?: string;
+  reason?: string;
+}
+
+export interface AttemptInfo {
+  attempt: number;
+  outcome: Outcome;
+  latencyMs: number;
+  upstreamStatus?: number;
+  finishedAt: string;
+}
+
+export interface OperationRecord {
+  schemaVersion: number;
+  operationId: string;
+  runId: string;
+  callId: string;
+  turn: number;
+  toolName: string;
+  principalId: string;
+  state: import('./lifecycle').OperationState;
+  risk?: Risk;
+  /** Arguments as the model sent them (object or JSON string), kept for audit. */
+  rawArguments: unknown;
+  /** Canonical JSON of the validated arguments: the only input any attempt ever sees. */
+  frozenArguments?: string;
+  inputHash: string;
+  idempotencyKey: string;
+  attempts: number;
+  createdAt: string;
+  updatedAt: string;
+  /** Optimistic-concurrency version: every write names the version it read. */
+  version: number;
+  /** Non-terminal operations carry a lease; the sweeper resumes those whose lease has passed. */
+  leaseUntil?: string;
+  /** When the whole operation must end, set at validation. */
+  deadlineAt?: string;
+  approvalRequired?: boolean;
+  approval?: ApprovalInfo;
+  /** Server-side only; never leaves the process in an API response, log or trace. */
+  approvalTaskToken?: string;
+  costCents?: number;
+  lastAttempt?: AttemptInfo;
+  /** What the lifecycle decided to do next and, for a retry, not before when. */
+  plan?: { next: NextStep; notBefore?: string; delaySeconds?: number };
+  /** The authoritative outcome waiting for Record. */
+  pending?: Outcome;
+  outcome?: Outcome;
+  reconcileAttempts?: number;
+  review?: { required: boolean; reason: string; resolvedBy?: string; note?: string };
+  envelope?: import('./envelope').Envelope;
+  /** A result that arrived after the operation was cancelled: recorded, never reported. */
+  lateOutcome?: Outcome;
+  resumes: number;
+}

@@ -1,0 +1,35 @@
+/** Trace event types (DESIGN.md section 6, normative). */
+export const TraceType = {
+  operationProposed: 'operation.proposed',
+  stateTransition: 'state.transition',
+  policyDecision: 'policy.decision',
+  approvalRequested: 'approval.requested',
+  approvalDecided: 'approval.decided',
+  attemptStarted: 'attempt.started',
+  attemptFinished: 'attempt.finished',
+  backoffScheduled: 'backoff.scheduled',
+  reconcileStarted: 'reconcile.started',
+  reconcileFinished: 'reconcile.finished',
+  resultRecorded: 'result.recorded',
+  resultReported: 'result.reported',
+  resultLate: 'result.late',
+  budgetExhausted: 'budget.exhausted',
+  runCancelled: 'run.cancelled',
+} as const;
+export type TraceType = (typeof TraceType)[keyof typeof TraceType];
+
+export interface TraceEvent {
+  seq: number;
+  at: string;
+  runId: string;
+  operationId?: string;
+  callId?: string;
+  type: TraceType;
+  from?: string;
+  to?: string;
+  attempt?: number;
+  detail?: Record<string, unknown>;
+}
+
+/** An event before the store gives it its run, sequence number and time. */
+export type NewTraceEvent = Omit<TraceEvent, 'seq' | 'at' | 'runId'>;

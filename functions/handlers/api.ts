@@ -1,0 +1,6 @@
+import { handle } from 'hono/aws-lambda';
+import { makeApp } from '../api/app';
+import { lazyDeps } from './runtime';
+
+/** API Gateway → this Lambda → the same Hono app `npm start` serves locally. */
+export const handler = handle(makeApp(lazyDeps()));

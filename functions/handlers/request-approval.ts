@@ -1,0 +1,3 @@
+import { makeRequestApprovalHandler } from './steps';
+
+export const handler = makeRequestApprovalHandler();

@@ -1,0 +1,65 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { SNSClient } from '@aws-sdk/client-sns';
+import { z } from 'zod';
+import { fileConfigSource, secretConfigSource } from '../adapters/config-source';
+import { makeDocumentClient, makeDynamoStore } from '../adapters/dynamo-store';
+import { consoleNotifier, snsNotifier } from '../adapters/notifier';
+import { sfnLifecycle } from '../adapters/sfn-lifecycle';
+import { TABLE_ENV } from '../adapters/tables';
+import { makeRegistry } from '../core/tool-spec';
+import type { Deps } from '../steps/deps';
+import { makeDemoTools } from '../tools/demo-tools';
+import { tracer } from './observability';
+
+/** Environment, parsed once with zod: the same variables on AWS, LocalStack and the embedded stack. */
+const EnvSchema = z
+  .object({
+    TABLE_RUNS: z.string().min(1),
+    TABLE_OPERATIONS: z.string().min(1),
+    TABLE_EVENTS: z.string().min(1),
+    TABLE_LOCKS: z.string().min(1),
+    TABLE_IDEMPOTENCY: z.string().min(1),
+    STATE_MACHINE_ARN: z.string().min(1),
+    SANDBOX_URL: z.string().url(),
+    PUBLIC_BASE_URL: z.string().url(),
+    TOOLRUNNER_CONFIG: z.string().min(1).optional(),
+    CONFIG_SECRET_ARN: z.string().min(1).optional(),
+    APPROVAL_TOPIC_ARN: z.string().min(1).optional(),
+  })
+  .refine((e) => e.TOOLRUNNER_CONFIG || e.CONFIG_SECRET_ARN, 'set TOOLRUNNER_CONFIG (a file) or CONFIG_SECRET_ARN (a secret)');
+export type RuntimeEnv = z.infer<typeof EnvSchema>;
+
+export function parseEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) throw new Error(`configuration error: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'env'}: ${i.message}`).join('; ')}`);
+  return parsed.data;
+}
+
+/**
+ * Builds the dependencies from the environment. Endpoints come from the SDK's standard variables
+ * (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SFN), so handlers never know where they run.
+ */
+export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSignalFor'>> = {}): Deps {
+  const dynamo = tracer.captureAWSv3Client(new DynamoDBClient({}));
+  const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
+  return {
+    store: makeDynamoStore(makeDocumentClient(dynamo), tables),
+    tools: makeRegistry(makeDemoTools(env.SANDBOX_URL)),
+    config: env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!),
+    lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({})), env.STATE_MACHINE_ARN),
+    notifier: env.APPROVAL_TOPIC_ARN ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN) : consoleNotifier(),
+    now: () => Date.now(),
+    random: Math.random,
+    publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
+    ...extra,
+  };
+}
+
+let shared: Deps | undefined;
+/** One set of clients per Lambda container, made on first use. */
+export function lazyDeps(): Deps {
+  shared ??= depsFromEnv(parseEnv());
+  return shared;
+}

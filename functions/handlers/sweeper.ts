@@ -1,0 +1,3 @@
+import { makeSweepHandler } from './steps';
+
+export const handler = makeSweepHandler();

@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import type { ToolSpec } from '../core/tool-spec';
+import { requestJson } from './http';
+
+/** The demo tools over the sandbox upstreams (DESIGN.md section 7; names and arguments normative). */
+export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
+  const url = (path: string) => `${sandboxUrl.replace(/\/$/, '')}${path}`;
+  // Tools return the upstream's JSON as is; the lifecycle validates it against outputSchema.
+
+  const Order = z.object({ id: z.string(), status: z.string(), customer: z.string(), totalCents: z.number().int(), shippingAddress: z.record(z.string(), z.string()) });
+  const getOrder: ToolSpec<{ orderId: string }, z.infer<typeof Order>> = {
+    name: 'get_order',
+    description: 'Look up an order by id: status, customer, total and shipping address.',
+    inputSchema: z.strictObject({ orderId: z.string().regex(/^ord_[A-Za-z0-9]{1,32}$/, 'must look like ord_123') }),
+    outputSchema: Order,
+    risk: 'read',
+    timeoutMs: 5_000,
+    maxAttempts: 3,
+    supportsIdempotency: true,
+    approval: 'never',
+    execute: (ctx, input) => requestJson(ctx, { method: 'GET', url: url(`/v1/orders/${encodeURIComponent(input.orderId)}`) }) as Promise<z.infer<typeof Order>>,
+  };
+
+  const ChargeInput = z.strictObject({
+    amount: z.number().int().positive().max(10_000_000),
+    currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD'),
+    customer: z.string().min(1).max(200),
+    description: z.string().max(500).optional(),
+  });
+  const Charge = z.object({ id: z.string(), amount: z.number().int(), currency: z.string(), customer: z.string(), status: z.string() });
+  const chargeCard: ToolSpec<z.infer<typeof ChargeInput>, z.infer<typeof Charge>> = {
+    name: 'charge_card',
+    description: 'Charge a customer. Amount in integer cents; charges of 50000 cents or more need a person to approve.',
+    inputSchema: ChargeInput,
+    outputSchema: Charge,
+    risk: 'irreversible_write',
+    timeoutMs: 3_000,
+    maxAttempts: 3,
+    supportsIdempotency: true,
+    costCents: (input) => input.amount,
+    approval: (input) => input.amount >= 50_000,
+    execute: (ctx, input) =>
+      requestJson(ctx, { method: 'POST', url: url('/v1/charges'), body: input, headers: { 'Idempotency-Key': ctx.idempotencyKey } }) as Promise<z.infer<typeof Charge>>,
+    reconcile: async (ctx, _input) => {
+      const found = (await requestJson(ctx, { method: 'GET', url: url(`/v1/charges?idempotency_key=${encodeURIComponent(ctx.idempotencyKey)}`) })) as { data?: unknown[] };
+      const first = found?.data?.[0];
+      return first ? { found: true, result: first as z.infer<typeof Charge> } : { found: false };
+    },
+  };
+
+  const Email = z.object({ id: z.string(), status: z.string() });
+  const sendEmail: ToolSpec<{ to: string; subject: string; body: string }, z.infer<typeof Email>> = {
+    name: 'send_email',
+    description: 'Send an email. Never retried automatically: an unknown outcome goes to a person.',
+    inputSchema: z.strictObject({ to: z.email(), subject: z.string().min(1).max(200), body: z.string().min(1).max(20_000) }),
+    outputSchema: Email,
+    risk: 'irreversible_write',
+    timeoutMs: 3_000,
+    maxAttempts: 1,
+    supportsIdempotency: false,
+    approval: 'never',
+    execute: (ctx, input) => requestJson(ctx, { method: 'POST', url: url('/v1/emails'), body: input }) as Promise<z.infer<typeof Email>>,
+  };
+
+  const Address = z.strictObject({ line1: z.string().min(1).max(200), city: z.string().min(1).max(100), postalCode: z.string().min(1).max(20), country: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166 alpha-2 code') });
+  const updateShippingAddress: ToolSpec<{ orderId: string; address: z.infer<typeof Address> }, z.infer<typeof Order>> = {
+    name: 'update_shipping_address',
+    description: "Replace an order's shipping address. Writes to one order are serialized.",
+    inputSchema: z.strictObject({ orderId: z.string().regex(/^ord_[A-Za-z0-9]{1,32}$/, 'must look like ord_123'), address: Address }),
+    outputSchema: Order,
+    risk: 'reversible_write',
+    timeoutMs: 3_000,
+    maxAttempts: 3,
+    // A PUT of the whole address is naturally idempotent: replaying it cannot do anything twice.
+    supportsIdempotency: true,
+    lockKey: (input) => input.orderId,
+    approval: 'never',
+    execute: (ctx, input) => requestJson(ctx, { method: 'PUT', url: url(`/v1/orders/${encodeURIComponent(input.orderId)}/shipping-address`), body: input.address }) as Promise<z.infer<typeof Order>>,
+  };
+
+  return [getOrder, chargeCard, sendEmail, updateShippingAddress];
+}

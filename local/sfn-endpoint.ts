@@ -1,0 +1,244 @@
+import './polyfills';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StateMachine } from 'aws-local-stepfunctions';
+import { z } from 'zod';
+
+/** A Lambda as the embedded stack runs it: in-process, with a JSON round trip at the boundary as on AWS. */
+export type LocalFunction = (payload: unknown) => Promise<unknown>;
+
+type Status = 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'ABORTED' | 'TIMED_OUT';
+
+interface Execution {
+  name: string;
+  arn: string;
+  input: string;
+  status: Status;
+  startDate: number;
+  stopDate?: number;
+  output?: string;
+  error?: string;
+  cause?: string;
+  history: { timestamp: number; type: string; detail?: Record<string, unknown> }[];
+  abort(): void;
+  controller: AbortController;
+}
+
+interface PendingToken {
+  execution: string;
+  settle?: { resolve(value: unknown): void; reject(error: Error): void };
+  closed: boolean;
+}
+
+class SfnError extends Error {
+  constructor(readonly type: string, message: string) {
+    super(message);
+  }
+}
+
+const Inputs = {
+  StartExecution: z.object({ stateMachineArn: z.string(), name: z.string().min(1).max(80).optional(), input: z.string().optional() }),
+  DescribeExecution: z.object({ executionArn: z.string() }),
+  GetExecutionHistory: z.object({ executionArn: z.string(), reverseOrder: z.boolean().optional() }),
+  StopExecution: z.object({ executionArn: z.string(), error: z.string().optional(), cause: z.string().optional() }),
+  SendTaskSuccess: z.object({ taskToken: z.string(), output: z.string() }),
+  SendTaskFailure: z.object({ taskToken: z.string(), error: z.string().optional(), cause: z.string().optional() }),
+  SendTaskHeartbeat: z.object({ taskToken: z.string() }),
+};
+
+/**
+ * The embedded Step Functions: the deployed ASL file run by aws-local-stepfunctions behind the
+ * Step Functions JSON API (the subset the runner uses), so handlers use the real @aws-sdk/client-sfn.
+ * Task tokens are minted here, because the engine does not supply `$$.Task.Token`.
+ */
+export class LocalStepFunctions {
+  private readonly executions = new Map<string, Execution>();
+  private readonly tokens = new Map<string, PendingToken>();
+  private readonly byOperation = new Map<string, AbortController>();
+  private server?: Server;
+  readonly stateMachineArn: string;
+  private readonly machine: StateMachine;
+  private readonly definition: { States: Record<string, { Type: string; Resource?: string }> };
+
+  constructor(
+    definitionJson: string,
+    private readonly functions: Record<string, LocalFunction>,
+    name = 'toolrunner-invocation',
+  ) {
+    this.stateMachineArn = `arn:aws:states:us-east-1:000000000000:stateMachine:${name}`;
+    this.definition = JSON.parse(definitionJson);
+    this.machine = new StateMachine(this.definition as never, { validationOptions: { checkArn: true, checkPaths: true } });
+  }
+
+  /** The signal of the operation's current execution: StopExecution aborts its in-flight attempt. */
+  abortSignalFor = (operationId: string): AbortSignal | undefined => this.byOperation.get(operationId)?.signal;
+
+  async listen(port = 0): Promise<string> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', async () => {
+        const target = String(req.headers['x-amz-target'] ?? '').replace(/^AWSStepFunctions\./, '');
+        try {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+          const out = await this.dispatch(target, body);
+          res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
+          res.end(JSON.stringify(out));
+        } catch (error) {
+          const e = error instanceof SfnError ? error : new SfnError(error instanceof z.ZodError ? 'ValidationException' : 'InternalFailure', (error as Error).message);
+          res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
+          res.end(JSON.stringify({ __type: `com.amazonaws.swf.service.v2.model#${e.type}`, message: e.message }));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async close(): Promise<void> {
+    for (const execution of this.executions.values()) if (execution.status === 'RUNNING') execution.abort();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server?.closeAllConnections();
+  }
+
+  private async dispatch(action: string, body: unknown): Promise<unknown> {
+    switch (action) {
+      case 'StartExecution':
+        return this.start(Inputs.StartExecution.parse(body));
+      case 'DescribeExecution': {
+        const e = this.find(Inputs.DescribeExecution.parse(body).executionArn);
+        return { executionArn: e.arn, stateMachineArn: this.stateMachineArn, name: e.name, status: e.status, startDate: e.startDate, stopDate: e.stopDate, input: e.input, output: e.output, error: e.error, cause: e.cause };
+      }
+      case 'GetExecutionHistory': {
+        const req = Inputs.GetExecutionHistory.parse(body);
+        const events = this.find(req.executionArn).history.map((h, i) => ({ id: i + 1, previousEventId: i, timestamp: h.timestamp, type: h.type, ...h.detail }));
+        return { events: req.reverseOrder ? events.reverse() : events };
+      }
+      case 'StopExecution': {
+        const req = Inputs.StopExecution.parse(body);
+        const e = this.find(req.executionArn);
+        if (e.status === 'RUNNING') {
+          e.status = 'ABORTED';
+          e.stopDate = Date.now() / 1000;
+          e.error = req.error;
+          e.cause = req.cause;
+          e.controller.abort(new Error('execution stopped'));
+          e.abort();
+        }
+        return { stopDate: e.stopDate };
+      }
+      case 'SendTaskSuccess': {
+        const req = Inputs.SendTaskSuccess.parse(body);
+        this.settleToken(req.taskToken).resolve(JSON.parse(req.output));
+        return {};
+      }
+      case 'SendTaskFailure': {
+        const req = Inputs.SendTaskFailure.parse(body);
+        const error = new Error(req.cause ?? '');
+        error.name = req.error ?? 'States.TaskFailed';
+        this.settleToken(req.taskToken).reject(error);
+        return {};
+      }
+      case 'SendTaskHeartbeat':
+        this.settleToken(Inputs.SendTaskHeartbeat.parse(body).taskToken, false);
+        return {};
+      default:
+        throw new SfnError('UnknownOperationException', `unsupported action ${action}`);
+    }
+  }
+
+  private find(arn: string): Execution {
+    const e = this.executions.get(arn);
+    if (!e) throw new SfnError('ExecutionDoesNotExist', `execution ${arn} does not exist`);
+    return e;
+  }
+
+  private settleToken(token: string, close = true): NonNullable<PendingToken['settle']> {
+    const pending = this.tokens.get(token);
+    if (!pending) throw new SfnError('TaskDoesNotExist', 'task token does not exist');
+    if (pending.closed || !pending.settle) throw new SfnError('TaskTimedOut', 'task already closed');
+    if (close) pending.closed = true;
+    return pending.settle;
+  }
+
+  /** Idempotent by name, as on AWS: same name and input returns the running execution; otherwise it exists already. */
+  private start(req: z.infer<typeof Inputs.StartExecution>): { executionArn: string; startDate: number } {
+    if (req.stateMachineArn !== this.stateMachineArn) throw new SfnError('StateMachineDoesNotExist', `no state machine ${req.stateMachineArn}`);
+    const name = req.name ?? randomBytes(16).toString('hex');
+    const arn = `${this.stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
+    const input = req.input ?? '{}';
+    const existing = this.executions.get(arn);
+    if (existing) {
+      if (existing.status === 'RUNNING' && existing.input === input) return { executionArn: arn, startDate: existing.startDate };
+      throw new SfnError('ExecutionAlreadyExists', `execution ${name} already exists`);
+    }
+    const controller = new AbortController();
+    const parsedInput = JSON.parse(input);
+    const execution: Execution = { name, arn, input, status: 'RUNNING', startDate: Date.now() / 1000, history: [], abort: () => undefined, controller };
+    this.executions.set(arn, execution);
+    if (typeof parsedInput?.operationId === 'string') this.byOperation.set(parsedInput.operationId, controller);
+
+    const mintToken = () => {
+      const token = randomBytes(24).toString('base64url');
+      this.tokens.set(token, { execution: arn, closed: false });
+      return token;
+    };
+    const run = this.machine.run(parsedInput, {
+      overrides: { taskResourceLocalHandlers: this.localHandlers(arn) as never },
+      context: { Execution: { Id: arn, Name: name }, Task: { get Token() { return mintToken(); } } },
+    });
+    execution.abort = run.abort;
+    void (async () => {
+      for await (const event of run.eventLogs) {
+        const e = event as { type: string; state?: { name: string } ; timestamp?: number; Error?: string };
+        execution.history.push({ timestamp: (e.timestamp ?? Date.now()) / 1000, type: e.type, detail: e.state ? { stateName: e.state.name } : undefined });
+      }
+    })().catch(() => undefined);
+    run.result.then(
+      (output) => {
+        if (execution.status !== 'RUNNING') return;
+        execution.status = 'SUCCEEDED';
+        execution.output = JSON.stringify(output);
+        execution.stopDate = Date.now() / 1000;
+      },
+      (error: Error & { cause?: Error }) => {
+        if (execution.status !== 'RUNNING') return;
+        const inner = error.cause ?? error;
+        execution.status = error.name === 'ExecutionTimeoutError' ? 'TIMED_OUT' : error.name === 'ExecutionAbortedError' ? 'ABORTED' : 'FAILED';
+        execution.error = inner.name;
+        execution.cause = inner.message;
+        execution.stopDate = Date.now() / 1000;
+      },
+    ).finally(() => {
+      for (const [token, pending] of this.tokens) if (pending.execution === arn) { pending.closed = true; this.tokens.delete(token); }
+      if (this.byOperation.get(parsedInput?.operationId) === controller) this.byOperation.delete(parsedInput.operationId);
+    });
+    return { executionArn: arn, startDate: execution.startDate };
+  }
+
+  /** lambda:invoke states call the function and mirror AWS's `{ Payload, StatusCode }`; .waitForTaskToken waits for the token. */
+  private localHandlers(executionArn: string): Record<string, (input: unknown) => Promise<unknown>> {
+    const handlers: Record<string, (input: unknown) => Promise<unknown>> = {};
+    for (const [stateName, state] of Object.entries(this.definition.States)) {
+      if (state.Type !== 'Task') continue;
+      const waits = state.Resource?.endsWith('.waitForTaskToken');
+      handlers[stateName] = async (input) => {
+        const { FunctionName, Payload } = input as { FunctionName: string; Payload: { taskToken?: string } };
+        const fn = this.functions[FunctionName];
+        if (!fn) throw Object.assign(new Error(`no function ${FunctionName}`), { name: 'Lambda.ResourceNotFoundException' });
+        const payload = JSON.parse(JSON.stringify(Payload));
+        if (!waits) return { Payload: JSON.parse(JSON.stringify((await fn(payload)) ?? null)), StatusCode: 200 };
+        const token = payload.taskToken as string;
+        const waiting = new Promise<unknown>((resolve, reject) => {
+          const pending = this.tokens.get(token) ?? { execution: executionArn, closed: false };
+          pending.settle = { resolve, reject };
+          this.tokens.set(token, pending);
+        });
+        await fn(payload);
+        return waiting;
+      };
+    }
+    return handlers;
+  }
+}

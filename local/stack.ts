@@ -1,0 +1,161 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { serve } from '@hono/node-server';
+import { makeApp } from '../functions/api/app';
+import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
+import { depsFromEnv, parseEnv } from '../functions/handlers/runtime';
+import { makeRequestApprovalHandler, makeStepHandler, STEPS } from '../functions/handlers/steps';
+import type { RunnerConfig } from '../functions/core/config';
+import type { Deps } from '../functions/steps/deps';
+import { sweep } from '../functions/steps/resume';
+import { createSandbox } from '../sandbox/server';
+import { LIFECYCLE_FUNCTIONS, placeholderOf, readDefinition, substitute, type LifecycleFunction } from '../statemachines/definition';
+import { ensureTables, localClient, startDynamoLocal, type DynamoLocal } from './dynamodb-local';
+import { LocalStepFunctions, type LocalFunction } from './sfn-endpoint';
+
+export interface StackOptions {
+  /** Holds DynamoDB Local's files and the sandbox state; a restart with the same directory keeps them. */
+  dataDir: string;
+  configPath: string;
+  port?: number;
+  sandboxPort?: number;
+  /** Use a DynamoDB (Local) that is already running instead of starting one. */
+  dynamoEndpoint?: string;
+  tablePrefix?: string;
+  sweepIntervalMs?: number;
+}
+
+export interface Stack {
+  apiUrl: string;
+  sandboxUrl: string;
+  deps: Deps;
+  engine: LocalStepFunctions;
+  tables: TableNames;
+  /** Operations resumed at boot: after a restart no execution survives, so every active one continues. */
+  recovered: string[];
+  stop(): Promise<void>;
+}
+
+/** Creates the config file with random keys for one principal of each role, if it does not exist. */
+export function ensureConfig(path: string): { created: boolean } {
+  if (existsSync(path)) return { created: false };
+  mkdirSync(dirname(resolve(path)), { recursive: true });
+  const key = () => `tr_${randomBytes(24).toString('base64url')}`;
+  const config: RunnerConfig = {
+    principals: [
+      { id: 'agent', key: key(), roles: ['agent'], tools: '*' },
+      { id: 'approver', key: key(), roles: ['approver'], tools: [] },
+      { id: 'reviewer', key: key(), roles: ['reviewer'], tools: [] },
+      { id: 'admin', key: key(), roles: ['admin'], tools: '*' },
+    ],
+    approvalSecret: randomBytes(32).toString('base64url'),
+    approvalTtlSeconds: 86400,
+  };
+  writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  return { created: true };
+}
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolvePort((server.address() as AddressInfo).port));
+  });
+}
+
+/**
+ * The embedded stack: DynamoDB Local, the ASL on the embedded engine behind a Step Functions endpoint,
+ * the Lambda handlers in-process, the API and the sandbox. Handlers get their endpoints from the same
+ * environment variables the AWS SDK reads on AWS.
+ */
+export async function startStack(options: StackOptions): Promise<Stack> {
+  mkdirSync(options.dataDir, { recursive: true });
+  ensureConfig(options.configPath);
+  const sandbox = createSandbox(options.dataDir);
+  const sandboxPort = await listen(sandbox, options.sandboxPort ?? 0);
+  const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+
+  let dynamo: DynamoLocal | undefined;
+  const dynamoEndpoint = options.dynamoEndpoint ?? (dynamo = await startDynamoLocal(join(options.dataDir, 'dynamodb'))).endpoint;
+  const prefix = options.tablePrefix ?? 'toolrunner';
+  const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
+  const admin = localClient(dynamoEndpoint);
+  await ensureTables(admin, tables);
+  admin.destroy();
+
+  const arnOf = (name: LifecycleFunction) => `arn:aws:lambda:us-east-1:000000000000:function:${prefix}-${name}`;
+  let deps!: Deps;
+  const current = () => deps;
+  const handlers: Record<LifecycleFunction, LocalFunction> = {
+    Validate: makeStepHandler('Validate', STEPS.Validate, current),
+    RequestApproval: makeRequestApprovalHandler(current),
+    ExpireApproval: makeStepHandler('ExpireApproval', STEPS.ExpireApproval, current),
+    Execute: makeStepHandler('Execute', STEPS.Execute, current),
+    Reconcile: makeStepHandler('Reconcile', STEPS.Reconcile, current),
+    Record: makeStepHandler('Record', STEPS.Record, current),
+    Report: makeStepHandler('Report', STEPS.Report, current),
+  };
+  const definition = substitute(readDefinition(), Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)])));
+  const engine = new LocalStepFunctions(definition, Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers[n]])), `${prefix}-invocation`);
+  const sfnEndpoint = await engine.listen();
+
+  const port = options.port ?? 0;
+  Object.assign(process.env, {
+    AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
+    AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
+    AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
+    AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
+    AWS_ENDPOINT_URL_SFN: sfnEndpoint,
+    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+  });
+  const env = parseEnv({
+    ...Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [name, tables[id as keyof TableNames]])),
+    STATE_MACHINE_ARN: engine.stateMachineArn,
+    SANDBOX_URL: sandboxUrl,
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port || 3000}`,
+    TOOLRUNNER_CONFIG: options.configPath,
+  });
+  deps = depsFromEnv(env, { abortSignalFor: engine.abortSignalFor });
+
+  const api = serve({ fetch: makeApp(deps).fetch, port, hostname: '127.0.0.1' }) as Server;
+  const apiPort = await new Promise<number>((r, reject) => {
+    api.once('error', reject);
+    api.once('listening', () => r((api.address() as AddressInfo).port));
+  });
+  deps.publicBaseUrl = `http://127.0.0.1:${apiPort}`;
+
+  const recovered = await sweep(deps, 1000, { ignoreLeases: true });
+  let sweeping = false;
+  const timer = setInterval(async () => {
+    if (sweeping) return;
+    sweeping = true;
+    try {
+      await sweep(deps);
+    } catch (error) {
+      console.error(`sweeper: ${(error as Error).message}`);
+    } finally {
+      sweeping = false;
+    }
+  }, options.sweepIntervalMs ?? 5000);
+  timer.unref();
+
+  return {
+    apiUrl: `http://127.0.0.1:${apiPort}`,
+    sandboxUrl,
+    deps,
+    engine,
+    tables,
+    recovered,
+    stop: async () => {
+      clearInterval(timer);
+      await new Promise<void>((r) => api.close(() => r()));
+      (api as Server).closeAllConnections?.();
+      await engine.close();
+      await new Promise<void>((r) => sandbox.close(() => r()));
+      sandbox.closeAllConnections();
+      await dynamo?.stop();
+    },
+  };
+}
