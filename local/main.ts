@@ -1,3 +1,4 @@
+import './env-defaults';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';

@@ -1,3 +1,4 @@
+import './env-defaults';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -108,7 +109,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
     AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
     AWS_ENDPOINT_URL_SFN: sfnEndpoint,
-    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
   });
   const env = parseEnv({
     ...Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [name, tables[id as keyof TableNames]])),

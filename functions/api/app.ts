@@ -95,7 +95,8 @@ export function makeApp(deps: Deps): Hono<Env> {
     '*',
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
-      onError: (c) => c.json({ error: { code: 'payload_too_large', message: 'the body is over 256 KiB' } }, 413),
+      // The rest of the body is never read, so the connection cannot be reused: say so to the client.
+      onError: (c) => c.json({ error: { code: 'payload_too_large', message: 'the body is over 256 KiB' } }, 413, { Connection: 'close' }),
     }),
   );
 

@@ -1,0 +1,175 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import type { RunnerConfig } from '../../functions/core/config';
+import type { TraceEvent } from '../../functions/core/trace';
+import { startStack, type Stack } from '../../local/stack';
+
+export interface Keys {
+  agent: string;
+  approver: string;
+  reviewer: string;
+  admin: string;
+  other: string;
+}
+
+export interface TestStack extends Stack {
+  keys: Keys;
+  configPath: string;
+  dataDir: string;
+  api: Api;
+  /** Rewrites the principals file (the runner re-reads it on change). */
+  editConfig(edit: (config: RunnerConfig) => void): void;
+  sandbox: Sandbox;
+}
+
+/** Starts an embedded stack against the run's shared DynamoDB Local, with its own tables and sandbox state. */
+export async function startTestStack(options: { seed?: number } = {}): Promise<TestStack> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-test-'));
+  const configPath = join(dataDir, 'config.json');
+  const key = () => `tr_${randomBytes(18).toString('base64url')}`;
+  const keys: Keys = { agent: key(), approver: key(), reviewer: key(), admin: key(), other: key() };
+  const config: RunnerConfig = {
+    principals: [
+      { id: 'agent', key: keys.agent, roles: ['agent'], tools: '*' },
+      { id: 'approver', key: keys.approver, roles: ['approver'], tools: [] },
+      { id: 'reviewer', key: keys.reviewer, roles: ['reviewer'], tools: [] },
+      { id: 'admin', key: keys.admin, roles: ['admin'], tools: '*' },
+      { id: 'other', key: keys.other, roles: ['agent'], tools: ['get_order'] },
+    ],
+    approvalSecret: randomBytes(32).toString('base64url'),
+    approvalTtlSeconds: 86400,
+  };
+  writeFileSync(configPath, JSON.stringify(config));
+  const stack = await startStack({
+    dataDir,
+    configPath,
+    dynamoEndpoint: inject('dynamoEndpoint'),
+    tablePrefix: `t${randomBytes(5).toString('hex')}`,
+    sweepIntervalMs: 500,
+  });
+  if (options.seed !== undefined) stack.deps.random = seeded(options.seed);
+  const editConfig = (edit: (c: RunnerConfig) => void) => {
+    const current = JSON.parse(readFileSync(configPath, 'utf8')) as RunnerConfig;
+    edit(current);
+    writeFileSync(configPath, JSON.stringify(current));
+  };
+  return {
+    ...stack,
+    keys,
+    configPath,
+    dataDir,
+    api: new Api(stack.apiUrl),
+    sandbox: new Sandbox(stack.sandboxUrl),
+    editConfig,
+    stop: async () => {
+      await stack.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Small deterministic PRNG (mulberry32) so jittered delays repeat from a seed. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Reply<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** A plain HTTP client for the runner's API, as an agent would use it. */
+export class Api {
+  constructor(readonly baseUrl: string) {}
+
+  async request<T = any>(method: string, path: string, options: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
+    const res = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: {
+        ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
+        ...(options.body !== undefined || options.raw !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...options.headers,
+      },
+      body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
+    });
+    const text = await res.text();
+    let body: any = text;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // HTML or empty.
+    }
+    return { status: res.status, headers: res.headers, body };
+  }
+
+  async createRun(key: string, budgets?: Record<string, number>): Promise<string> {
+    const res = await this.request('POST', '/v1/runs', { key, body: budgets ? { budgets } : {} });
+    if (res.status !== 201) throw new Error(`createRun: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body.runId;
+  }
+
+  call(key: string, runId: string, call: { callId: string; turn?: number; name: string; arguments: unknown }, wait = 25): Promise<Reply> {
+    return this.request('POST', `/v1/runs/${runId}/tool-calls`, { key, body: { turn: 1, ...call }, headers: { prefer: `wait=${wait}` } });
+  }
+
+  async trace(key: string, runId: string): Promise<TraceEvent[]> {
+    const res = await this.request('GET', `/v1/runs/${runId}/trace`, { key });
+    if (res.status !== 200) throw new Error(`trace: ${res.status}`);
+    return res.body.events;
+  }
+
+  async operation(key: string, operationId: string): Promise<any> {
+    return (await this.request('GET', `/v1/operations/${operationId}`, { key })).body;
+  }
+
+  /** Polls (with a deadline, never a fixed sleep) until the predicate holds. */
+  async until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await read();
+      if (ok(value)) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value).slice(0, 500)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export interface LedgerEntry {
+  kind: string;
+  id: string;
+  idempotencyKey?: string;
+  body: any;
+  at: string;
+}
+
+export class Sandbox {
+  constructor(readonly baseUrl: string) {}
+  async fault(fault: { route: string; mode: string; count?: number; retryAfterSeconds?: number; delayMs?: number }): Promise<void> {
+    const res = await fetch(`${this.baseUrl}/_sandbox/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) });
+    if (res.status !== 201) throw new Error(`fault: ${res.status} ${await res.text()}`);
+  }
+  async ledger(): Promise<LedgerEntry[]> {
+    return (await fetch(`${this.baseUrl}/_sandbox/ledger`)).json() as Promise<LedgerEntry[]>;
+  }
+  async reset(): Promise<void> {
+    await fetch(`${this.baseUrl}/_sandbox/reset`, { method: 'POST' });
+  }
+}
+
+/** The trace as `type[:from>to]` steps for one operation: compact enough to assert whole sequences. */
+export function shape(events: TraceEvent[], operationId?: string): string[] {
+  return events
+    .filter((e) => !operationId || e.operationId === operationId)
+    .map((e) => (e.type === 'state.transition' ? `${e.from}>${e.to}` : e.type));
+}
