@@ -1,0 +1,91 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TABLES } from '../../functions/adapters/tables';
+import { ToolRunnerStack } from '../../infra/tool-runner-stack';
+import { LIFECYCLE_FUNCTIONS, placeholderOf, placeholdersIn, readDefinition } from '../../statemachines/definition';
+
+let template: Template;
+let deployedDefinition: string;
+beforeAll(() => {
+  // Skip esbuild bundling here; `npx cdk synth` bundles for real.
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new ToolRunnerStack(app, 'Test', { env: { account: '123456789012', region: 'eu-west-1' } });
+  template = Template.fromStack(stack);
+  const assembly = app.synth();
+  const [machine] = Object.values(template.findResources('AWS::StepFunctions::StateMachine'));
+  const key = machine.Properties.DefinitionS3Location.Key as string;
+  // The definition is a file asset, staged as asset.<hash>.json beside the template.
+  deployedDefinition = readFileSync(join(assembly.directory, `asset.${key}`), 'utf8');
+});
+
+const LOG_DELIVERY = new Set(['logs:CreateLogDelivery', 'logs:GetLogDelivery', 'logs:UpdateLogDelivery', 'logs:DeleteLogDelivery', 'logs:ListLogDeliveries', 'logs:PutResourcePolicy', 'logs:DescribeResourcePolicies', 'logs:DescribeLogGroups']);
+
+function resources(type: string): Record<string, any> {
+  return template.findResources(type);
+}
+
+describe('CDK stack', () => {
+  it('deploys the ASL file unchanged, with a substitution for every placeholder', () => {
+    const [machine] = Object.values(resources('AWS::StepFunctions::StateMachine'));
+    const text = readDefinition();
+    expect(deployedDefinition).toBe(text);
+    const substitutions = machine.Properties.DefinitionSubstitutions as Record<string, any>;
+    expect(Object.keys(substitutions).sort()).toEqual(placeholdersIn(text).sort());
+    expect(Object.keys(substitutions).sort()).toEqual(LIFECYCLE_FUNCTIONS.map(placeholderOf).sort());
+    const functionIds = Object.keys(resources('AWS::Lambda::Function'));
+    for (const value of Object.values(substitutions)) {
+      expect(value['Fn::GetAtt'][1]).toBe('Arn');
+      expect(functionIds).toContain(value['Fn::GetAtt'][0]);
+    }
+    expect(machine.Properties.StateMachineType).toBe('STANDARD');
+    expect(machine.Properties.TracingConfiguration).toEqual({ Enabled: true });
+    expect(machine.Properties.LoggingConfiguration).toMatchObject({ Level: 'ALL', IncludeExecutionData: false });
+  });
+
+  it('runs every Lambda on Node.js 22 or newer, arm64, with X-Ray tracing', () => {
+    const fns = Object.values(resources('AWS::Lambda::Function'));
+    expect(fns.length).toBe(LIFECYCLE_FUNCTIONS.length + 2);
+    for (const fn of fns) {
+      expect(Number(String(fn.Properties.Runtime).match(/^nodejs(\d+)\.x$/)?.[1])).toBeGreaterThanOrEqual(22);
+      expect(fn.Properties.Architectures).toEqual(['arm64']);
+      expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+    }
+  });
+
+  it('creates the tables of functions/adapters/tables.ts: on demand, point-in-time recovery, TTL where records expire', () => {
+    const tables = Object.values(resources('AWS::DynamoDB::Table'));
+    expect(tables).toHaveLength(TABLES.length);
+    for (const layout of TABLES) {
+      const table = tables.find((t) => t.Properties.KeySchema[0].AttributeName === layout.partitionKey.name && (t.Properties.KeySchema[1]?.AttributeName ?? undefined) === layout.sortKey?.name);
+      expect(table, layout.id).toBeDefined();
+      expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+      expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+      if (layout.ttlAttribute) expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: layout.ttlAttribute, Enabled: true });
+      expect((table.Properties.GlobalSecondaryIndexes ?? []).map((i: { IndexName: string }) => i.IndexName).sort()).toEqual((layout.indexes ?? []).map((i) => i.name).sort());
+      expect(table.DeletionPolicy).toBe('Retain');
+    }
+  });
+
+  it('puts API Gateway in front of the API Lambda and schedules the sweeper', () => {
+    template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
+    template.hasResourceProperties('AWS::ApiGateway::Method', { HttpMethod: 'ANY', Integration: { Type: 'AWS_PROXY' } });
+    template.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(1 minute)', Target: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^SweeperFunction'), 'Arn'] } } });
+    template.resourceCountIs('AWS::SNS::Topic', 1);
+  });
+
+  it('uses no wildcard actions, and wildcard resources only where AWS requires them', () => {
+    for (const [id, policy] of Object.entries(resources('AWS::IAM::Policy'))) {
+      for (const statement of policy.Properties.PolicyDocument.Statement) {
+        const actions = [statement.Action].flat() as string[];
+        for (const action of actions) expect(action, id).not.toMatch(/(^\*$|:\*$)/);
+        if ([statement.Resource].flat().includes('*')) {
+          // These have no resource-level permissions: X-Ray segment upload and CloudWatch Logs vended delivery.
+          expect(actions.every((a) => a.startsWith('xray:') || LOG_DELIVERY.has(a)), `${id}: ${actions}`).toBe(true);
+        }
+      }
+    }
+  });
+});
