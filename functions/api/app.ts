@@ -10,7 +10,7 @@ import { approvalUrl, decideApproval, openApproval } from '../steps/approval';
 import { cancelOperation, cancelRun } from '../steps/cancel';
 import type { Deps } from '../steps/deps';
 import { resolveOperation } from '../steps/resolve';
-import { createRun, submitToolCall } from '../steps/submit';
+import { createRun, submitOnce } from '../steps/submit';
 import { approvalPage, decisionPage } from './approval-page';
 import { operationView, runView } from './views';
 
@@ -183,7 +183,7 @@ export function makeApp(deps: Deps): Hono<Env> {
     requireRole(c, 'agent');
     const run = await ownRun(c);
     const call = await jsonBody(c, ToolCallSchema);
-    const submitted = await submitToolCall(deps, run, call);
+    const submitted = await submitOnce(deps, run, call);
     if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
     if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
     if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');

@@ -7,6 +7,7 @@ import { fileConfigSource, secretConfigSource } from '../adapters/config-source'
 import { makeDocumentClient, makeDynamoStore } from '../adapters/dynamo-store';
 import { consoleNotifier, snsNotifier } from '../adapters/notifier';
 import { sfnLifecycle } from '../adapters/sfn-lifecycle';
+import { powertoolsSubmissionGuard } from '../adapters/submission-guard';
 import { TABLE_ENV } from '../adapters/tables';
 import { makeRegistry } from '../core/tool-spec';
 import type { Deps } from '../steps/deps';
@@ -53,6 +54,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSig
     now: () => Date.now(),
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
+    submissionGuard: powertoolsSubmissionGuard(dynamo, env.TABLE_IDEMPOTENCY),
     ...extra,
   };
 }

@@ -1,4 +1,5 @@
 import type { Store } from '../adapters/dynamo-store';
+import type { SubmissionGuard } from '../adapters/submission-guard';
 import type { RunnerConfig } from '../core/config';
 import type { Principal } from '../core/model';
 import type { ToolRegistry } from '../core/tool-spec';
@@ -35,6 +36,8 @@ export interface Deps {
   random(): number;
   /** Base URL of the API as approvers reach it, for approval links. */
   publicBaseUrl: string;
+  /** Answers replayed submissions before they reach the lifecycle (Powertools idempotency); optional. */
+  submissionGuard?: SubmissionGuard;
   /** Where the runtime can abort an in-flight attempt on cancellation (embedded engine); absent on AWS. */
   abortSignalFor?(operationId: string): AbortSignal | undefined;
 }

@@ -43,6 +43,38 @@ export type SubmitResult =
   | { kind: 'run_closed' };
 
 /**
+ * Submits a tool call once: through the submission guard where there is one (a replay is answered from
+ * it, a changed payload refused), and always through the conditional create below.
+ */
+export async function submitOnce(deps: Deps, run: RunRecord, call: ToolCallRequest): Promise<SubmitResult> {
+  if (!deps.submissionGuard) return submitToolCall(deps, run, call);
+  const parsed = parseArguments(call.arguments);
+  const inputHash = `${call.name}|${parsed.ok ? hashValue(parsed.value) : sha256(String(call.arguments))}`;
+  const guarded = await deps.submissionGuard({ runId: run.runId, callId: call.callId, inputHash }, async () => {
+    const result = await submitToolCall(deps, run, call);
+    // Only a created or replayed operation is worth remembering; refusals are answered afresh.
+    if (result.kind !== 'created' && result.kind !== 'replayed') throw new SubmissionRefused(result);
+    return { kind: result.kind, operationId: result.op.operationId };
+  }).catch((error) => {
+    if (error instanceof SubmissionRefused) return { kind: 'refused' as const, result: error.result };
+    // Powertools wraps what the function threw.
+    if (error?.cause instanceof SubmissionRefused) return { kind: 'refused' as const, result: error.cause.result };
+    throw error;
+  });
+  if (guarded.kind === 'refused') return guarded.result;
+  if (guarded.kind === 'payload_mismatch') return { kind: 'conflict' };
+  const op = await deps.store.getOperation(guarded.value.operationId);
+  if (!op) throw new Error(`operation ${guarded.value.operationId} vanished`);
+  return { kind: guarded.replayed ? 'replayed' : guarded.value.kind, op };
+}
+
+class SubmissionRefused extends Error {
+  constructor(readonly result: SubmitResult) {
+    super(result.kind);
+  }
+}
+
+/**
  * Records the model's proposal durably, then starts its lifecycle. The operation id is derived from
  * (runId, callId), so concurrent duplicates race on one conditional put and exactly one wins.
  */
