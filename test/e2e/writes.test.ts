@@ -1,0 +1,224 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { shape, startTestStack, type TestStack } from '../support/stack';
+
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await startTestStack({ seed: 42 });
+});
+afterAll(async () => stack?.stop());
+beforeEach(async () => stack.sandbox.reset());
+
+const charge = (amount = 1200) => ({ amount, currency: 'USD', customer: 'cus_42', description: 'test order' });
+
+describe('trace tests: writes that never repeat', () => {
+  it('503 twice then success: three attempts, one operationId, one budget', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    await sandbox.fault({ route: 'POST /v1/charges', mode: 'fail_503', count: 2 });
+    const res = await api.call(keys.agent, runId, { callId: 'call_503', name: 'charge_card', arguments: charge() });
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'succeeded', call_id: 'call_503', result: { amount: 1200, currency: 'USD', customer: 'cus_42', status: 'succeeded' } });
+    const opId = res.body.logical_operation_id;
+    const events = await api.trace(keys.agent, runId);
+    expect(shape(events)).toEqual([
+      'operation.proposed', 'policy.decision', 'proposed>validated',
+      'validated>executing', 'attempt.started', 'attempt.finished', 'backoff.scheduled',
+      'attempt.started', 'attempt.finished', 'backoff.scheduled',
+      'attempt.started', 'attempt.finished',
+      'executing>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+    ]);
+    expect(new Set(events.map((e) => e.operationId))).toEqual(new Set([opId]));
+    const finished = events.filter((e) => e.type === 'attempt.finished');
+    expect(finished.map((e) => [e.attempt, e.detail!.outcome, e.detail!.upstreamStatus])).toEqual([
+      [1, 'failed_retryable', 503],
+      [2, 'failed_retryable', 503],
+      [3, 'succeeded', 200],
+    ]);
+    const backoffs = events.filter((e) => e.type === 'backoff.scheduled');
+    expect(backoffs.map((e) => e.attempt)).toEqual([2, 3]);
+    expect(backoffs[0].detail!.delaySeconds).toBeLessThanOrEqual(1);
+    expect(backoffs[1].detail!.delaySeconds).toBeLessThanOrEqual(2);
+
+    const op = await api.operation(keys.agent, opId);
+    const ledger = await sandbox.ledger();
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0]).toMatchObject({ kind: 'charge', idempotencyKey: op.idempotencyKey, body: charge() });
+    expect(op.attempts).toBe(3);
+    const run = await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent });
+    expect(run.body.usage).toMatchObject({ toolCalls: 1, spendCents: 1200 });
+  });
+
+  it('commit then timeout: outcome_unknown, reconciliation by key, no new operation', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    await sandbox.fault({ route: 'POST /v1/charges', mode: 'commit_then_timeout', delayMs: 20_000 });
+    const res = await api.call(keys.agent, runId, { callId: 'call_ctt', name: 'charge_card', arguments: charge(2500) });
+
+    expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: 2500 } });
+    const events = await api.trace(keys.agent, runId);
+    expect(shape(events)).toEqual([
+      'operation.proposed', 'policy.decision', 'proposed>validated',
+      'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
+      'reconcile.started', 'reconcile.finished',
+      'outcome_unknown>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+    ]);
+    expect(events.find((e) => e.type === 'attempt.finished')!.detail).toMatchObject({ outcome: 'outcome_unknown', code: 'timeout_unknown' });
+    expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ plan: 'lookup', result: 'found' });
+    expect(new Set(events.map((e) => e.operationId)).size).toBe(1);
+    const op = await api.operation(keys.agent, res.body.logical_operation_id);
+    const ledger = await sandbox.ledger();
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0].idempotencyKey).toBe(op.idempotencyKey);
+    expect(res.body.result.id).toBe(ledger[0].id);
+    expect(op.attempts).toBe(1);
+  });
+
+  it('a reset connection after sending: lookup finds nothing, the retry reuses the same key', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    await sandbox.fault({ route: 'POST /v1/charges', mode: 'reset_connection' });
+    const res = await api.call(keys.agent, runId, { callId: 'call_reset', name: 'charge_card', arguments: charge(300) });
+    expect(res.body.status).toBe('succeeded');
+    const events = await api.trace(keys.agent, runId);
+    expect(shape(events)).toEqual([
+      'operation.proposed', 'policy.decision', 'proposed>validated',
+      'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
+      'reconcile.started', 'reconcile.finished', 'backoff.scheduled',
+      'outcome_unknown>executing', 'attempt.started', 'attempt.finished',
+      'executing>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+    ]);
+    expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ result: 'not_found', action: 'retry_same_key' });
+    const op = await api.operation(keys.agent, res.body.logical_operation_id);
+    expect((await sandbox.ledger()).map((e) => e.idempotencyKey)).toEqual([op.idempotencyKey]);
+  });
+});
+
+describe('error matrix', () => {
+  it('429 honours Retry-After as the backoff floor', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    await sandbox.fault({ route: 'GET /v1/orders/{id}', mode: 'rate_limit_429', retryAfterSeconds: 2 });
+    const res = await api.call(keys.agent, runId, { callId: 'call_429', name: 'get_order', arguments: { orderId: 'ord_9' } });
+    expect(res.body.status).toBe('succeeded');
+    const events = await api.trace(keys.agent, runId);
+    const backoff = events.find((e) => e.type === 'backoff.scheduled')!;
+    expect(backoff.detail).toMatchObject({ reason: 'rate_limited', retryAfterSeconds: 2 });
+    expect(backoff.detail!.delaySeconds).toBeGreaterThanOrEqual(2);
+    const started = events.filter((e) => e.type === 'attempt.started').map((e) => Date.parse(e.at));
+    expect(started[1] - started[0]).toBeGreaterThanOrEqual(2000);
+  });
+
+  it('transient failures stop at maxAttempts with a typed failure', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    await sandbox.fault({ route: 'GET /v1/orders/{id}', mode: 'fail_503', count: 5 });
+    const res = await api.call(keys.agent, runId, { callId: 'call_exhaust', name: 'get_order', arguments: { orderId: 'ord_9' } });
+    expect(res.body).toMatchObject({ status: 'failed', code: 'upstream_unavailable', allowed_next_actions: ['retry_later_with_new_call_id'] });
+    expect(res.body.message).toContain('after 3 attempt(s)');
+    const events = await api.trace(keys.agent, runId);
+    expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(3);
+    expect(shape(events).slice(-4)).toEqual(['executing>failed_permanent', 'result.recorded', 'failed_permanent>reported', 'result.reported']);
+  });
+
+  it('a permanent failure stops at once', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    await sandbox.fault({ route: 'POST /v1/charges', mode: 'permanent_402' });
+    const res = await api.call(keys.agent, runId, { callId: 'call_402', name: 'charge_card', arguments: charge() });
+    expect(res.body).toMatchObject({ status: 'failed', code: 'permanent_failure' });
+    expect(res.body.message).toContain('402');
+    const events = await api.trace(keys.agent, runId);
+    expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(1);
+    expect(await sandbox.ledger()).toEqual([]);
+  });
+
+  it('a forbidden tool ends rejected with no attempt', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.other);
+    const res = await api.call(keys.other, runId, { callId: 'call_forbidden', name: 'charge_card', arguments: charge() });
+    expect(res.body).toMatchObject({ status: 'rejected', code: 'forbidden' });
+    const events = await api.trace(keys.other, runId);
+    expect(shape(events)).toEqual(['operation.proposed', 'policy.decision', 'proposed>rejected', 'result.recorded', 'rejected>reported', 'result.reported']);
+    expect(events[1].detail).toMatchObject({ decision: 'deny', code: 'forbidden' });
+    expect(await sandbox.ledger()).toEqual([]);
+  });
+
+  it('an email whose outcome is unknown is never retried and goes to a person, who settles it', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    await sandbox.fault({ route: 'POST /v1/emails', mode: 'commit_then_timeout', delayMs: 20_000 });
+    const res = await api.call(keys.agent, runId, { callId: 'call_mail', name: 'send_email', arguments: { to: 'a@example.com', subject: 'Hi', body: 'Hello' } });
+    expect(res.body).toMatchObject({ status: 'outcome_unknown', code: 'timeout_unknown', allowed_next_actions: ['check_status', 'request_human_review'] });
+    const opId = res.body.logical_operation_id;
+    let events = await api.trace(keys.agent, runId);
+    expect(shape(events)).toEqual([
+      'operation.proposed', 'policy.decision', 'proposed>validated',
+      'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
+      'reconcile.started', 'reconcile.finished', 'result.reported',
+    ]);
+    expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ plan: 'review', result: 'needs_review' });
+    expect(await api.operation(keys.agent, opId)).toMatchObject({ state: 'outcome_unknown', review: { required: true } });
+
+    // Only a reviewer may settle it, and only once.
+    const body = { outcome: 'succeeded', note: 'the mail server shows it was delivered' };
+    expect((await api.request('POST', `/v1/operations/${opId}/resolve`, { key: keys.agent, body })).status).toBe(403);
+    const resolved = await api.request('POST', `/v1/operations/${opId}/resolve`, { key: keys.reviewer, body });
+    expect(resolved.status).toBe(200);
+    expect(resolved.body).toMatchObject({ state: 'reported', envelope: { status: 'succeeded', message: 'a reviewer confirmed the call succeeded' } });
+    expect((await api.request('POST', `/v1/operations/${opId}/resolve`, { key: keys.reviewer, body })).status).toBe(409);
+    events = await api.trace(keys.agent, runId);
+    expect(shape(events).slice(-5)).toEqual(['reconcile.finished', 'outcome_unknown>recorded', 'result.recorded', 'recorded>reported', 'result.reported']);
+    expect(await sandbox.ledger()).toHaveLength(1);
+  });
+
+  it('the sandbox refuses a reused idempotency key with another body', async () => {
+    const post = (body: unknown) => fetch(`${stack.sandboxUrl}/v1/charges`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k1' }, body: JSON.stringify(body) });
+    const first = await post(charge(100));
+    const replay = await post(charge(100));
+    const other = await post(charge(101));
+    expect(first.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(await replay.json()).toEqual(await first.json());
+    expect(other.status).toBe(409);
+    expect((await other.json()).error.code).toBe('idempotency_key_reused');
+    expect(await stack.sandbox.ledger()).toHaveLength(1);
+  });
+});
+
+describe('duplicates and conflicting writes', () => {
+  it('concurrent submissions of one (runId, callId) start one execution and all get the stored outcome', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    const replies = await Promise.all(Array.from({ length: 8 }, () => api.call(keys.agent, runId, { callId: 'call_same', name: 'charge_card', arguments: charge(777) })));
+    expect(replies.map((r) => r.status)).toEqual(Array(8).fill(200));
+    expect(new Set(replies.map((r) => JSON.stringify(r.body))).size).toBe(1);
+    expect(replies.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(7);
+    expect(await sandbox.ledger()).toHaveLength(1);
+    const events = await api.trace(keys.agent, runId);
+    expect(events.filter((e) => e.type === 'operation.proposed')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(1);
+  });
+
+  it('writes sharing a lock key are serialized', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    // Each write commits and then answers after 1.5 s: without the lock they would overlap.
+    await sandbox.fault({ route: 'PUT /v1/orders/{id}/shipping-address', mode: 'commit_then_timeout', delayMs: 1500, count: 2 });
+    const address = (line1: string) => ({ orderId: 'ord_5', address: { line1, city: 'Paris', postalCode: '75001', country: 'FR' } });
+    const [a, b] = await Promise.all([
+      api.call(keys.agent, runId, { callId: 'call_addr_a', name: 'update_shipping_address', arguments: address('1 Rue A') }),
+      api.call(keys.agent, runId, { callId: 'call_addr_b', name: 'update_shipping_address', arguments: address('2 Rue B') }),
+    ]);
+    expect([a.body.status, b.body.status]).toEqual(['succeeded', 'succeeded']);
+    const events = await api.trace(keys.agent, runId);
+    const windows = [a, b].map((r) => {
+      const mine = events.filter((e) => e.operationId === r.body.logical_operation_id);
+      return [Date.parse(mine.find((e) => e.type === 'attempt.started')!.at), Date.parse(mine.find((e) => e.type === 'attempt.finished')!.at)];
+    });
+    windows.sort((x, y) => x[0] - y[0]);
+    expect(windows[1][0]).toBeGreaterThanOrEqual(windows[0][1]);
+    expect(events.some((e) => e.type === 'backoff.scheduled' && e.detail!.reason === 'lock_busy')).toBe(true);
+    expect((await sandbox.ledger()).filter((e) => e.kind === 'shipping_address')).toHaveLength(2);
+  });
+});
