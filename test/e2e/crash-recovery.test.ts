@@ -1,0 +1,91 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../local/dynamodb-local';
+import { Api, Sandbox, shape } from '../support/stack';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-crash-'));
+const configPath = join(dataDir, 'config.json');
+const agentKey = 'tr_crash_test_agent_key_0123456789';
+writeFileSync(configPath, JSON.stringify({ principals: [{ id: 'agent', key: agentKey, roles: ['agent'], tools: '*' }], approvalSecret: 'crash-test-secret-0123456789abcdef' }));
+
+let child: ChildProcess | undefined;
+
+/** `npm start` in its own process group, so SIGKILL takes down npm, node and DynamoDB Local at once. */
+async function npmStart(ports: { api: number; sandbox: number }): Promise<{ output: () => string }> {
+  let output = '';
+  child = spawn('npm', ['start'], {
+    cwd: process.cwd(),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PORT: String(ports.api), SANDBOX_PORT: String(ports.sandbox), TOOLRUNNER_DATA_DIR: dataDir, TOOLRUNNER_CONFIG: configPath },
+  });
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const deadline = Date.now() + 90_000;
+  while (!output.includes('ready: api=')) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`npm start did not become ready:\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { output: () => output };
+}
+
+function killGroup(signal: NodeJS.Signals): Promise<void> {
+  const proc = child!;
+  const exited = new Promise<void>((r) => (proc.exitCode !== null || proc.signalCode !== null ? r() : proc.once('exit', () => r())));
+  process.kill(-proc.pid!, signal);
+  return exited;
+}
+
+afterAll(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) await killGroup('SIGKILL').catch(() => undefined);
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('crash after the write', () => {
+  it('SIGKILL while a charge is in flight; after a restart the operation is reported and the ledger has one charge', async () => {
+    const ports = { api: await freePort(), sandbox: await freePort() };
+    await npmStart(ports);
+    const api = new Api(`http://127.0.0.1:${ports.api}`);
+    const sandbox = new Sandbox(`http://127.0.0.1:${ports.sandbox}`);
+    const runId = await api.createRun(agentKey);
+    // The charge commits, then the response is held: the runner is killed while it waits.
+    await sandbox.fault({ route: 'POST /v1/charges', mode: 'commit_then_timeout', delayMs: 60_000 });
+    const submitted = await api.call(agentKey, runId, { callId: 'call_crash', name: 'charge_card', arguments: { amount: 4200, currency: 'EUR', customer: 'cus_9' } }, 0);
+    expect(submitted.status).toBe(202);
+    const opId = submitted.body.operationId as string;
+    await api.until('the charge to commit', () => sandbox.ledger(), (l) => l.length === 1);
+    const before = await api.operation(agentKey, opId);
+    expect(before).toMatchObject({ state: 'executing', attempts: 1 });
+
+    await killGroup('SIGKILL');
+    const restarted = await npmStart(ports);
+    expect(restarted.output()).toContain('recovered 1 operation(s)');
+
+    const after = await api.until('the operation to be reported', () => api.operation(agentKey, opId), (op) => op.state === 'reported', 60_000);
+    expect(after.envelope).toMatchObject({ status: 'succeeded', result: { amount: 4200, currency: 'EUR' } });
+    expect(after.idempotencyKey).toBe(before.idempotencyKey);
+    const ledger = await sandbox.ledger();
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0]).toMatchObject({ kind: 'charge', idempotencyKey: before.idempotencyKey });
+
+    const events = await api.trace(agentKey, runId);
+    expect(shape(events)).toEqual([
+      'operation.proposed', 'policy.decision', 'proposed>validated',
+      'validated>executing', 'attempt.started',
+      'executing>outcome_unknown', 'reconcile.started', 'reconcile.finished',
+      'outcome_unknown>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+    ]);
+    expect(events.find((e) => e.type === 'executing>outcome_unknown' || (e.from === 'executing' && e.to === 'outcome_unknown'))!.detail).toEqual({ reason: 'attempt_lost' });
+    expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ result: 'found' });
+
+    // SIGTERM to npm start: a clean shutdown and exit code 0.
+    const proc = child!;
+    const code = new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
+    proc.kill('SIGTERM');
+    expect(await code).toBe(0);
+    expect(restarted.output()).toContain('SIGTERM: shutting down');
+  }, 240_000);
+});
