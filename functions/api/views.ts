@@ -37,5 +37,6 @@ export function operationView(op: OperationRecord) {
     outcome: outcome ? { kind: outcome.kind, code: 'code' in outcome ? outcome.code : undefined, retryable: outcome.kind === 'failed_retryable' } : undefined,
     review: op.review,
     envelope: op.envelope,
+    lateOutcome: op.lateOutcome ? { kind: op.lateOutcome.kind, code: 'code' in op.lateOutcome ? op.lateOutcome.code : undefined } : undefined,
   };
 }

@@ -43,11 +43,22 @@ export function admitCall(run: RunRecord, turn: number, now: number): Admission 
   };
 }
 
-/** Reserves spend for one operation at validation; refusing it exhausts the run. */
-export function reserveSpend(run: RunRecord, cents: number, now: number): Admission {
+/**
+ * Whether an operation the run already admitted may go on: only cancellation and the wall clock stop it.
+ * A run exhausted by later calls does not take back a call it admitted, so N concurrent calls against
+ * a budget of M run exactly M.
+ */
+export function mayContinue(run: RunRecord, now: number): { ok: true } | { ok: false; reason: 'run_closed' | 'expired'; message: string } {
   const clocked = withClock(run, now);
-  if (clocked.status === 'cancelled') return { admitted: false, reason: 'run_closed' };
-  if (clocked.status !== 'open') return { admitted: false, reason: 'budget_exhausted', message: exhaustedMessage(clocked), run: clocked };
+  if (clocked.status === 'cancelled') return { ok: false, reason: 'run_closed', message: 'the run was cancelled' };
+  if (clocked.status === 'expired') return { ok: false, reason: 'expired', message: exhaustedMessage(clocked) };
+  return { ok: true };
+}
+
+/** Reserves spend for one admitted operation at validation; refusing it exhausts the run. */
+export function reserveSpend(run: RunRecord, cents: number, now: number): Admission {
+  const going = mayContinue(run, now);
+  if (!going.ok) return going.reason === 'run_closed' ? { admitted: false, reason: 'run_closed' } : { admitted: false, reason: 'budget_exhausted', message: going.message, run: withClock(run, now) };
   if (cents <= 0) return { admitted: true, run };
   const spendCents = run.usage.spendCents + cents;
   if (spendCents > run.budgets.maxSpendCents) {

@@ -1,5 +1,5 @@
 import { decideAfterAttempt } from '../core/attempt-policy';
-import { withClock } from '../core/budgets';
+import { mayContinue, withClock } from '../core/budgets';
 import { classifyAttempt } from '../core/classify';
 import { moveTo, resumeStep } from '../core/lifecycle';
 import type { NextStep, OperationRecord, Outcome, RunRecord } from '../core/model';
@@ -52,7 +52,7 @@ export async function executeAttempt(deps: Deps, operationId: string): Promise<S
     if (intent.value !== 'attempt') return { operationId, next: intent.value };
     const attempt = intent.op.attempts;
 
-    const call = await callTool(deps, operationId, { idempotencyKey: intent.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs }, (ctx) => tool.execute(ctx, input));
+    const call = await callTool(deps, operationId, { idempotencyKey: intent.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs, abortOnCancel: tool.risk === 'read' }, (ctx) => tool.execute(ctx, input));
     const outcome = classifyAttempt(tool, call.ok ? { ok: true, value: call.value } : { ok: false, thrown: call.thrown });
     const finished: NewTraceEvent = {
       type: 'attempt.finished',
@@ -82,11 +82,10 @@ function beginAttempt(deps: Deps, tool: ToolSpec, run: RunRecord, op: OperationR
     return { value: step === 'validate' || step === 'execute' ? 'report' : step };
   }
   const now = deps.now();
-  const clocked = withClock(run, now);
+  const going = mayContinue(run, now);
   const stop = ((): Exclude<Outcome, { kind: 'succeeded' }> | undefined => {
     if (!authorized) return { kind: 'rejected', code: 'forbidden', message: `this principal may no longer call ${tool.name}` };
-    if (clocked.status === 'cancelled') return { kind: 'cancelled', code: 'cancelled', message: 'the run was cancelled' };
-    if (clocked.status !== 'open') return { kind: 'budget_exhausted', code: 'budget_exhausted', message: clocked.status === 'expired' ? 'the run reached its wall-clock budget' : 'the run has exhausted its budget' };
+    if (!going.ok) return going.reason === 'run_closed' ? { kind: 'cancelled', code: 'cancelled', message: going.message } : { kind: 'budget_exhausted', code: 'budget_exhausted', message: going.message };
     if (op.deadlineAt && now + tool.timeoutMs > Date.parse(op.deadlineAt)) {
       return op.lastAttempt
         ? { kind: 'failed_permanent', code: 'permanent_failure', message: 'the operation reached its deadline' }
@@ -103,8 +102,8 @@ function beginAttempt(deps: Deps, tool: ToolSpec, run: RunRecord, op: OperationR
     const events: NewTraceEvent[] = [...recorded.events];
     let runAfter = run;
     if (stop.kind === 'budget_exhausted' && run.status === 'open') {
-      runAfter = clocked;
-      events.unshift({ type: 'budget.exhausted', operationId: op.operationId, callId: op.callId, detail: { reason: stop.message, status: clocked.status } });
+      runAfter = withClock(run, now);
+      events.unshift({ type: 'budget.exhausted', operationId: op.operationId, callId: op.callId, detail: { reason: stop.message, status: runAfter.status } });
     }
     return { value: 'report', change: { run: runAfter, op: recorded.op, events } };
   }

@@ -26,7 +26,7 @@ export async function reconcileOperation(deps: Deps, operationId: string): Promi
   let lookup: { ok: true; value: ReconcileResult<unknown> } | { ok: false } | undefined;
   if (plan === 'lookup') {
     const input = tool.inputSchema.parse(JSON.parse(first.frozenArguments));
-    const call = await callTool(deps, operationId, { idempotencyKey: started.op.idempotencyKey, attempt: started.op.attempts, timeoutMs: tool.timeoutMs }, (ctx) => tool.reconcile!(ctx, input));
+    const call = await callTool(deps, operationId, { idempotencyKey: started.op.idempotencyKey, attempt: started.op.attempts, timeoutMs: tool.timeoutMs, abortOnCancel: true }, (ctx) => tool.reconcile!(ctx, input));
     lookup = call.ok ? { ok: true, value: call.value! } : { ok: false };
   }
   const done = await mutate(deps.store, first.runId, operationId, (_run, op) => finishReconcile(deps, tool, op, plan, lookup));

@@ -11,18 +11,19 @@ export interface ToolCallResult<T> {
 }
 
 /**
- * Runs one tool function under the attempt's deadline. The signal also fires on cancellation where the
- * runtime can deliver it, so the transport stops instead of waiting for an answer nobody will report.
+ * Runs one tool function under the attempt's deadline. For reads the signal also fires on cancellation
+ * (where the runtime can deliver it), so the transport stops. A write in flight is left to finish: aborting
+ * it cannot undo it and would only lose the knowledge of whether it happened; its result is recorded late.
  */
 export async function callTool<T>(
   deps: Deps,
   operationId: string,
-  base: { idempotencyKey: string; attempt: number; timeoutMs: number },
+  base: { idempotencyKey: string; attempt: number; timeoutMs: number; abortOnCancel: boolean },
   run: (ctx: ToolContext) => Promise<T>,
 ): Promise<ToolCallResult<T>> {
   const started = deps.now();
   const signals = [AbortSignal.timeout(base.timeoutMs)];
-  const external = deps.abortSignalFor?.(operationId);
+  const external = base.abortOnCancel ? deps.abortSignalFor?.(operationId) : undefined;
   if (external) signals.push(external);
   let upstreamStatus: number | undefined;
   const ctx: ToolContext = {

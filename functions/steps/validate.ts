@@ -14,8 +14,8 @@ export interface StepOutput {
   operationId: string;
   next: NextStep;
   delaySeconds?: number;
-  /** Seconds left until the approval expires, for AwaitApproval's TimeoutSecondsPath. */
-  approvalTimeoutSeconds?: number;
+  /** Seconds left until the approval expires, for AwaitApproval's TimeoutSecondsPath (see the ASL for why here). */
+  Payload?: { approvalTimeoutSeconds: number };
 }
 
 const MAX_FROZEN_BYTES = 128 * 1024;
@@ -103,7 +103,7 @@ export function leaseFrom(now: number, tool: ToolSpec | undefined): string {
 function withTimers(out: StepOutput, op: OperationRecord, ttlSeconds: number, now: number): StepOutput {
   if (out.next === 'await_approval') {
     const expiresAt = op.approval?.expiresAt ? Date.parse(op.approval.expiresAt) : now + ttlSeconds * 1000;
-    return { ...out, approvalTimeoutSeconds: Math.max(1, Math.ceil((expiresAt - now) / 1000)) };
+    return { ...out, Payload: { approvalTimeoutSeconds: Math.max(1, Math.ceil((expiresAt - now) / 1000)) } };
   }
   if (out.next === 'retry' || out.next === 'reconcile_later') {
     const notBefore = op.plan?.notBefore ? Date.parse(op.plan.notBefore) : now;
