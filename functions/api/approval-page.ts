@@ -12,10 +12,10 @@ function layout(title: string, body: string): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:44rem;margin:2rem auto;padding:0 1rem;color:#111}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-weight:600}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-weight:600}dd{margin:0;overflow-wrap:anywhere}
 pre{background:#f4f4f4;padding:.75rem;overflow:auto;white-space:pre-wrap;word-break:break-all}
 button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem}.approve{background:#0a7d32;color:#fff;border:0}
-.reject{background:#b3261e;color:#fff;border:0}.risk{font-weight:700;text-transform:uppercase}</style></head>
+.reject{background:#b3261e;color:#fff;border:0}.risk{font-weight:700;color:#b3261e}</style></head>
 <body>${body}</body></html>`;
 }
 

@@ -1,0 +1,69 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, type TestStack } from '../support/stack';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+let stack: TestStack;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`);
+  stack = await startTestStack();
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+describe('the approval page in a real browser', () => {
+  it('shows the exact operation, escapes what the model wrote, works without JavaScript, and approving charges once', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent, { maxSpendCents: 1_000_000 });
+    const hostile = '<script>document.title="owned"</script><img src=x onerror="document.title=\'owned\'">';
+    const args = { amount: 123_456, currency: 'EUR', customer: 'cus_browser', description: hostile };
+    const submitted = await api.call(keys.agent, runId, { callId: 'call_browser', name: 'charge_card', arguments: args });
+    expect(submitted.body.state).toBe('awaiting_approval');
+    const { body } = await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver });
+    const approval = body.approvals.find((a: { operationId: string }) => a.operationId === submitted.body.operationId);
+
+    // JavaScript off: the page must work as plain HTML.
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const page = await context.newPage();
+    const response = await page.goto(approval.url);
+    expect(response?.status()).toBe(200);
+    expect(await page.title()).toBe('Approve charge_card?');
+    const text = await page.locator('body').innerText();
+    for (const fact of ['charge_card', 'irreversible_write', 'agent', '123456', 'EUR', 'cus_browser', approval.expiresAt, approval.inputHash]) expect(text).toContain(fact);
+    expect(await page.locator('#arguments').innerText()).toContain(JSON.stringify(hostile).slice(1, -1));
+    expect(await page.locator('img').count()).toBe(0);
+    expect(await page.locator('script').count()).toBe(0);
+    // Opening the link decided nothing.
+    expect((await api.operation(keys.agent, submitted.body.operationId)).approval.state).toBe('pending');
+    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: join(process.env.SCREENSHOT_DIR, 'approval-page.png'), fullPage: true });
+
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.waitForLoadState();
+    expect(await page.locator('h1').innerText()).toBe('Approved');
+    await context.close();
+
+    const op = await api.until('reported', () => api.operation(keys.agent, submitted.body.operationId), (o) => o.state === 'reported');
+    expect(op.envelope).toMatchObject({ status: 'succeeded', result: { amount: 123_456 } });
+    expect(op.approval).toMatchObject({ state: 'approved', decidedBy: 'approver' });
+    const ledger = await sandbox.ledger();
+    expect(ledger).toHaveLength(1);
+    expect(ledger[0]).toMatchObject({ kind: 'charge', idempotencyKey: op.idempotencyKey, body: args });
+
+    // The same link cannot decide again.
+    const again = await browser.newPage();
+    await again.goto(approval.url);
+    expect(await again.locator('body').innerText()).toContain('This approval is approved');
+    expect(await again.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    await again.close();
+  });
+});
