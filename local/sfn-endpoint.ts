@@ -31,6 +31,18 @@ interface PendingToken {
   closed: boolean;
 }
 
+type EngineEvent = { type: string; timestamp?: number; state?: { name: string; type: string } };
+
+/** The engine's event log in the shape of Step Functions' GetExecutionHistory (TaskStateEntered, ...). */
+function historyEvent(e: EngineEvent): Execution['history'][number] {
+  const timestamp = (e.timestamp ?? Date.now()) / 1000;
+  if (e.state && (e.type === 'StateEntered' || e.type === 'StateExited')) {
+    const entered = e.type === 'StateEntered';
+    return { timestamp, type: `${e.state.type}${e.type}`, detail: { [entered ? 'stateEnteredEventDetails' : 'stateExitedEventDetails']: { name: e.state.name } } };
+  }
+  return { timestamp, type: e.type === 'ExecutionTimeout' ? 'ExecutionTimedOut' : e.type };
+}
+
 class SfnError extends Error {
   constructor(readonly type: string, message: string) {
     super(message);
@@ -190,10 +202,7 @@ export class LocalStepFunctions {
     });
     execution.abort = run.abort;
     void (async () => {
-      for await (const event of run.eventLogs) {
-        const e = event as { type: string; state?: { name: string } ; timestamp?: number; Error?: string };
-        execution.history.push({ timestamp: (e.timestamp ?? Date.now()) / 1000, type: e.type, detail: e.state ? { stateName: e.state.name } : undefined });
-      }
+      for await (const event of run.eventLogs) execution.history.push(historyEvent(event as EngineEvent));
     })().catch(() => undefined);
     run.result.then(
       (output) => {

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { serve } from '@hono/node-server';
 import { makeApp } from '../functions/api/app';
 import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
@@ -27,6 +28,8 @@ export interface StackOptions {
   dynamoEndpoint?: string;
   tablePrefix?: string;
   sweepIntervalMs?: number;
+  /** A DynamoDB client for the handlers (for example with counting middleware, in the benchmark). */
+  dynamoClient?: DynamoDBClient;
 }
 
 export interface Stack {
@@ -117,7 +120,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     PUBLIC_BASE_URL: `http://127.0.0.1:${port || 3000}`,
     TOOLRUNNER_CONFIG: options.configPath,
   });
-  deps = depsFromEnv(env, { abortSignalFor: engine.abortSignalFor });
+  deps = depsFromEnv(env, { abortSignalFor: engine.abortSignalFor, dynamoClient: options.dynamoClient });
 
   const api = serve({ fetch: makeApp(deps).fetch, port, hostname: '127.0.0.1' }) as Server;
   const apiPort = await new Promise<number>((r, reject) => {

@@ -42,8 +42,9 @@ export function parseEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
  * Builds the dependencies from the environment. Endpoints come from the SDK's standard variables
  * (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SFN), so handlers never know where they run.
  */
-export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSignalFor'>> = {}): Deps {
-  const dynamo = tracer.captureAWSv3Client(new DynamoDBClient({}));
+export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSignalFor'>> & { dynamoClient?: DynamoDBClient } = {}): Deps {
+  const { dynamoClient, ...rest } = extra;
+  const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
   return {
     store: makeDynamoStore(makeDocumentClient(dynamo), tables),
@@ -55,7 +56,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSig
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
     submissionGuard: powertoolsSubmissionGuard(dynamo, env.TABLE_IDEMPOTENCY),
-    ...extra,
+    ...rest,
   };
 }
 
