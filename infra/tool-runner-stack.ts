@@ -116,6 +116,16 @@ export class ToolRunnerStack extends Stack {
     // statement names the machine by ARN, limited to the two calls that hand a token back.
     fns.RequestApproval.addToRolePolicy(new iam.PolicyStatement({ actions: ['states:SendTaskSuccess', 'states:SendTaskFailure'], resources: [stateMachineArn] }));
 
+    // Errors API Gateway answers itself keep the API's error shape (DESIGN.md section 4).
+    const gatewayErrors: [apigw.ResponseType, string, string, string][] = [
+      [apigw.ResponseType.THROTTLED, '429', 'throttled', 'too many requests'],
+      [apigw.ResponseType.REQUEST_TOO_LARGE, '413', 'payload_too_large', 'the body is too large'],
+      [apigw.ResponseType.DEFAULT_4XX, '400', 'invalid_request', 'the request was refused'],
+      [apigw.ResponseType.DEFAULT_5XX, '502', 'internal', 'internal error'],
+    ];
+    for (const [type, statusCode, code, message] of gatewayErrors) {
+      api.addGatewayResponse(`Gateway${code}${statusCode}`, { type, statusCode, templates: { 'application/json': JSON.stringify({ error: { code, message } }) } });
+    }
     api.root.addResource('v1').addProxy({ defaultIntegration: new apigw.LambdaIntegration(fns.Api, { proxy: true }), anyMethod: true });
 
     const schedule = new scheduler.Schedule(this, 'SweepSchedule', {

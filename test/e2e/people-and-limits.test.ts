@@ -151,6 +151,8 @@ describe('budgets', () => {
     expect(shape(events, replies[2].body.logical_operation_id)).toEqual(['operation.proposed', 'budget.exhausted', 'proposed>budget_exhausted', 'result.recorded', 'budget_exhausted>reported', 'result.reported']);
     expect(shape(events, replies[3].body.logical_operation_id)).toEqual(['operation.proposed', 'proposed>budget_exhausted', 'result.recorded', 'budget_exhausted>reported', 'result.reported']);
     expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent })).body.status).toBe('budget_exhausted');
+    expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(2);
+    expect(await stack.sandbox.ledger()).toEqual([]);
   });
 
   it('spend is reserved at validation; a call that would exceed it is refused without an attempt', async () => {

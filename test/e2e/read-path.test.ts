@@ -95,7 +95,11 @@ describe('a get_order call through the whole real path', () => {
 
     const events = await api.trace(keys.agent, runId);
     expect(events.some((e) => e.type.startsWith('attempt.'))).toBe(false);
-    expect(shape(events, unknown.body.logical_operation_id)).toEqual(['operation.proposed', 'policy.decision', 'proposed>rejected', 'result.recorded', 'rejected>reported', 'result.reported']);
+    // Trace test "schema failure": no network span, nothing upstream.
+    for (const reply of [unknown, invalid, badJson]) {
+      expect(shape(events, reply.body.logical_operation_id)).toEqual(['operation.proposed', 'policy.decision', 'proposed>rejected', 'result.recorded', 'rejected>reported', 'result.reported']);
+    }
+    expect(await stack.sandbox.ledger()).toEqual([]);
   });
 
   it('lists tools in each provider shape', async () => {

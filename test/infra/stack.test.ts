@@ -74,6 +74,7 @@ describe('CDK stack', () => {
     template.hasResourceProperties('AWS::ApiGateway::Method', { HttpMethod: 'ANY', Integration: { Type: 'AWS_PROXY' } });
     template.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(1 minute)', Target: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^SweeperFunction'), 'Arn'] } } });
     template.resourceCountIs('AWS::SNS::Topic', 1);
+    template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', { ResponseType: 'THROTTLED', StatusCode: '429', ResponseTemplates: { 'application/json': JSON.stringify({ error: { code: 'throttled', message: 'too many requests' } }) } });
   });
 
   it('uses no wildcard actions, and wildcard resources only where AWS requires them', () => {
