@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../local/dynamodb-local';
 import { Api, Sandbox, shape } from '../support/stack';
+import { isEmbedded } from '../support/target';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-crash-'));
 const configPath = join(dataDir, 'config.json');
@@ -44,7 +45,8 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-describe('crash after the write', () => {
+// Kills and restarts `npm start` itself, so it needs the embedded stack.
+describe.runIf(isEmbedded)('crash after the write', () => {
   it('SIGKILL while a charge is in flight; after a restart the operation is reported and the ledger has one charge', async () => {
     const ports = { api: await freePort(), sandbox: await freePort() };
     await npmStart(ports);

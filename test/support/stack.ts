@@ -6,6 +6,7 @@ import { inject } from 'vitest';
 import type { RunnerConfig } from '../../functions/core/config';
 import type { TraceEvent } from '../../functions/core/trace';
 import { startStack, type Stack } from '../../local/stack';
+import { deployedTarget, isEmbedded, Target } from './target';
 
 export interface Keys {
   agent: string;
@@ -15,7 +16,9 @@ export interface Keys {
   other: string;
 }
 
-export interface TestStack extends Stack {
+export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'> {
+  /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
+  deps?: Stack['deps'];
   keys: Keys;
   configPath: string;
   dataDir: string;
@@ -25,8 +28,25 @@ export interface TestStack extends Stack {
   sandbox: Sandbox;
 }
 
-/** Starts an embedded stack against the run's shared DynamoDB Local, with its own tables and sandbox state. */
+/**
+ * The stack under test: by default an embedded stack against the run's shared DynamoDB Local, with its own
+ * tables and sandbox state; with TARGET=localstack|aws, the deployed stack named by the environment.
+ */
 export async function startTestStack(options: { seed?: number } = {}): Promise<TestStack> {
+  if (!isEmbedded) {
+    const target = deployedTarget();
+    return {
+      ...target,
+      configPath: '',
+      dataDir: '',
+      api: new Api(target.apiUrl),
+      sandbox: new Sandbox(target.sandboxUrl),
+      editConfig: () => {
+        throw new Error(`editing principals needs the embedded stack (TARGET=${Target}): update the config secret instead`);
+      },
+      stop: async () => undefined,
+    };
+  }
   const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-test-'));
   const configPath = join(dataDir, 'config.json');
   const key = () => `tr_${randomBytes(18).toString('base64url')}`;
@@ -57,7 +77,9 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
     writeFileSync(configPath, JSON.stringify(current));
   };
   return {
-    ...stack,
+    apiUrl: stack.apiUrl,
+    sandboxUrl: stack.sandboxUrl,
+    deps: stack.deps,
     keys,
     configPath,
     dataDir,
