@@ -36,8 +36,6 @@ export interface Stack {
   apiUrl: string;
   sandboxUrl: string;
   deps: Deps;
-  engine: LocalStepFunctions;
-  tables: TableNames;
   /** Operations resumed at boot: after a restart no execution survives, so every active one continues. */
   recovered: string[];
   stop(): Promise<void>;
@@ -148,8 +146,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     apiUrl: `http://127.0.0.1:${apiPort}`,
     sandboxUrl,
     deps,
-    engine,
-    tables,
     recovered,
     stop: async () => {
       clearInterval(timer);

@@ -147,21 +147,24 @@ export function makeApp(deps: Deps): Hono<Env> {
     if (!hasRole(c.get('principal'), role)) throw new ApiError(403, 'forbidden', `this route needs the ${role} role`);
   };
 
+  /** Owners and admins see their records; reviewers too where the route allows it. */
+  function assertVisible(c: Context<Env>, ownerId: string, what: string, allowReviewer: boolean): void {
+    const principal = c.get('principal');
+    if (ownerId === principal.id || hasRole(principal, 'admin') || (allowReviewer && hasRole(principal, 'reviewer'))) return;
+    throw new ApiError(403, 'forbidden', `this ${what} belongs to another principal`);
+  }
+
   async function ownRun(c: Context<Env>, allowReviewer = false): Promise<RunRecord> {
     const run = await deps.store.getRun(c.req.param('runId')!);
     if (!run) throw new ApiError(404, 'not_found', 'no such run');
-    const principal = c.get('principal');
-    const allowed = run.principalId === principal.id || hasRole(principal, 'admin') || (allowReviewer && hasRole(principal, 'reviewer'));
-    if (!allowed) throw new ApiError(403, 'forbidden', 'this run belongs to another principal');
+    assertVisible(c, run.principalId, 'run', allowReviewer);
     return run;
   }
 
   async function visibleOperation(c: Context<Env>, allowReviewer: boolean): Promise<OperationRecord> {
     const op = await deps.store.getOperation(c.req.param('operationId')!);
     if (!op) throw new ApiError(404, 'not_found', 'no such operation');
-    const principal = c.get('principal');
-    const allowed = op.principalId === principal.id || hasRole(principal, 'admin') || (allowReviewer && hasRole(principal, 'reviewer'));
-    if (!allowed) throw new ApiError(403, 'forbidden', 'this operation belongs to another principal');
+    assertVisible(c, op.principalId, 'operation', allowReviewer);
     return op;
   }
 

@@ -31,7 +31,7 @@ export function approvalPage(op: OperationRecord, approverId: string, sig: strin
 <button class="approve" type="submit" name="decision" value="approve">Approve</button>
 <button class="reject" type="submit" name="decision" value="reject">Reject</button>
 </form>`
-    : `<p><strong>This approval is ${escapeHtml(approval.state)}.</strong> Nothing more to decide.</p>`;
+    : `<p><strong>${approval.state === 'pending' ? `This operation is ${escapeHtml(op.state)}` : `This approval is ${escapeHtml(approval.state)}`}.</strong> Nothing more to decide.</p>`;
   return layout(
     `Approve ${op.toolName}?`,
     `<h1>Approve <code>${escapeHtml(op.toolName)}</code>?</h1>

@@ -7,6 +7,7 @@ import { mayCallTool } from '../core/policy';
 import { outcomeSummary, recordLate, recordOutcome } from '../core/settle';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
+import { deepFreeze } from '../core/canonical';
 import { principalById, type Deps } from './deps';
 import { mutate, type Decision } from './mutate';
 import { callTool } from './tool-call';
@@ -40,7 +41,7 @@ export async function executeAttempt(deps: Deps, operationId: string): Promise<S
   if (!first) throw new Error(`operation ${operationId} not found`);
   const tool = deps.tools.get(first.toolName);
   if (!tool || !first.frozenArguments) throw new Error(`operation ${operationId} was never validated`);
-  const input = tool.inputSchema.parse(JSON.parse(first.frozenArguments));
+  const input = deepFreeze(tool.inputSchema.parse(JSON.parse(first.frozenArguments)));
   const lockKey = tool.lockKey ? `${tool.name}:${tool.lockKey(input)}` : undefined;
 
   if (lockKey && !(await deps.store.acquireLock(lockKey, operationId, tool.timeoutMs + LEASE_MARGIN_MS, deps.now()))) {

@@ -4,6 +4,7 @@ import { moveTo, resumeStep } from '../core/lifecycle';
 import type { NextStep, OperationRecord } from '../core/model';
 import { backoffOf, type ReconcileResult, type ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
+import { deepFreeze } from '../core/canonical';
 import type { Deps } from './deps';
 import { mutate, type Decision } from './mutate';
 import { callTool } from './tool-call';
@@ -25,7 +26,7 @@ export async function reconcileOperation(deps: Deps, operationId: string): Promi
 
   let lookup: { ok: true; value: ReconcileResult<unknown> } | { ok: false } | undefined;
   if (plan === 'lookup') {
-    const input = tool.inputSchema.parse(JSON.parse(first.frozenArguments));
+    const input = deepFreeze(tool.inputSchema.parse(JSON.parse(first.frozenArguments)));
     const call = await callTool(deps, operationId, { idempotencyKey: started.op.idempotencyKey, attempt: started.op.attempts, timeoutMs: tool.timeoutMs, abortOnCancel: true }, (ctx) => tool.reconcile!(ctx, input));
     lookup = call.ok ? { ok: true, value: call.value! } : { ok: false };
   }
