@@ -48,17 +48,15 @@ export type SubmitResult =
  */
 export async function submitOnce(deps: Deps, run: RunRecord, call: ToolCallRequest): Promise<SubmitResult> {
   if (!deps.submissionGuard) return submitToolCall(deps, run, call);
-  const parsed = parseArguments(call.arguments);
-  const inputHash = `${call.name}|${parsed.ok ? hashValue(parsed.value) : sha256(String(call.arguments))}`;
+  const inputHash = `${call.name}|${argumentsHash(call.arguments)}`;
   const guarded = await deps.submissionGuard({ runId: run.runId, callId: call.callId, inputHash }, async () => {
     const result = await submitToolCall(deps, run, call);
     // Only a created or replayed operation is worth remembering; refusals are answered afresh.
     if (result.kind !== 'created' && result.kind !== 'replayed') throw new SubmissionRefused(result);
     return { kind: result.kind, operationId: result.op.operationId };
   }).catch((error) => {
+    // Powertools deletes its record and rethrows what the function threw.
     if (error instanceof SubmissionRefused) return { kind: 'refused' as const, result: error.result };
-    // Powertools wraps what the function threw.
-    if (error?.cause instanceof SubmissionRefused) return { kind: 'refused' as const, result: error.cause.result };
     throw error;
   });
   if (guarded.kind === 'refused') return guarded.result;
@@ -78,9 +76,14 @@ class SubmissionRefused extends Error {
  * Records the model's proposal durably, then starts its lifecycle. The operation id is derived from
  * (runId, callId), so concurrent duplicates race on one conditional put and exactly one wins.
  */
+/** The hash of the arguments as frozen: equal values hash equally whether sent as object or JSON string. */
+function argumentsHash(raw: unknown): string {
+  const parsed = parseArguments(raw);
+  return parsed.ok ? hashValue(parsed.value) : sha256(String(raw));
+}
+
 export async function submitToolCall(deps: Deps, run: RunRecord, call: ToolCallRequest): Promise<SubmitResult> {
-  const parsed = parseArguments(call.arguments);
-  const inputHash = parsed.ok ? hashValue(parsed.value) : sha256(String(call.arguments));
+  const inputHash = argumentsHash(call.arguments);
   const operationId = operationIdFor(run.runId, call.callId);
 
   for (let round = 0; round < 50; round++) {
@@ -120,12 +123,8 @@ export async function submitToolCall(deps: Deps, run: RunRecord, call: ToolCallR
     if (!admission.admitted && admission.reason === 'run_closed') return { kind: 'run_closed' };
 
     let op = proposed;
-    let runAfter = current;
-    if (admission.admitted) {
-      runAfter = admission.run;
-    } else {
+    if (!admission.admitted) {
       // Exhausted: the operation still exists and settles at once, so the model gets an envelope saying why.
-      runAfter = admission.run;
       if (current.status === 'open') events.push({ type: 'budget.exhausted', operationId, callId: call.callId, detail: { reason: admission.message, status: admission.run.status } });
       const outcome = { kind: 'budget_exhausted', code: 'budget_exhausted', message: admission.message } as const;
       const settled = recordOutcome(op, outcome);
@@ -134,7 +133,7 @@ export async function submitToolCall(deps: Deps, run: RunRecord, call: ToolCallR
       events.push(...settled.events, ...reported.events, { type: 'result.reported', operationId, callId: call.callId, detail: { status: 'budget_exhausted' } });
     }
     try {
-      const out = await deps.store.commit({ run: { before: current, after: runAfter }, ops: [{ after: op }], events });
+      const out = await deps.store.commit({ run: { before: current, after: admission.run }, ops: [{ after: op }], events });
       const created = out.ops[0];
       if (created.state === 'proposed') await startLifecycle(deps, created);
       return { kind: 'created', op: created };
