@@ -17,7 +17,7 @@ import { operationView, runView } from './views';
 export const MAX_BODY_BYTES = 256 * 1024;
 const MAX_WAIT_SECONDS = 25;
 const DEFAULT_WAIT_SECONDS = 10;
-const POLL_MS = 100;
+const POLL_MS = 50;
 
 type Env = { Variables: { principal: Principal } };
 

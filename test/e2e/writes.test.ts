@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sweep } from '../../functions/steps/resume';
+import { submitToolCall } from '../../functions/steps/submit';
 import { shape, startTestStack, type TestStack } from '../support/stack';
+import { isEmbedded } from '../support/target';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -183,6 +186,31 @@ describe('error matrix', () => {
     expect(other.status).toBe(409);
     expect((await other.json()).error.code).toBe('idempotency_key_reused');
     expect(await stack.sandbox.ledger()).toHaveLength(1);
+  });
+});
+
+describe('crash recovery by lease', () => {
+  it.runIf(isEmbedded)('the sweeper resumes an operation whose execution was lost, from its record', async () => {
+    const { api, keys, sandbox } = stack;
+    const deps = stack.deps!;
+    const runId = await api.createRun(keys.agent);
+    // The proposal is durable but its execution never starts, as if the process died right after the write.
+    const lost = { ...deps, lifecycle: { ...deps.lifecycle, start: async () => undefined } };
+    const submitted = await submitToolCall(lost, (await deps.store.getRun(runId))!, { callId: 'call_lost', turn: 1, name: 'charge_card', arguments: charge(450) });
+    expect(submitted.kind).toBe('created');
+    const opId = (submitted as { op: { operationId: string } }).op.operationId;
+    expect(await sweep(deps)).not.toContain(opId);
+    // Once its lease has passed, one sweep resumes it (and only one: a second finds nothing to claim).
+    const later = { ...deps, now: () => Date.now() + 5 * 60_000 };
+    const [first, second] = await Promise.all([sweep(later), sweep(later)]);
+    expect([...first, ...second].filter((id) => id === opId)).toHaveLength(1);
+    const op = await api.until('reported', () => api.operation(keys.agent, opId), (o) => o.state === 'reported');
+    expect(op.envelope).toMatchObject({ status: 'succeeded', result: { amount: 450 } });
+    expect(shape(await api.trace(keys.agent, runId))).toEqual([
+      'operation.proposed', 'policy.decision', 'proposed>validated', 'validated>executing', 'attempt.started', 'attempt.finished',
+      'executing>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+    ]);
+    expect(await sandbox.ledger()).toHaveLength(1);
   });
 });
 
