@@ -109,7 +109,7 @@ export interface OperationRecord {
   costCents?: number;
   lastAttempt?: AttemptInfo;
   /** What the lifecycle decided to do next and, for a retry, not before when. */
-  plan?: { next: NextStep; notBefore?: string; delaySeconds?: number };
+  plan?: { next: NextStep; notBefore?: string };
   /** The authoritative outcome waiting for Record. */
   pending?: Outcome;
   outcome?: Outcome;

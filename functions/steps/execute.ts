@@ -140,7 +140,7 @@ function finishAttempt(
       const backoff: NewTraceEvent = { type: 'backoff.scheduled', operationId: op.operationId, callId: op.callId, attempt: attempt + 1, detail: { delaySeconds: decision.delaySeconds, reason: decision.reason, ...(outcome.kind === 'failed_retryable' && outcome.retryAfterSeconds ? { retryAfterSeconds: outcome.retryAfterSeconds } : {}) } };
       return {
         value: { next: 'retry', delaySeconds: decision.delaySeconds },
-        change: { op: { ...op, lastAttempt, plan: { next: 'retry', notBefore, delaySeconds: decision.delaySeconds }, leaseUntil: new Date(Date.parse(notBefore) + tool.timeoutMs + LEASE_MARGIN_MS).toISOString() }, events: [finished, backoff] },
+        change: { op: { ...op, lastAttempt, plan: { next: 'retry', notBefore }, leaseUntil: new Date(Date.parse(notBefore) + tool.timeoutMs + LEASE_MARGIN_MS).toISOString() }, events: [finished, backoff] },
       };
     }
     case 'reconcile': {

@@ -70,7 +70,7 @@ function finishReconcile(
     return {
       value: { next: 'retry' as const, delaySeconds },
       change: {
-        op: { ...op, plan: { next: 'retry' as const, notBefore, delaySeconds }, leaseUntil: new Date(now + delaySeconds * 1000 + tool.timeoutMs + 60_000).toISOString() },
+        op: { ...op, plan: { next: 'retry' as const, notBefore }, leaseUntil: new Date(now + delaySeconds * 1000 + tool.timeoutMs + 60_000).toISOString() },
         events: [finished({ result, action: 'retry_same_key' }), { type: 'backoff.scheduled' as const, operationId: op.operationId, callId: op.callId, attempt: op.attempts + 1, detail: { delaySeconds, reason: 'reconcile' } }],
       },
     };

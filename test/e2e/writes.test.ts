@@ -77,6 +77,24 @@ describe('trace tests: writes that never repeat', () => {
     expect(op.attempts).toBe(1);
   });
 
+  it('a failed status lookup is retried after a backoff, then settles the unknown outcome', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    await sandbox.fault({ route: 'POST /v1/charges', mode: 'commit_then_timeout', delayMs: 20_000 });
+    await sandbox.fault({ route: 'GET /v1/charges', mode: 'fail_503' });
+    const res = await api.call(keys.agent, runId, { callId: 'call_lookup', name: 'charge_card', arguments: charge(640) });
+    expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: 640 } });
+    const events = await api.trace(keys.agent, runId);
+    expect(shape(events)).toEqual([
+      'operation.proposed', 'policy.decision', 'proposed>validated',
+      'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
+      'reconcile.started', 'reconcile.finished', 'reconcile.started', 'reconcile.finished',
+      'outcome_unknown>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+    ]);
+    expect(events.filter((e) => e.type === 'reconcile.finished').map((e) => e.detail!.result)).toEqual(['lookup_failed', 'found']);
+    expect(await sandbox.ledger()).toHaveLength(1);
+  });
+
   it('a reset connection after sending: lookup finds nothing, the retry reuses the same key', async () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent);
