@@ -34,6 +34,13 @@ const HANDLERS: Record<LifecycleFunction | 'Api' | 'Sweeper', { file: string; ti
   Sweeper: { file: 'sweeper.ts', timeout: Duration.minutes(1) },
 };
 
+/** Every lifecycle step writes runs, operations and their trace; only these need more. */
+const LIFECYCLE_TABLES: TableLayout['id'][] = ['runs', 'operations', 'events'];
+const TABLE_ACCESS: Partial<Record<keyof typeof HANDLERS, TableLayout['id'][]>> = {
+  Execute: [...LIFECYCLE_TABLES, 'locks'],
+  Api: [...LIFECYCLE_TABLES, 'idempotency'],
+};
+
 /** The tool runner on AWS: DynamoDB, Step Functions (the ASL file), Lambdas, API Gateway, SNS, Scheduler. */
 export class ToolRunnerStack extends Stack {
   constructor(scope: Construct, id: string, props: ToolRunnerStackProps = {}) {
@@ -88,8 +95,8 @@ export class ToolRunnerStack extends Stack {
       ]),
     ) as Record<keyof typeof HANDLERS, NodejsFunction>;
 
-    for (const fn of Object.values(fns)) {
-      for (const table of Object.values(tables)) table.grantReadWriteData(fn);
+    for (const [name, fn] of Object.entries(fns)) {
+      for (const id of TABLE_ACCESS[name as keyof typeof HANDLERS] ?? LIFECYCLE_TABLES) tables[id].grantReadWriteData(fn);
       config.grantRead(fn);
     }
     approvals.grantPublish(fns.RequestApproval);

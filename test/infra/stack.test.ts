@@ -77,6 +77,19 @@ describe('CDK stack', () => {
     template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', { ResponseType: 'THROTTLED', StatusCode: '429', ResponseTemplates: { 'application/json': JSON.stringify({ error: { code: 'throttled', message: 'too many requests' } }) } });
   });
 
+  it('grants each function only the tables it writes', () => {
+    const tableIds = Object.fromEntries(Object.entries(resources('AWS::DynamoDB::Table')).map(([id, t]) => [id, t.Properties.KeySchema[0].AttributeName as string]));
+    const granted = (fnPrefix: string) => {
+      const [roleId] = Object.keys(resources('AWS::IAM::Role')).filter((id) => id.startsWith(`${fnPrefix}FunctionServiceRole`));
+      const policy = Object.values(resources('AWS::IAM::Policy')).find((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId))!;
+      const refs = JSON.stringify(policy.Properties.PolicyDocument.Statement);
+      return Object.entries(tableIds).filter(([id]) => refs.includes(`"${id}"`)).map(([, key]) => key).sort();
+    };
+    expect(granted('Api')).toEqual(['id', 'operationId', 'runId', 'runId'].sort());
+    expect(granted('Execute')).toEqual(['lockKey', 'operationId', 'runId', 'runId'].sort());
+    expect(granted('Report')).toEqual(['operationId', 'runId', 'runId'].sort());
+  });
+
   it('uses no wildcard actions, and wildcard resources only where AWS requires them', () => {
     for (const [id, policy] of Object.entries(resources('AWS::IAM::Policy'))) {
       for (const statement of policy.Properties.PolicyDocument.Statement) {
