@@ -15,7 +15,7 @@ import type { Deps } from '../functions/steps/deps';
 import { sweep } from '../functions/steps/resume';
 import { createSandbox } from '../sandbox/server';
 import { LIFECYCLE_FUNCTIONS, placeholderOf, readDefinition, substitute, type LifecycleFunction } from '../statemachines/definition';
-import { ensureTables, localClient, startDynamoLocal, type DynamoLocal } from './dynamodb-local';
+import { ensureTables, localClient, startDynamoLocal } from './dynamodb-local';
 import { LocalStepFunctions, type LocalFunction } from './sfn-endpoint';
 
 export interface StackOptions {
@@ -73,14 +73,40 @@ function listen(server: Server, port: number): Promise<number> {
  * environment variables the AWS SDK reads on AWS.
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
+  // Everything started so far, stopped in reverse order on shutdown or when a later part fails to start.
+  const started: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const stopPart of started.splice(0).reverse()) await stopPart();
+  };
+  try {
+    return await startParts(options, started, stop);
+  } catch (error) {
+    await stop().catch(() => undefined);
+    throw error;
+  }
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((r) => {
+    server.close(() => r());
+    server.closeAllConnections();
+  });
+}
+
+async function startParts(options: StackOptions, started: (() => Promise<void>)[], stop: () => Promise<void>): Promise<Stack> {
   mkdirSync(options.dataDir, { recursive: true });
   ensureConfig(options.configPath);
   const sandbox = createSandbox(options.dataDir);
   const sandboxPort = await listen(sandbox, options.sandboxPort ?? 0);
+  started.push(() => closeServer(sandbox));
   const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
 
-  let dynamo: DynamoLocal | undefined;
-  const dynamoEndpoint = options.dynamoEndpoint ?? (dynamo = await startDynamoLocal(join(options.dataDir, 'dynamodb'))).endpoint;
+  let dynamoEndpoint = options.dynamoEndpoint;
+  if (!dynamoEndpoint) {
+    const dynamo = await startDynamoLocal(join(options.dataDir, 'dynamodb'));
+    started.push(() => dynamo.stop());
+    dynamoEndpoint = dynamo.endpoint;
+  }
   const prefix = options.tablePrefix ?? 'toolrunner';
   const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
   const admin = localClient(dynamoEndpoint);
@@ -102,6 +128,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const definition = substitute(readDefinition(), Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)])));
   const engine = new LocalStepFunctions(definition, Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers[n]])), `${prefix}-invocation`);
   const sfnEndpoint = await engine.listen();
+  started.push(() => engine.close());
 
   const port = options.port ?? 0;
   Object.assign(process.env, {
@@ -125,6 +152,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     api.once('error', reject);
     api.once('listening', () => r((api.address() as AddressInfo).port));
   });
+  started.push(() => closeServer(api));
   deps.publicBaseUrl = `http://127.0.0.1:${apiPort}`;
 
   const recovered = await sweep(deps, 1000, { ignoreLeases: true });
@@ -141,20 +169,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
   }, options.sweepIntervalMs ?? 5000);
   timer.unref();
+  started.push(async () => clearInterval(timer));
 
-  return {
-    apiUrl: `http://127.0.0.1:${apiPort}`,
-    sandboxUrl,
-    deps,
-    recovered,
-    stop: async () => {
-      clearInterval(timer);
-      await new Promise<void>((r) => api.close(() => r()));
-      (api as Server).closeAllConnections?.();
-      await engine.close();
-      await new Promise<void>((r) => sandbox.close(() => r()));
-      sandbox.closeAllConnections();
-      await dynamo?.stop();
-    },
-  };
+  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, stop };
 }
