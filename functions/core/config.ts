@@ -15,4 +15,3 @@ export const RunnerConfigSchema = z.object({
 });
 
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
-export type PrincipalEntry = z.infer<typeof PrincipalSchema>;

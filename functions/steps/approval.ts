@@ -5,7 +5,7 @@ import { moveTo } from '../core/lifecycle';
 import type { OperationRecord, Principal } from '../core/model';
 import { hasRole } from '../core/policy';
 import { recordOutcome } from '../core/settle';
-import { principalById, type Deps } from './deps';
+import { principalIn, type Deps } from './deps';
 import { mutate } from './mutate';
 import { resumeOperation } from './resume';
 import type { StepOutput } from './validate';
@@ -77,7 +77,7 @@ export async function openApproval(deps: Deps, approvalId: string, sig: string |
   const config = await deps.config();
   const check = verifyLink(config.approvalSecret, sig ?? '', { approvalId, inputHash: op.inputHash }, deps.now());
   if (!check.ok) return { ok: false, status: 403, code: 'forbidden', message: check.reason === 'expired' ? 'this approval link has expired' : 'this approval link is not valid' };
-  const approver = await principalById(deps, check.approverId);
+  const approver = principalIn(config, check.approverId);
   if (!approver || !hasRole(approver, 'approver')) return { ok: false, status: 403, code: 'forbidden', message: 'this approver may no longer approve' };
   if (approver.id === op.principalId) return { ok: false, status: 403, code: 'forbidden', message: 'the requester cannot approve its own operation' };
   return { ok: true, op, approver };

@@ -42,8 +42,9 @@ export interface Deps {
   abortSignalFor?(operationId: string): AbortSignal | undefined;
 }
 
-export async function principalById(deps: Deps, id: string): Promise<Principal | undefined> {
-  const entry = (await deps.config()).principals.find((p) => p.id === id);
+/** The principal with this id in a configuration already read (one read per step, not one per lookup). */
+export function principalIn(config: RunnerConfig, id: string): Principal | undefined {
+  const entry = config.principals.find((p) => p.id === id);
   return entry && { id: entry.id, roles: entry.roles, tools: entry.tools };
 }
 

@@ -8,7 +8,7 @@ import { outcomeSummary, recordLate, recordOutcome } from '../core/settle';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
 import { deepFreeze } from '../core/canonical';
-import { principalById, type Deps } from './deps';
+import { principalIn, type Deps } from './deps';
 import { mutate, type Decision } from './mutate';
 import { callTool } from './tool-call';
 import type { StepOutput } from './validate';
@@ -48,7 +48,7 @@ export async function executeAttempt(deps: Deps, operationId: string): Promise<S
     return lockBusy(deps, first);
   }
   try {
-    const principal = await principalById(deps, first.principalId);
+    const principal = principalIn(await deps.config(), first.principalId);
     const intent = await mutate(deps.store, first.runId, operationId, (run, op) => beginAttempt(deps, tool, run, op, mayCallTool(principal, tool.name)));
     if (intent.value !== 'attempt') return { operationId, next: intent.value };
     const attempt = intent.op.attempts;

@@ -49,10 +49,12 @@ export type SubmitResult =
 export async function submitOnce(deps: Deps, run: RunRecord, call: ToolCallRequest): Promise<SubmitResult> {
   if (!deps.submissionGuard) return submitToolCall(deps, run, call);
   const inputHash = `${call.name}|${argumentsHash(call.arguments)}`;
+  let submitted: OperationRecord | undefined;
   const guarded = await deps.submissionGuard({ runId: run.runId, callId: call.callId, inputHash }, async () => {
     const result = await submitToolCall(deps, run, call);
     // Only a created or replayed operation is worth remembering; refusals are answered afresh.
     if (result.kind !== 'created' && result.kind !== 'replayed') throw new SubmissionRefused(result);
+    submitted = result.op;
     return { kind: result.kind, operationId: result.op.operationId };
   }).catch((error) => {
     // Powertools deletes its record and rethrows what the function threw.
@@ -61,7 +63,8 @@ export async function submitOnce(deps: Deps, run: RunRecord, call: ToolCallReque
   });
   if (guarded.kind === 'refused') return guarded.result;
   if (guarded.kind === 'payload_mismatch') return { kind: 'conflict' };
-  const op = await deps.store.getOperation(guarded.value.operationId);
+  // A replay answered from the idempotency table still reads the operation's current state.
+  const op = submitted ?? (await deps.store.getOperation(guarded.value.operationId));
   if (!op) throw new Error(`operation ${guarded.value.operationId} vanished`);
   return { kind: guarded.replayed ? 'replayed' : guarded.value.kind, op };
 }

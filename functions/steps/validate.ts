@@ -6,7 +6,7 @@ import { mayCallTool } from '../core/policy';
 import { recordOutcome } from '../core/settle';
 import { deadlineSecondsOf, needsApproval, type ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
-import { principalById, type Deps } from './deps';
+import { principalIn, type Deps } from './deps';
 import { mutate, type Decision } from './mutate';
 
 /** What every Task returns to Step Functions: where to go next. */
@@ -28,8 +28,8 @@ export async function validateOperation(deps: Deps, operationId: string): Promis
   const first = await deps.store.getOperation(operationId);
   if (!first) throw new Error(`operation ${operationId} not found`);
   const tool = deps.tools.get(first.toolName);
-  const principal = await principalById(deps, first.principalId);
   const config = await deps.config();
+  const principal = principalIn(config, first.principalId);
   const { value: next, op } = await mutate(deps.store, first.runId, operationId, (run, op): Decision<NextStep> => {
     if (op.state !== 'proposed') {
       const step = resumeStep(op);
