@@ -27,7 +27,6 @@ const HANDLERS: Record<LifecycleFunction | 'Api' | 'Sweeper', { file: string; ti
   // One attempt: the longest tool timeout plus the intent and outcome writes.
   Execute: { file: 'execute.ts', timeout: Duration.minutes(5), memory: 512 },
   Reconcile: { file: 'reconcile.ts', timeout: Duration.minutes(2) },
-  Record: { file: 'record.ts', timeout: Duration.seconds(30) },
   Report: { file: 'report.ts', timeout: Duration.seconds(30) },
   // API Gateway gives up at 29 s; long-polls stop at 25 s.
   Api: { file: 'api.ts', timeout: Duration.seconds(29), memory: 512 },
@@ -38,6 +37,8 @@ const HANDLERS: Record<LifecycleFunction | 'Api' | 'Sweeper', { file: string; ti
 const LIFECYCLE_TABLES: TableLayout['id'][] = ['runs', 'operations', 'events'];
 const TABLE_ACCESS: Partial<Record<keyof typeof HANDLERS, TableLayout['id'][]>> = {
   Execute: [...LIFECYCLE_TABLES, 'locks'],
+  Reconcile: [...LIFECYCLE_TABLES, 'locks'],
+  Report: [...LIFECYCLE_TABLES, 'locks'],
   Api: [...LIFECYCLE_TABLES, 'idempotency'],
 };
 

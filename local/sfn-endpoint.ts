@@ -68,6 +68,8 @@ export class LocalStepFunctions {
   private readonly executions = new Map<string, Execution>();
   private readonly tokens = new Map<string, PendingToken>();
   private readonly byOperation = new Map<string, AbortController>();
+  private readonly finished: string[] = [];
+  private static readonly KEEP_FINISHED = 1000;
   private server?: Server;
   readonly stateMachineArn: string;
   private readonly machine: StateMachine;
@@ -160,6 +162,18 @@ export class LocalStepFunctions {
     }
   }
 
+  /**
+   * Keeps memory flat however many calls run: a finished execution drops its handles, and only the most
+   * recent ones are kept at all (for DescribeExecution and GetExecutionHistory).
+   */
+  private retire(arn: string): void {
+    const e = this.executions.get(arn);
+    if (!e) return;
+    e.abort = () => undefined;
+    this.finished.push(arn);
+    while (this.finished.length > LocalStepFunctions.KEEP_FINISHED) this.executions.delete(this.finished.shift()!);
+  }
+
   private find(arn: string): Execution {
     const e = this.executions.get(arn);
     if (!e) throw new SfnError('ExecutionDoesNotExist', `execution ${arn} does not exist`);
@@ -222,6 +236,7 @@ export class LocalStepFunctions {
     ).finally(() => {
       for (const [token, pending] of this.tokens) if (pending.execution === arn) { pending.closed = true; this.tokens.delete(token); }
       if (this.byOperation.get(parsedInput?.operationId) === controller) this.byOperation.delete(parsedInput.operationId);
+      this.retire(arn);
     });
     return { executionArn: arn, startDate: execution.startDate };
   }
@@ -244,6 +259,9 @@ export class LocalStepFunctions {
           pending.settle = { resolve, reject };
           this.tokens.set(token, pending);
         });
+        // A decision can arrive while the handler still runs, before the engine awaits `waiting`:
+        // mark the rejection handled now so it can never surface as an unhandled rejection.
+        waiting.catch(() => undefined);
         await fn(payload);
         return waiting;
       };

@@ -9,9 +9,9 @@ import { serve } from '@hono/node-server';
 import { makeApp } from '../functions/api/app';
 import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../functions/handlers/runtime';
-import { makeRequestApprovalHandler, makeStepHandler, STEPS } from '../functions/handlers/steps';
+import { makeLifecycleHandlers } from '../functions/handlers/steps';
 import type { RunnerConfig } from '../functions/core/config';
-import type { Deps } from '../functions/steps/deps';
+import type { Deps } from '../functions/core/ports';
 import { sweep } from '../functions/steps/resume';
 import { createSandbox } from '../sandbox/server';
 import { LIFECYCLE_FUNCTIONS, placeholderOf, readDefinition, substitute, type LifecycleFunction } from '../statemachines/definition';
@@ -116,15 +116,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   const arnOf = (name: LifecycleFunction) => `arn:aws:lambda:us-east-1:000000000000:function:${prefix}-${name}`;
   let deps!: Deps;
   const current = () => deps;
-  const handlers: Record<LifecycleFunction, LocalFunction> = {
-    Validate: makeStepHandler('Validate', STEPS.Validate, current),
-    RequestApproval: makeRequestApprovalHandler(current),
-    ExpireApproval: makeStepHandler('ExpireApproval', STEPS.ExpireApproval, current),
-    Execute: makeStepHandler('Execute', STEPS.Execute, current),
-    Reconcile: makeStepHandler('Reconcile', STEPS.Reconcile, current),
-    Record: makeStepHandler('Record', STEPS.Record, current),
-    Report: makeStepHandler('Report', STEPS.Report, current),
-  };
+  const handlers: Record<LifecycleFunction, LocalFunction> = makeLifecycleHandlers(current);
   const definition = substitute(readDefinition(), Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)])));
   const engine = new LocalStepFunctions(definition, Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers[n]])), `${prefix}-invocation`);
   const sfnEndpoint = await engine.listen();

@@ -4,9 +4,21 @@ import { fileURLToPath } from 'node:url';
 /** The one lifecycle definition, deployed by CDK and run unchanged by the embedded engine. */
 export const ASL_PATH = fileURLToPath(new URL('./invocation.asl.json', import.meta.url));
 
-/** The Lambda behind each `${<Name>FunctionArn}` placeholder in the ASL. */
-export const LIFECYCLE_FUNCTIONS = ['Validate', 'RequestApproval', 'ExpireApproval', 'Execute', 'Reconcile', 'Record', 'Report'] as const;
-export type LifecycleFunction = (typeof LIFECYCLE_FUNCTIONS)[number];
+/**
+ * The registry of lifecycle steps: the Lambda behind each `${<Name>FunctionArn}` placeholder, its handler
+ * file under functions/handlers and its timeout. The handlers, the embedded stack and CDK all read this.
+ */
+export const LIFECYCLE_STEPS = {
+  Validate: { entry: 'validate.ts', timeoutSeconds: 30 },
+  RequestApproval: { entry: 'request-approval.ts', timeoutSeconds: 30 },
+  ExpireApproval: { entry: 'expire-approval.ts', timeoutSeconds: 30 },
+  Execute: { entry: 'execute.ts', timeoutSeconds: 900 },
+  Reconcile: { entry: 'reconcile.ts', timeoutSeconds: 300 },
+  Report: { entry: 'report.ts', timeoutSeconds: 30 },
+} as const satisfies Record<string, { entry: string; timeoutSeconds: number }>;
+
+export type LifecycleFunction = keyof typeof LIFECYCLE_STEPS;
+export const LIFECYCLE_FUNCTIONS = Object.keys(LIFECYCLE_STEPS) as LifecycleFunction[];
 
 export const placeholderOf = (name: LifecycleFunction) => `${name}FunctionArn`;
 

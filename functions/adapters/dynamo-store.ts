@@ -1,44 +1,13 @@
-import { createHash } from 'node:crypto';
 import { DynamoDBClient, TransactionCanceledException, ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, DeleteCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { isActive } from '../core/lifecycle';
 import type { OperationRecord, RunRecord } from '../core/model';
+import { ContentionError, OperationConflictError, OperationExistsError, RunChangedError, type RunChange, type Store } from '../core/ports';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { INDEX, type TableNames } from './tables';
 
-/** One atomic change: the run (always, because it carries the trace sequence), operations and trace events. */
-export interface Commit {
-  run: { before: RunRecord; after: RunRecord };
-  ops?: { before?: OperationRecord; after: OperationRecord }[];
-  events: NewTraceEvent[];
-}
-
-/** Someone else changed the run first; read again and recompute. */
-export class RunConflictError extends Error {
-  override name = 'RunConflictError';
-}
-
-/** The operation is no longer in the state (or version) the writer read; carries what is there now. */
-export class OperationConflictError extends Error {
-  override name = 'OperationConflictError';
-  constructor(readonly current: OperationRecord | undefined) {
-    super('the operation changed since it was read');
-  }
-}
-
-export interface Store {
-  getRun(runId: string): Promise<RunRecord | undefined>;
-  getOperation(operationId: string): Promise<OperationRecord | undefined>;
-  putNewRun(run: RunRecord): Promise<void>;
-  commit(change: Commit): Promise<{ run: RunRecord; ops: OperationRecord[]; events: TraceEvent[] }>;
-  listEvents(runId: string): Promise<TraceEvent[]>;
-  listOperationsOfRun(runId: string): Promise<OperationRecord[]>;
-  listExpiredLeases(now: string, limit: number): Promise<OperationRecord[]>;
-  listPendingApprovals(limit: number): Promise<OperationRecord[]>;
-  acquireLock(lockKey: string, owner: string, leaseMs: number, now: number): Promise<boolean>;
-  releaseLock(lockKey: string, owner: string): Promise<void>;
-}
+export type { Store } from '../core/ports';
 
 export function makeDocumentClient(client: DynamoDBClient): DynamoDBDocumentClient {
   return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
@@ -60,6 +29,60 @@ function fromItem(item: Record<string, unknown>): OperationRecord {
   return op as unknown as OperationRecord;
 }
 
+/** The trace's sequence counter is its own item (sort key 0) in the events table, never part of a transaction. */
+const COUNTER_SEQ = 0;
+
+type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
+
+/** The run's part of a new operation's transaction: an admission or a closing, each conditional on what it needs. */
+function runChangeItem(tables: TableNames, run: RunRecord, change: RunChange, at: string): TransactItem | undefined {
+  switch (change.kind) {
+    case 'none':
+      return undefined;
+    case 'close':
+      return {
+        Update: {
+          TableName: tables.runs,
+          Key: { runId: run.runId },
+          UpdateExpression: 'SET #status = :to, updatedAt = :at',
+          // Why: only an open run can become exhausted; a cancelled one stays cancelled.
+          ConditionExpression: '#status = :open',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':to': change.to, ':at': at, ':open': 'open' },
+        },
+      };
+    case 'admit': {
+      const { delta } = change;
+      const b = run.budgets;
+      const turn = delta.opensTurn
+        ? { set: ', #usage.turns = #usage.turns + :one, lastTurn = :turn', cond: ' AND lastTurn < :turn AND #usage.turns < :maxTurns', values: { ':maxTurns': b.maxTurns } }
+        : { set: '', cond: ' AND lastTurn >= :turn', values: {} };
+      return {
+        Update: {
+          TableName: tables.runs,
+          Key: { runId: run.runId },
+          UpdateExpression: `SET #usage.toolCalls = #usage.toolCalls + :one, #usage.spendCents = #usage.spendCents + :cost, updatedAt = :at${turn.set}`,
+          // Why: the budgets' own fields, not the run's version, so concurrent calls never invalidate each other
+          // (this is admissionHolds in core/budgets.ts, written as a condition).
+          ConditionExpression: `#status = :open AND deadlineAt > :now AND #usage.toolCalls < :maxCalls AND #usage.spendCents <= :spendRoom${turn.cond}`,
+          ExpressionAttributeNames: { '#status': 'status', '#usage': 'usage' },
+          ExpressionAttributeValues: {
+            ':one': 1,
+            ':cost': delta.costCents,
+            ':at': at,
+            ':turn': delta.turn,
+            ':open': 'open',
+            ':now': new Date(change.now).toISOString(),
+            ':maxCalls': b.maxToolCalls,
+            ':spendRoom': b.maxSpendCents - delta.costCents,
+            ...turn.values,
+          },
+        },
+      };
+    }
+  }
+}
+
 export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames): Store {
   async function queryAll<T>(input: ConstructorParameters<typeof QueryCommand>[0], limit = Infinity): Promise<T[]> {
     const items: T[] = [];
@@ -70,6 +93,42 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
       ExclusiveStartKey = page.LastEvaluatedKey;
     } while (ExclusiveStartKey && items.length < limit);
     return items.slice(0, limit);
+  }
+
+  /**
+   * Allocates `events.length` sequence numbers with one atomic counter update: unconditional, so it never
+   * conflicts. A block whose transaction then fails is a gap; seq stays strictly increasing per run.
+   */
+  async function sequence(runId: string, events: NewTraceEvent[], at: string, expiresAtEpoch: number | undefined): Promise<TraceEvent[]> {
+    if (!events.length) return [];
+    const out = await doc.send(
+      new UpdateCommand({
+        TableName: tables.events,
+        Key: { runId, seq: COUNTER_SEQ },
+        UpdateExpression: `ADD #next :n${expiresAtEpoch ? ' SET expiresAtEpoch = :ttl' : ''}`,
+        ExpressionAttributeNames: { '#next': 'next' },
+        ExpressionAttributeValues: { ':n': events.length, ...(expiresAtEpoch ? { ':ttl': expiresAtEpoch } : {}) },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+    const last = Number(out.Attributes?.next);
+    return events.map((e, i) => ({ ...e, seq: last - events.length + i + 1, at, runId, ...(expiresAtEpoch ? { expiresAtEpoch } : {}) }));
+  }
+
+  const eventPuts = (events: TraceEvent[]): TransactItem[] => events.map((event) => ({ Put: { TableName: tables.events, Item: event } }));
+
+  /** Maps a cancelled transaction onto the domain's errors; `opIndex` is where the operation's put sits. */
+  function transactionError(error: unknown, opIndex: number, runIndex: number | undefined): unknown {
+    if (!(error instanceof TransactionCanceledException)) return error;
+    const reasons = error.CancellationReasons ?? [];
+    const op = reasons[opIndex];
+    if (op?.Code === 'ConditionalCheckFailed') {
+      const current = op.Item ? fromItem(unmarshall(op.Item)) : undefined;
+      return runIndex === undefined ? new OperationConflictError(current) : new OperationExistsError(current);
+    }
+    if (runIndex !== undefined && reasons[runIndex]?.Code === 'ConditionalCheckFailed') return new RunChangedError('the run changed since it was read');
+    if (reasons.some((r) => r.Code === 'TransactionConflict')) return new ContentionError('concurrent transactions on one item');
+    return error;
   }
 
   return {
@@ -87,66 +146,84 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
       await doc.send(new PutCommand({ TableName: tables.runs, Item: run, ConditionExpression: 'attribute_not_exists(runId)' }));
     },
 
-    async commit({ run, ops = [], events }) {
+    async createOperation({ run, runChange, op, events }) {
       const at = new Date().toISOString();
-      const runAfter: RunRecord = { ...run.after, seq: run.before.seq + events.length, updatedAt: at };
-      const opsAfter = ops.map(({ before, after }) => ({ ...after, version: (before?.version ?? 0) + 1, updatedAt: at }));
-      const traced: TraceEvent[] = events.map((e, i) => ({ ...e, seq: run.before.seq + i + 1, at, runId: runAfter.runId }));
-      const items = [
+      const created: OperationRecord = { ...op, version: 1, updatedAt: at };
+      const traced = await sequence(run.runId, events, at, op.expiresAtEpoch);
+      const runItem = runChangeItem(tables, run, runChange, at);
+      const items: TransactItem[] = [
+        ...(runItem ? [runItem] : []),
         {
           Put: {
-            TableName: tables.runs,
-            Item: runAfter,
-            // Why: seq is the run's version; a concurrent writer (another call, a budget change) forces a re-read.
-            ConditionExpression: '#seq = :seq',
-            ExpressionAttributeNames: { '#seq': 'seq' },
-            ExpressionAttributeValues: { ':seq': run.before.seq },
+            TableName: tables.operations,
+            Item: toItem(created),
+            // Why: the operation id is derived from (runId, callId); it may be created once only.
+            ConditionExpression: 'attribute_not_exists(operationId)',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
         },
-        ...ops.map(({ before }, i) => ({
-          Put: {
-            TableName: tables.operations,
-            Item: toItem(opsAfter[i]),
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-            ...(before
-              ? {
-                  // Why: every transition names the state it leaves and the version it read.
-                  ConditionExpression: '#state = :from AND #version = :version',
-                  ExpressionAttributeNames: { '#state': 'state', '#version': 'version' },
-                  ExpressionAttributeValues: { ':from': before.state, ':version': before.version },
-                }
-              : // Why: a new operation id is derived from (runId, callId); it may be created once only.
-                { ConditionExpression: 'attribute_not_exists(operationId)' }),
-          },
-        })),
-        ...traced.map((event) => ({ Put: { TableName: tables.events, Item: event } })),
+        ...eventPuts(traced),
       ];
-      // The token makes an SDK-level resend of this exact transaction a no-op instead of a false conflict.
-      const token = createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
       try {
-        await doc.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: token }));
+        await doc.send(new TransactWriteCommand({ TransactItems: items }));
       } catch (error) {
-        if (error instanceof TransactionCanceledException) {
-          const reasons = error.CancellationReasons ?? [];
-          const opIndex = reasons.findIndex((r, i) => i >= 1 && i <= ops.length && r.Code === 'ConditionalCheckFailed');
-          if (opIndex >= 1) {
-            const old = reasons[opIndex].Item;
-            throw new OperationConflictError(old ? fromItem(unmarshall(old)) : undefined);
-          }
-          if (reasons[0]?.Code === 'ConditionalCheckFailed' || reasons.some((r) => r.Code === 'TransactionConflict')) {
-            throw new RunConflictError('the run changed since it was read');
-          }
-        }
-        throw error;
+        throw transactionError(error, runItem ? 1 : 0, runItem ? 0 : -1);
       }
-      return { run: runAfter, ops: opsAfter, events: traced };
+      return { op: created, events: traced };
+    },
+
+    async updateOperation(before, after, events) {
+      const at = new Date().toISOString();
+      const next: OperationRecord = { ...after, version: before.version + 1, updatedAt: at };
+      const traced = await sequence(before.runId, events, at, before.expiresAtEpoch);
+      const put = {
+        TableName: tables.operations,
+        Item: toItem(next),
+        // Why: every transition names the state it leaves and the version it read.
+        ConditionExpression: '#state = :from AND #version = :version',
+        ExpressionAttributeNames: { '#state': 'state', '#version': 'version' },
+        ExpressionAttributeValues: { ':from': before.state, ':version': before.version },
+      };
+      try {
+        if (traced.length) {
+          await doc.send(new TransactWriteCommand({ TransactItems: [{ Put: { ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }, ...eventPuts(traced)] }));
+        } else {
+          await doc.send(new PutCommand({ ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+        }
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) throw new OperationConflictError(error.Item ? fromItem(unmarshall(error.Item)) : undefined);
+        throw transactionError(error, 0, undefined);
+      }
+      return { op: next, events: traced };
+    },
+
+    async updateRunStatus(run, to, events) {
+      const at = new Date().toISOString();
+      const traced = await sequence(run.runId, events, at, run.expiresAtEpoch);
+      const update: TransactItem = {
+        Update: {
+          TableName: tables.runs,
+          Key: { runId: run.runId },
+          UpdateExpression: 'SET #status = :to, updatedAt = :at',
+          // Why: a status change is a decision about the status read; another change first means decide again.
+          ConditionExpression: '#status = :from',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':to': to, ':from': run.status, ':at': at },
+        },
+      };
+      try {
+        await doc.send(new TransactWriteCommand({ TransactItems: [update, ...eventPuts(traced)] }));
+      } catch (error) {
+        throw transactionError(error, -1, 0);
+      }
+      return { ...run, status: to, updatedAt: at };
     },
 
     async listEvents(runId) {
       return queryAll<TraceEvent>({
         TableName: tables.events,
-        KeyConditionExpression: 'runId = :r',
-        ExpressionAttributeValues: { ':r': runId },
+        KeyConditionExpression: 'runId = :r AND seq > :counter',
+        ExpressionAttributeValues: { ':r': runId, ':counter': COUNTER_SEQ },
         ConsistentRead: true,
       });
     },

@@ -4,34 +4,24 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import type { Context } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 
-export interface SubmissionKey {
-  runId: string;
-  callId: string;
-  inputHash: string;
-}
-
-export type Guarded<T> = { kind: 'done'; value: T; replayed: boolean } | { kind: 'payload_mismatch' };
-
-/** Runs a submission at most once per (runId, callId) while its record lives, and says whether this was a replay. */
-export type SubmissionGuard = <T>(key: SubmissionKey, submit: () => Promise<T>) => Promise<Guarded<T>>;
+import type { Guarded, OnceGuard, OnceKey } from '../core/ports';
 
 const IN_PROGRESS_SECONDS = 30;
 
 /**
- * Powertools idempotency in front of tool-call submission: keyed on [runId, callId], with payload validation
- * on the frozen-arguments hash. A replay is answered from the idempotency table without touching the
- * lifecycle, and a changed payload is refused. It is a fast path, not the guarantee: the operation id is
- * derived from (runId, callId) and created by conditional put, so even an expired in-progress marker can
- * only lead back to the same operation, never to a second execution.
+ * Powertools idempotency for requests that have no natural key of their own: `POST /v1/runs` with an
+ * `Idempotency-Key` header. Keyed on [scope, key] with payload validation on the body's hash, so a client
+ * retrying after a timeout gets the same run, and a reused key with another body is refused. Tool calls do
+ * not need it: their operation id is derived from (runId, callId) and created by a conditional write.
  */
-export function powertoolsSubmissionGuard(client: DynamoDBClient, tableName: string): SubmissionGuard {
-  const config = new IdempotencyConfig({ eventKeyJmesPath: '[runId, callId]', payloadValidationJmesPath: 'inputHash', expiresAfterSeconds: 24 * 3600, throwOnNoIdempotencyKey: true });
+export function powertoolsOnceGuard(client: DynamoDBClient, tableName: string): OnceGuard {
+  const config = new IdempotencyConfig({ eventKeyJmesPath: '[scope, key]', payloadValidationJmesPath: 'payloadHash', expiresAfterSeconds: 24 * 3600, throwOnNoIdempotencyKey: true });
   // A short in-progress lease: a submitter that died frees the key quickly (see above for why that is safe).
   config.registerLambdaContext({ getRemainingTimeInMillis: () => IN_PROGRESS_SECONDS * 1000 } as Context);
   const persistenceStore = new DynamoDBPersistenceLayer({ tableName, awsSdkV3Client: client });
-  const once = makeIdempotent(async (event: SubmissionKey & { nonce: string; submit: () => Promise<unknown> }) => ({ nonce: event.nonce, value: await event.submit() }), { persistenceStore, config });
+  const once = makeIdempotent(async (event: OnceKey & { nonce: string; submit: () => Promise<unknown> }) => ({ nonce: event.nonce, value: await event.submit() }), { persistenceStore, config });
 
-  return async <T>(key: SubmissionKey, submit: () => Promise<T>): Promise<Guarded<T>> => {
+  return async <T>(key: OnceKey, submit: () => Promise<T>): Promise<Guarded<T>> => {
     const nonce = randomUUID();
     const deadline = Date.now() + IN_PROGRESS_SECONDS * 1000;
     for (;;) {

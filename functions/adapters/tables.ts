@@ -18,10 +18,11 @@ export const INDEX = {
 } as const;
 
 export const TABLES: readonly TableLayout[] = [
-  { id: 'runs', partitionKey: { name: 'runId', type: 'S' } },
+  { id: 'runs', partitionKey: { name: 'runId', type: 'S' }, ttlAttribute: 'expiresAtEpoch' },
   {
     id: 'operations',
     partitionKey: { name: 'operationId', type: 'S' },
+    ttlAttribute: 'expiresAtEpoch',
     indexes: [
       { name: INDEX.operationsByRun, partitionKey: { name: 'runId', type: 'S' }, sortKey: { name: 'createdAt', type: 'S' } },
       // Sparse: only operations that still hold a lease carry `activeKey`, so the sweeper reads only those.
@@ -30,7 +31,8 @@ export const TABLES: readonly TableLayout[] = [
       { name: INDEX.pendingApprovals, partitionKey: { name: 'approvalPendingKey', type: 'S' }, sortKey: { name: 'createdAt', type: 'S' } },
     ],
   },
-  { id: 'events', partitionKey: { name: 'runId', type: 'S' }, sortKey: { name: 'seq', type: 'N' } },
+  // Sort key 0 holds the run's sequence counter; events start at 1.
+  { id: 'events', partitionKey: { name: 'runId', type: 'S' }, sortKey: { name: 'seq', type: 'N' }, ttlAttribute: 'expiresAtEpoch' },
   { id: 'locks', partitionKey: { name: 'lockKey', type: 'S' }, ttlAttribute: 'expiresAtEpoch' },
   // Powertools idempotency's default layout.
   { id: 'idempotency', partitionKey: { name: 'id', type: 'S' }, ttlAttribute: 'expiration' },

@@ -5,19 +5,22 @@ import { z } from 'zod';
 import type { RunnerConfig } from '../core/config';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
 import { hasRole } from '../core/policy';
+import { hashValue } from '../core/canonical';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
 import { approvalUrl, decideApproval, openApproval } from '../steps/approval';
 import { cancelOperation, cancelRun } from '../steps/cancel';
-import type { Deps } from '../steps/deps';
-import { resolveOperation } from '../steps/resolve';
-import { createRun, submitOnce } from '../steps/submit';
+import { envelopeOf } from '../core/engine';
+import type { Deps } from '../core/ports';
+import { resolveOperation } from '../steps/cancel';
+import { createRun, submitToolCall } from '../steps/submit';
 import { approvalPage, decisionPage } from './approval-page';
 import { operationView, runView } from './views';
 
 export const MAX_BODY_BYTES = 256 * 1024;
 const MAX_WAIT_SECONDS = 25;
 const DEFAULT_WAIT_SECONDS = 10;
-const POLL_MS = 50;
+/** Where no in-process notification exists (the API on its own Lambda), the waiter polls, backing off to this. */
+const MAX_POLL_MS = 500;
 
 type Env = { Variables: { principal: Principal } };
 
@@ -171,8 +174,17 @@ export function makeApp(deps: Deps): Hono<Env> {
   app.post('/v1/runs', async (c) => {
     requireRole(c, 'agent');
     const body = await jsonBody(c, CreateRunSchema, true);
-    const run = await createRun(deps, c.get('principal'), body.budgets, body.metadata);
-    return c.json(runView(run, deps.now()), 201);
+    const principal = c.get('principal');
+    const key = c.req.header('idempotency-key');
+    if (!key || !deps.onceGuard) return c.json(runView(await createRun(deps, principal, body.budgets, body.metadata), deps.now()), 201);
+    if (key.length > 255) throw new ApiError(400, 'invalid_request', 'Idempotency-Key is longer than 255 characters');
+    // A client retrying run creation after a timeout gets the same run, not a second one.
+    const guarded = await deps.onceGuard({ scope: principal.id, key, payloadHash: hashValue(body) }, async () => (await createRun(deps, principal, body.budgets, body.metadata)).runId);
+    if (guarded.kind === 'payload_mismatch') throw new ApiError(409, 'invalid_state', 'this Idempotency-Key was used with a different body');
+    const run = await deps.store.getRun(guarded.value);
+    if (!run) throw new ApiError(404, 'not_found', 'no such run');
+    if (guarded.replayed) c.header('Idempotent-Replayed', 'true');
+    return c.json(runView(run, deps.now()), guarded.replayed ? 200 : 201);
   });
 
   app.get('/v1/runs/:runId', async (c) => c.json(runView(await ownRun(c), deps.now())));
@@ -186,24 +198,53 @@ export function makeApp(deps: Deps): Hono<Env> {
     requireRole(c, 'agent');
     const run = await ownRun(c);
     const call = await jsonBody(c, ToolCallSchema);
-    const submitted = await submitOnce(deps, run, call);
+    const submitted = await submitToolCall(deps, run, c.get('principal'), call);
     if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
     if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
     if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
     const op = await waitForSettled(submitted.op, preferredWaitSeconds(c.req.header('prefer')));
-    if (op.envelope) return c.json(op.envelope, 200);
+    const envelope = envelopeOf(op);
+    if (envelope) return c.json(envelope, 200);
     return c.json({ operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` }, 202);
   });
 
-  /** Long-poll: until the model has an envelope, the call waits for a person, or the wait is over. */
+  /**
+   * Long-poll: until the model's envelope is decided (recorded; Report marks it delivered off the critical
+   * path), the call waits for a person, or the wait is over. Notified in-process where the steps run beside
+   * the API; polled with backoff elsewhere.
+   */
   async function waitForSettled(op: OperationRecord, seconds: number): Promise<OperationRecord> {
-    const deadline = deps.now() + seconds * 1000;
+    const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
+    if (done(op) || seconds === 0) return op;
     let current = op;
-    while (!current.envelope && !(current.state === 'awaiting_approval' && current.approval?.state === 'pending') && deps.now() < deadline) {
-      await new Promise((r) => setTimeout(r, POLL_MS));
-      current = (await deps.store.getOperation(op.operationId)) ?? current;
+    let wake: () => void = () => undefined;
+    const unsubscribe = deps.watch?.subscribe(op.operationId, (next) => {
+      if (next.version > current.version) current = next;
+      if (done(current)) wake();
+    });
+    try {
+      const deadline = deps.now() + seconds * 1000;
+      // Read once after subscribing: a change committed before the subscription is not missed.
+      const read = await deps.store.getOperation(op.operationId);
+      if (read && read.version > current.version) current = read;
+      for (let pollMs = 50; !done(current) && deps.now() < deadline; pollMs = Math.min(MAX_POLL_MS, pollMs * 2)) {
+        const waitMs = Math.min(deadline - deps.now(), deps.watch ? deadline - deps.now() : pollMs);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.max(0, waitMs));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        if (!deps.watch && !done(current)) {
+          const polled = await deps.store.getOperation(op.operationId);
+          if (polled && polled.version > current.version) current = polled;
+        }
+      }
+      return current;
+    } finally {
+      unsubscribe?.();
     }
-    return current;
   }
 
   app.get('/v1/operations/:operationId', async (c) => c.json(operationView(await visibleOperation(c, true))));

@@ -1,4 +1,5 @@
 import { withClock } from '../core/budgets';
+import { envelopeOf } from '../core/engine';
 import type { OperationRecord, RunRecord } from '../core/model';
 
 /** The run as its owner sees it; the wall-clock budget is applied at read time. */
@@ -36,7 +37,8 @@ export function operationView(op: OperationRecord) {
       : undefined,
     outcome: outcome ? { kind: outcome.kind, code: 'code' in outcome ? outcome.code : undefined, retryable: outcome.kind === 'failed_retryable' } : undefined,
     review: op.review,
-    envelope: op.envelope,
+    requestedBy: op.requestedBy ?? op.principalId,
+    envelope: envelopeOf(op),
     lateOutcome: op.lateOutcome ? { kind: op.lateOutcome.kind, code: 'code' in op.lateOutcome ? op.lateOutcome.code : undefined } : undefined,
   };
 }

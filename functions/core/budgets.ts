@@ -7,8 +7,18 @@ export const DEFAULT_BUDGETS: Budgets = {
   maxSpendCents: 100_000,
 };
 
+/**
+ * What one admitted call adds to its run. The store applies it with a condition on the budget fields only
+ * (see `admissionHolds`), never on the whole run, so concurrent calls in one run do not invalidate each other.
+ */
+export interface AdmissionDelta {
+  turn: number;
+  opensTurn: boolean;
+  costCents: number;
+}
+
 export type Admission =
-  | { admitted: true; run: RunRecord }
+  | { admitted: true; delta: AdmissionDelta; run: RunRecord }
   | { admitted: false; reason: 'run_closed' }
   | { admitted: false; reason: 'budget_exhausted'; message: string; run: RunRecord };
 
@@ -19,27 +29,37 @@ export function withClock(run: RunRecord, now: number): RunRecord {
 }
 
 /**
- * Admits one tool call against the run's turn and tool-call budgets. The caller writes the returned
- * run with a condition on the version it read, so concurrent calls can never overspend.
+ * Admits one tool call against the run's turn, tool-call and spend budgets (spend only for a call that
+ * validation allowed). Refusing exhausts the run: every later call gets `budget_exhausted` too.
  */
-export function admitCall(run: RunRecord, turn: number, now: number): Admission {
+export function admitCall(run: RunRecord, turn: number, costCents: number, now: number): Admission {
   const clocked = withClock(run, now);
   if (clocked.status === 'cancelled') return { admitted: false, reason: 'run_closed' };
-  if (clocked.status !== 'open') {
-    return { admitted: false, reason: 'budget_exhausted', message: exhaustedMessage(clocked), run: clocked };
-  }
-  const opensTurn = turn > run.lastTurn;
-  const turns = run.usage.turns + (opensTurn ? 1 : 0);
-  const toolCalls = run.usage.toolCalls + 1;
-  if (turns > run.budgets.maxTurns) {
-    return { admitted: false, reason: 'budget_exhausted', message: `the run reached its turn budget (${run.budgets.maxTurns})`, run: { ...run, status: 'budget_exhausted' } };
-  }
-  if (toolCalls > run.budgets.maxToolCalls) {
-    return { admitted: false, reason: 'budget_exhausted', message: `the run reached its tool-call budget (${run.budgets.maxToolCalls})`, run: { ...run, status: 'budget_exhausted' } };
-  }
+  if (clocked.status !== 'open') return { admitted: false, reason: 'budget_exhausted', message: exhaustedMessage(clocked), run: clocked };
+  const delta: AdmissionDelta = { turn, opensTurn: turn > run.lastTurn, costCents };
+  const exhausted = (message: string): Admission => ({ admitted: false, reason: 'budget_exhausted', message, run: { ...run, status: 'budget_exhausted' } });
+  if (delta.opensTurn && run.usage.turns + 1 > run.budgets.maxTurns) return exhausted(`the run reached its turn budget (${run.budgets.maxTurns})`);
+  if (run.usage.toolCalls + 1 > run.budgets.maxToolCalls) return exhausted(`the run reached its tool-call budget (${run.budgets.maxToolCalls})`);
+  if (run.usage.spendCents + costCents > run.budgets.maxSpendCents) return exhausted(`the call would exceed the run's spend budget (${run.budgets.maxSpendCents} cents)`);
+  return { admitted: true, delta, run: applyAdmission(run, delta) };
+}
+
+/**
+ * The condition a store checks when it applies `delta` atomically: it holds exactly when `admitCall` on the
+ * current run would admit the same delta. A store that finds it false re-reads the run and decides again.
+ */
+export function admissionHolds(run: RunRecord, delta: AdmissionDelta, now: number): boolean {
+  if (run.status !== 'open' || now >= Date.parse(run.deadlineAt)) return false;
+  if (run.usage.toolCalls >= run.budgets.maxToolCalls) return false;
+  if (run.usage.spendCents + delta.costCents > run.budgets.maxSpendCents) return false;
+  return delta.opensTurn ? run.lastTurn < delta.turn && run.usage.turns < run.budgets.maxTurns : run.lastTurn >= delta.turn;
+}
+
+export function applyAdmission(run: RunRecord, delta: AdmissionDelta): RunRecord {
   return {
-    admitted: true,
-    run: { ...run, lastTurn: Math.max(run.lastTurn, turn), usage: { ...run.usage, turns, toolCalls } },
+    ...run,
+    lastTurn: delta.opensTurn ? delta.turn : run.lastTurn,
+    usage: { turns: run.usage.turns + (delta.opensTurn ? 1 : 0), toolCalls: run.usage.toolCalls + 1, spendCents: run.usage.spendCents + delta.costCents },
   };
 }
 
@@ -53,18 +73,6 @@ export function mayContinue(run: RunRecord, now: number): { ok: true } | { ok: f
   if (clocked.status === 'cancelled') return { ok: false, reason: 'run_closed', message: 'the run was cancelled' };
   if (clocked.status === 'expired') return { ok: false, reason: 'expired', message: exhaustedMessage(clocked) };
   return { ok: true };
-}
-
-/** Reserves spend for one admitted operation at validation; refusing it exhausts the run. */
-export function reserveSpend(run: RunRecord, cents: number, now: number): Admission {
-  const going = mayContinue(run, now);
-  if (!going.ok) return going.reason === 'run_closed' ? { admitted: false, reason: 'run_closed' } : { admitted: false, reason: 'budget_exhausted', message: going.message, run: withClock(run, now) };
-  if (cents <= 0) return { admitted: true, run };
-  const spendCents = run.usage.spendCents + cents;
-  if (spendCents > run.budgets.maxSpendCents) {
-    return { admitted: false, reason: 'budget_exhausted', message: `the call would exceed the run's spend budget (${run.budgets.maxSpendCents} cents)`, run: { ...run, status: 'budget_exhausted' } };
-  }
-  return { admitted: true, run: { ...run, usage: { ...run.usage, spendCents } } };
 }
 
 function exhaustedMessage(run: RunRecord): string {

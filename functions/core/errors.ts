@@ -45,3 +45,12 @@ export function ensureError(thrown: unknown): Error {
   if (thrown instanceof Error) return thrown;
   return new Error(typeof thrown === 'string' ? thrown : 'non-error thrown');
 }
+
+/**
+ * The names Step Functions matches in `ErrorEquals`, as string constants: a class's `.name` would be
+ * minified in a deployed bundle, and the ASL's Catch would then never match on AWS.
+ */
+export const ErrorNames = {
+  approvalRejected: 'ApprovalRejectedError',
+  operationMoved: 'OperationMovedError',
+} as const;

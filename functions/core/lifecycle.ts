@@ -1,4 +1,4 @@
-import type { NextStep, OperationRecord } from './model';
+import type { OperationRecord } from './model';
 
 /** Lifecycle states of an operation (DESIGN.md section 3). */
 export const OperationState = {
@@ -23,7 +23,7 @@ const TRANSITIONS: Record<OperationState, readonly OperationState[]> = {
   proposed: [S.validated, S.rejected, S.budgetExhausted, S.cancelled],
   validated: [S.awaitingApproval, S.executing, S.rejected, S.budgetExhausted, S.cancelled],
   awaiting_approval: [S.executing, S.rejected, S.budgetExhausted, S.cancelled],
-  executing: [S.executing, S.outcomeUnknown, S.recorded, S.failedPermanent, S.rejected, S.budgetExhausted, S.cancelled],
+  executing: [S.outcomeUnknown, S.recorded, S.failedPermanent, S.rejected, S.budgetExhausted, S.cancelled],
   outcome_unknown: [S.executing, S.recorded, S.failedPermanent],
   recorded: [S.reported],
   rejected: [S.reported],
@@ -63,42 +63,6 @@ export function isActive(op: Pick<OperationRecord, 'envelope'>): boolean {
 }
 
 /**
- * Where a (re)started lifecycle continues, derived only from the durable record.
- * This is how crash recovery resumes from recorded intent instead of guessing.
- */
-export function resumeStep(op: OperationRecord): NextStep | 'validate' {
-  switch (op.state) {
-    case S.proposed:
-      return 'validate';
-    case S.validated:
-      return op.approvalRequired ? 'await_approval' : 'execute';
-    case S.awaitingApproval:
-      return op.approval?.state === 'approved' ? 'execute' : 'await_approval';
-    case S.executing: {
-      const finished = op.lastAttempt?.attempt === op.attempts;
-      if (!finished) return 'reconcile';
-      return op.plan?.next === 'record' ? 'record' : op.plan?.next === 'retry' ? 'retry' : 'reconcile';
-    }
-    case S.outcomeUnknown:
-      if (op.review?.required) return op.envelope ? 'done' : 'report';
-      if (op.plan?.next === 'retry' || op.plan?.next === 'record') return op.plan.next;
-      return 'reconcile';
-    case S.recorded:
-    case S.rejected:
-    case S.failedPermanent:
-    case S.budgetExhausted:
-    case S.cancelled:
-      return 'report';
-    case S.reported:
-      return 'done';
-    default: {
-      const never: never = op.state;
-      throw new Error(`unknown state ${String(never)}`);
-    }
-  }
-}
-
-/**
  * Moves an operation to `to` with `patch` applied, and the trace event that says so.
  * The store's conditional write then makes the move real only if nobody moved it first.
  */
@@ -108,9 +72,10 @@ export function moveTo(
   patch: Partial<OperationRecord>,
   detail?: Record<string, unknown>,
 ): { op: OperationRecord; events: import('./trace').NewTraceEvent[] } {
-  assertTransition(op.state, to);
   const next: OperationRecord = { ...op, ...patch, state: to };
+  // Staying in a state (another attempt while executing) is not a transition and emits no event.
   if (op.state === to) return { op: next, events: [] };
+  assertTransition(op.state, to);
   return {
     op: next,
     events: [{ type: 'state.transition', operationId: op.operationId, callId: op.callId, from: op.state, to, ...(next.attempts ? { attempt: next.attempts } : {}), ...(detail ? { detail } : {}) }],

@@ -41,8 +41,8 @@ export interface RunRecord {
   createdAt: string;
   updatedAt: string;
   deadlineAt: string;
-  /** Last trace sequence number; doubles as the run's version for optimistic concurrency. */
-  seq: number;
+  /** Epoch seconds after which DynamoDB may delete the run, its operations and its trace (retention). */
+  expiresAtEpoch?: number;
 }
 
 /** What a finished attempt, a reconciliation or a person established. */
@@ -58,7 +58,7 @@ export type Outcome =
 export type OutcomeKind = Outcome['kind'];
 
 /** The step the lifecycle takes next; Step Functions routes on it. */
-export type NextStep = 'await_approval' | 'execute' | 'retry' | 'reconcile' | 'reconcile_later' | 'record' | 'report' | 'done';
+export type NextStep = 'validate' | 'await_approval' | 'expire_approval' | 'execute' | 'retry' | 'reconcile' | 'reconcile_later' | 'report' | 'done';
 
 export interface ApprovalInfo {
   approvalId: string;
@@ -84,7 +84,10 @@ export interface OperationRecord {
   callId: string;
   turn: number;
   toolName: string;
+  /** The run's owner. */
   principalId: string;
+  /** The principal who submitted the call (an admin may submit into another principal's run); never its approver. */
+  requestedBy?: string;
   state: import('./lifecycle').OperationState;
   risk?: Risk;
   /** Arguments as the model sent them (object or JSON string), kept for audit. */
@@ -110,8 +113,6 @@ export interface OperationRecord {
   lastAttempt?: AttemptInfo;
   /** What the lifecycle decided to do next and, for a retry, not before when. */
   plan?: { next: NextStep; notBefore?: string };
-  /** The authoritative outcome waiting for Record. */
-  pending?: Outcome;
   outcome?: Outcome;
   reconcileAttempts?: number;
   review?: { required: boolean; reason: string; resolvedBy?: string; note?: string };
@@ -119,4 +120,6 @@ export interface OperationRecord {
   /** A result that arrived after the operation was cancelled: recorded, never reported. */
   lateOutcome?: Outcome;
   resumes: number;
+  /** Copied from the run: retention applies to the whole run at once. */
+  expiresAtEpoch?: number;
 }

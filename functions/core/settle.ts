@@ -31,7 +31,7 @@ export function settledStateOf(outcome: Outcome): 'recorded' | 'failed_permanent
 
 /** Records an authoritative outcome: the move to a settled state plus `result.recorded`. */
 export function recordOutcome(op: OperationRecord, outcome: Outcome, detail?: Record<string, unknown>): { op: OperationRecord; events: NewTraceEvent[] } {
-  const moved = moveTo(op, settledStateOf(outcome), { outcome, pending: undefined, plan: { next: 'report' } });
+  const moved = moveTo(op, settledStateOf(outcome), { outcome, plan: { next: 'report' } });
   return {
     op: moved.op,
     events: [...moved.events, { type: 'result.recorded', operationId: op.operationId, callId: op.callId, detail: { ...outcomeSummary(outcome), ...detail } }],

@@ -5,12 +5,13 @@ import { SNSClient } from '@aws-sdk/client-sns';
 import { z } from 'zod';
 import { fileConfigSource, secretConfigSource } from '../adapters/config-source';
 import { makeDocumentClient, makeDynamoStore } from '../adapters/dynamo-store';
+import { watchedStore } from '../adapters/operation-watch';
 import { consoleNotifier, snsNotifier } from '../adapters/notifier';
 import { sfnLifecycle } from '../adapters/sfn-lifecycle';
-import { powertoolsSubmissionGuard } from '../adapters/submission-guard';
+import { powertoolsOnceGuard } from '../adapters/submission-guard';
 import { TABLE_ENV } from '../adapters/tables';
 import { makeRegistry } from '../core/tool-spec';
-import type { Deps } from '../steps/deps';
+import type { Deps } from '../core/ports';
 import { makeDemoTools } from '../tools/demo-tools';
 import { tracer } from './observability';
 
@@ -46,8 +47,10 @@ export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSig
   const { dynamoClient, ...rest } = extra;
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
+  const { store, watch } = watchedStore(makeDynamoStore(makeDocumentClient(dynamo), tables));
   return {
-    store: makeDynamoStore(makeDocumentClient(dynamo), tables),
+    store,
+    watch,
     tools: makeRegistry(makeDemoTools(env.SANDBOX_URL)),
     config: env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!),
     lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({})), env.STATE_MACHINE_ARN),
@@ -55,7 +58,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSig
     now: () => Date.now(),
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
-    submissionGuard: powertoolsSubmissionGuard(dynamo, env.TABLE_IDEMPOTENCY),
+    onceGuard: powertoolsOnceGuard(dynamo, env.TABLE_IDEMPOTENCY),
     ...rest,
   };
 }

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { expireApproval, requestApproval } from '../steps/approval';
-import type { Deps } from '../steps/deps';
-import { executeAttempt } from '../steps/execute';
-import { reconcileOperation } from '../steps/reconcile';
+import type { StepOutput } from '../core/engine';
+import type { Deps } from '../core/ports';
+import { expireApprovalStep, requestApproval } from '../steps/approval';
+import { executeStep } from '../steps/execute';
+import { reconcileStep } from '../steps/reconcile';
+import { reportStep, routeStep } from '../steps/report';
 import { sweep } from '../steps/resume';
-import { recordOperation, reportOperation } from '../steps/settle';
-import type { StepOutput } from '../steps/validate';
-import { validateOperation } from '../steps/validate';
+import type { LifecycleFunction } from '../../statemachines/definition';
 import { lazyDeps } from './runtime';
 import { logger } from './observability';
 
@@ -20,7 +20,7 @@ export function makeStepHandler(name: string, step: Step, deps: () => Deps = laz
   return async (event: unknown): Promise<StepOutput> => {
     const { operationId } = StepInput.parse(event);
     const out = await step(deps(), operationId);
-    logger.info('step finished', { step: name, operationId, next: out.next });
+    logger.debug('step finished', { step: name, operationId, next: out.next });
     return out;
   };
 }
@@ -30,7 +30,7 @@ export function makeRequestApprovalHandler(deps: () => Deps = lazyDeps) {
   return async (event: unknown): Promise<void> => {
     const { operationId, taskToken } = ApprovalInput.parse(event);
     await requestApproval(deps(), operationId, taskToken);
-    logger.info('approval requested', { operationId });
+    logger.debug('approval requested', { operationId });
   };
 }
 
@@ -42,12 +42,23 @@ export function makeSweepHandler(deps: () => Deps = lazyDeps) {
   };
 }
 
-/** Every lifecycle Lambda, by the name the ASL's `${...FunctionArn}` placeholders and the CDK stack use. */
+/** The step each lifecycle Lambda runs, keyed by the registry's names (statemachines/definition.ts). */
 export const STEPS = {
-  Validate: validateOperation,
-  ExpireApproval: expireApproval,
-  Execute: executeAttempt,
-  Reconcile: reconcileOperation,
-  Record: recordOperation,
-  Report: reportOperation,
-} as const satisfies Record<string, Step>;
+  Validate: routeStep,
+  ExpireApproval: expireApprovalStep,
+  Execute: executeStep,
+  Reconcile: reconcileStep,
+  Report: reportStep,
+} as const satisfies Record<Exclude<LifecycleFunction, 'RequestApproval'>, Step>;
+
+/** Every lifecycle handler by registry name: what the embedded stack runs and each Lambda entry exports. */
+export function makeLifecycleHandlers(deps: () => Deps = lazyDeps): Record<LifecycleFunction, (payload: unknown) => Promise<unknown>> {
+  return {
+    Validate: makeStepHandler('Validate', STEPS.Validate, deps),
+    RequestApproval: makeRequestApprovalHandler(deps),
+    ExpireApproval: makeStepHandler('ExpireApproval', STEPS.ExpireApproval, deps),
+    Execute: makeStepHandler('Execute', STEPS.Execute, deps),
+    Reconcile: makeStepHandler('Reconcile', STEPS.Reconcile, deps),
+    Report: makeStepHandler('Report', STEPS.Report, deps),
+  };
+}

@@ -1,61 +1,52 @@
 import { signLink, verifyLink } from '../core/approval-link';
-import { ApprovalRejectedError, OperationMovedError } from '../core/errors';
+import { accepts, requesterOf, stepOutput, type StepOutput } from '../core/engine';
+import { ErrorNames } from '../core/errors';
 import { approvalIdFor, operationIdOfApproval } from '../core/ids';
-import { moveTo } from '../core/lifecycle';
 import type { OperationRecord, Principal } from '../core/model';
 import { hasRole } from '../core/policy';
-import { recordOutcome } from '../core/settle';
-import { principalIn, type Deps } from './deps';
-import { mutate } from './mutate';
+import type { Deps } from '../core/ports';
+import { advance, mustGet } from './advance';
+import { principalIn } from './deps';
 import { resumeOperation } from './resume';
-import type { StepOutput } from './validate';
 
 const LEASE_AFTER_EXPIRY_MS = 60_000;
 
 /**
  * AwaitApproval's Lambda: stores the task token server-side, records the request and tells approvers.
- * Step Functions then waits until a decision sends the token back or the TTL passes.
+ * A resumed wait (after a restart) only replaces the token: no second request, notification or expiry.
  */
 export async function requestApproval(deps: Deps, operationId: string, taskToken: string): Promise<void> {
-  const first = await deps.store.getOperation(operationId);
-  if (!first) throw new Error(`operation ${operationId} not found`);
+  const first = await mustGet(deps, operationId);
   const config = await deps.config();
-  const { value: requested, op } = await mutate(deps.store, first.runId, operationId, (_run, op) => {
-    const now = deps.now();
-    const waiting = op.state === 'validated' || (op.state === 'awaiting_approval' && op.approval?.state === 'pending');
-    if (!waiting) return { value: false };
-    const expiresAt = op.approval?.expiresAt ?? new Date(now + config.approvalTtlSeconds * 1000).toISOString();
-    const approvalId = approvalIdFor(op.operationId);
-    const moved = moveTo(op, 'awaiting_approval', {
-      approval: { approvalId, state: 'pending', expiresAt },
-      approvalTaskToken: taskToken,
-      leaseUntil: new Date(Date.parse(expiresAt) + LEASE_AFTER_EXPIRY_MS).toISOString(),
-      plan: { next: 'await_approval' },
-    });
-    return {
-      value: true,
-      change: {
-        op: moved.op,
-        events: [...moved.events, { type: 'approval.requested', operationId: op.operationId, callId: op.callId, detail: { approvalId, expiresAt, inputHash: op.inputHash } }],
-      },
-    };
+  const requested = await advance(deps, first, (op) => {
+    if (!accepts(op, 'request_approval')) return { value: false };
+    const expiresAt = op.approval?.expiresAt ?? new Date(deps.now() + config.approvalTtlSeconds * 1000).toISOString();
+    const leaseUntil = new Date(Date.parse(expiresAt) + LEASE_AFTER_EXPIRY_MS).toISOString();
+    return { value: op.state === 'validated', events: [{ type: 'request_approval', approvalId: approvalIdFor(op.operationId), expiresAt, taskToken, leaseUntil }] };
   });
-  if (!requested) {
-    // Nothing to wait for (cancelled meanwhile, or already decided): hand the token straight back.
-    const next = op.approval?.state === 'approved' && op.state === 'awaiting_approval' ? 'execute' : 'report';
-    if (next === 'execute') await deps.lifecycle.sendTaskSuccess(taskToken, { operationId, next });
-    else await deps.lifecycle.sendTaskFailure(taskToken, OperationMovedError.name, `operation is ${op.state}`);
+  const op = requested.op;
+  if (!requested.changed) {
+    // Nothing to wait for (decided, cancelled or handled meanwhile): hand the token straight back.
+    if (op.state === 'awaiting_approval' && op.approval?.state === 'approved') await deps.lifecycle.sendTaskSuccess(taskToken, stepOutput(op, deps.now()));
+    else await deps.lifecycle.sendTaskFailure(taskToken, ErrorNames.operationMoved, `operation is ${op.state}`);
     return;
   }
-  const approvers = config.principals.filter((p) => p.id !== op.principalId && (p.roles.includes('approver') || p.roles.includes('admin')));
-  await deps.notifier.approvalRequested({
-    approvalId: op.approval!.approvalId,
-    operationId,
-    toolName: op.toolName,
-    requestedBy: op.principalId,
-    expiresAt: op.approval!.expiresAt,
-    links: approvers.map((p) => ({ approverId: p.id, url: approvalUrl(deps, config.approvalSecret, op, p.id) })),
-  });
+  if (!requested.value) return;
+  const requester = requesterOf(op);
+  const approvers = config.principals.filter((p) => p.id !== requester && p.id !== op.principalId && (p.roles.includes('approver') || p.roles.includes('admin')));
+  try {
+    await deps.notifier.approvalRequested({
+      approvalId: op.approval!.approvalId,
+      operationId,
+      toolName: op.toolName,
+      requestedBy: requester,
+      expiresAt: op.approval!.expiresAt,
+      links: approvers.map((p) => ({ approverId: p.id, url: approvalUrl(deps, config.approvalSecret, op, p.id) })),
+    });
+  } catch (error) {
+    // The request is durable and listed by GET /v1/approvals; a failed notification must not stall the wait.
+    console.error(JSON.stringify({ level: 'warn', message: 'approval notification failed', operationId, error: (error as Error).message }));
+  }
 }
 
 /** A link to the approval page, signed for one approver, valid until the approval expires. */
@@ -79,7 +70,7 @@ export async function openApproval(deps: Deps, approvalId: string, sig: string |
   if (!check.ok) return { ok: false, status: 403, code: 'forbidden', message: check.reason === 'expired' ? 'this approval link has expired' : 'this approval link is not valid' };
   const approver = principalIn(config, check.approverId);
   if (!approver || !hasRole(approver, 'approver')) return { ok: false, status: 403, code: 'forbidden', message: 'this approver may no longer approve' };
-  if (approver.id === op.principalId) return { ok: false, status: 403, code: 'forbidden', message: 'the requester cannot approve its own operation' };
+  if (approver.id === requesterOf(op) || approver.id === op.principalId) return { ok: false, status: 403, code: 'forbidden', message: 'the requester cannot approve its own operation' };
   return { ok: true, op, approver };
 }
 
@@ -89,26 +80,16 @@ export type DecisionResult = { ok: true; op: OperationRecord } | Extract<Approva
 export async function decideApproval(deps: Deps, approvalId: string, sig: string | undefined, decision: 'approve' | 'reject', reason?: string): Promise<DecisionResult> {
   const access = await openApproval(deps, approvalId, sig);
   if (!access.ok) return access;
-  const { approver } = access;
-  const { value, op } = await mutate(deps.store, access.op.runId, access.op.operationId, (_run, op) => {
-    const now = deps.now();
-    if (op.state !== 'awaiting_approval' || op.approval?.state !== 'pending') return { value: { token: undefined, decided: false } };
-    if (now >= Date.parse(op.approval.expiresAt)) return { value: { token: undefined, decided: false } };
-    const at = new Date(now).toISOString();
-    const approval = { ...op.approval, state: decision === 'approve' ? ('approved' as const) : ('rejected' as const), decidedBy: approver.id, decidedAt: at, reason };
-    const decided = { type: 'approval.decided' as const, operationId: op.operationId, callId: op.callId, detail: { approvalId, decision, approverId: approver.id } };
-    const base = { ...op, approval, approvalTaskToken: undefined };
-    if (decision === 'approve') {
-      return { value: { token: op.approvalTaskToken, decided: true }, change: { op: { ...base, plan: { next: 'execute' as const } }, events: [decided] } };
-    }
-    const recorded = recordOutcome(base, { kind: 'rejected', code: 'approval_rejected', message: reason ? `an approver rejected the call: ${reason}` : 'an approver rejected the call' });
-    return { value: { token: op.approvalTaskToken, decided: true }, change: { op: recorded.op, events: [decided, ...recorded.events] } };
+  const decided = await advance(deps, access.op, (op) => {
+    if (!accepts(op, 'decide_approval') || deps.now() >= Date.parse(op.approval!.expiresAt)) return { value: undefined as string | undefined };
+    return { value: op.approvalTaskToken, events: [{ type: 'decide_approval', decision, by: access.approver.id, reason }] };
   });
-  if (!value.decided) return { ok: false, status: 409, code: 'invalid_state', message: 'this approval was already decided or has expired' };
+  if (!decided.changed) return { ok: false, status: 409, code: 'invalid_state', message: 'this approval was already decided or has expired' };
+  const op = decided.op;
   try {
-    if (!value.token) throw new Error('no task token stored');
-    if (decision === 'approve') await deps.lifecycle.sendTaskSuccess(value.token, { operationId: op.operationId, next: 'execute' });
-    else await deps.lifecycle.sendTaskFailure(value.token, ApprovalRejectedError.name, 'rejected by an approver');
+    if (!decided.value) throw new Error('no task token stored');
+    if (decision === 'approve') await deps.lifecycle.sendTaskSuccess(decided.value, stepOutput(op, deps.now()));
+    else await deps.lifecycle.sendTaskFailure(decided.value, ErrorNames.approvalRejected, 'rejected by an approver');
   } catch {
     // The waiting execution is gone (a restart, a lost token): the decision is durable, so resume from it.
     await resumeOperation(deps, op.operationId);
@@ -117,17 +98,7 @@ export async function decideApproval(deps: Deps, approvalId: string, sig: string
 }
 
 /** AwaitApproval timed out: the operation ends `approval_expired` unless a decision won the race. */
-export async function expireApproval(deps: Deps, operationId: string): Promise<StepOutput> {
-  const first = await deps.store.getOperation(operationId);
-  if (!first) throw new Error(`operation ${operationId} not found`);
-  const { value } = await mutate(deps.store, first.runId, operationId, (_run, op) => {
-    if (op.state !== 'awaiting_approval' || op.approval?.state !== 'pending') {
-      return { value: op.state === 'awaiting_approval' && op.approval?.state === 'approved' ? ('execute' as const) : ('report' as const) };
-    }
-    const base = { ...op, approval: { ...op.approval, state: 'expired' as const }, approvalTaskToken: undefined };
-    const recorded = recordOutcome(base, { kind: 'rejected', code: 'approval_expired', message: 'no approver decided before the approval expired' });
-    const decided = { type: 'approval.decided' as const, operationId: op.operationId, callId: op.callId, detail: { approvalId: op.approval.approvalId, decision: 'expired' } };
-    return { value: 'report' as const, change: { op: recorded.op, events: [decided, ...recorded.events] } };
-  });
-  return { operationId, next: value };
+export async function expireApprovalStep(deps: Deps, operationId: string): Promise<StepOutput> {
+  const out = await advance(deps, operationId, (op) => ({ value: undefined, events: accepts(op, 'expire_approval') ? [{ type: 'expire_approval' }] : [] }));
+  return stepOutput(out.op, deps.now());
 }

@@ -1,24 +1,31 @@
+import { accepts, type LifecycleEvent } from '../core/engine';
 import { isActive } from '../core/lifecycle';
-import { executionNameOf, type Deps } from './deps';
-import { mutate } from './mutate';
+import type { Deps } from '../core/ports';
+import { advance } from './advance';
+import { executionNameOf } from './deps';
+
+const RESUME_LEASE_MS = 60_000;
 
 /**
  * Starts a fresh execution for an operation whose own execution was lost (a crash, an expired lease,
  * a dead task token). Claiming is a conditional write, so two sweepers never resume the same one twice.
- * The new execution enters at Validate, which routes by the durable record: same key, same attempt count.
+ * An attempt in flight at the crash is presumed lost (it may have reached the upstream), so the new
+ * execution reconciles it instead of sending it blindly. The new execution enters at Validate, which
+ * routes by the durable record: same key, same attempt count, same approval and expiry.
  */
 export async function resumeOperation(deps: Deps, operationId: string, onlyIfLeaseBefore?: string): Promise<boolean> {
   const first = await deps.store.getOperation(operationId);
   if (!first) return false;
-  const { value: claimed, op } = await mutate(deps.store, first.runId, operationId, (_run, op) => {
-    if (!isActive(op)) return { value: false };
+  const claimed = await advance(deps, first, (op) => {
+    if (!isActive(op) || !accepts(op, 'resume')) return { value: false };
     if (onlyIfLeaseBefore && (op.leaseUntil ?? '') >= onlyIfLeaseBefore) return { value: false };
-    const leaseUntil = new Date(deps.now() + 60_000).toISOString();
-    return { value: true, change: { op: { ...op, resumes: op.resumes + 1, leaseUntil }, events: [] } };
+    const leaseUntil = new Date(deps.now() + RESUME_LEASE_MS).toISOString();
+    const events: LifecycleEvent[] = accepts(op, 'lose_attempt') ? [{ type: 'lose_attempt', leaseUntil }] : [];
+    return { value: true, events: [...events, { type: 'resume', leaseUntil }] };
   });
-  if (!claimed) return false;
-  await deps.lifecycle.stop(executionNameOf({ operationId, resumes: op.resumes - 1 }), 'superseded by a resumed execution').catch(() => undefined);
-  await deps.lifecycle.start(operationId, executionNameOf(op));
+  if (!claimed.value) return false;
+  await deps.lifecycle.stop(executionNameOf({ operationId, resumes: claimed.op.resumes - 1 }), 'superseded by a resumed execution').catch(() => undefined);
+  await deps.lifecycle.start(operationId, executionNameOf(claimed.op));
   return true;
 }
 

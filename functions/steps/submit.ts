@@ -1,17 +1,28 @@
-import { OperationConflictError, RunConflictError } from '../adapters/dynamo-store';
 import { admitCall, DEFAULT_BUDGETS } from '../core/budgets';
 import { hashValue, parseArguments, sha256 } from '../core/canonical';
+import { nextStep, transitionAll, type LifecycleEvent } from '../core/engine';
 import { envelopeFor } from '../core/envelope';
 import { newIdempotencyKey, newRunId, operationIdFor } from '../core/ids';
 import { moveTo } from '../core/lifecycle';
 import { SCHEMA_VERSION, type Budgets, type OperationRecord, type Principal, type RunRecord } from '../core/model';
+import { ContentionError, OperationExistsError, RunChangedError, type Deps, type RunChange } from '../core/ports';
 import { recordOutcome } from '../core/settle';
+import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
-import { executionNameOf, type Deps } from './deps';
+import { validateCall } from '../core/validation';
+import { jitter } from './advance';
+import { executionNameOf } from './deps';
+
+/** How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured. */
+export const DEFAULT_RETENTION_DAYS = 30;
+const LEASE_MARGIN_MS = 60_000;
 
 export async function createRun(deps: Deps, principal: Principal, budgets: Partial<Budgets> | undefined, metadata?: Record<string, unknown>): Promise<RunRecord> {
   const now = deps.now();
+  const config = await deps.config();
   const merged = { ...DEFAULT_BUDGETS, ...budgets };
+  const deadline = now + merged.maxWallClockSeconds * 1000;
+  const retentionDays = config.retentionDays ?? DEFAULT_RETENTION_DAYS;
   const run: RunRecord = {
     schemaVersion: SCHEMA_VERSION,
     runId: newRunId(),
@@ -23,8 +34,8 @@ export async function createRun(deps: Deps, principal: Principal, budgets: Parti
     metadata,
     createdAt: new Date(now).toISOString(),
     updatedAt: new Date(now).toISOString(),
-    deadlineAt: new Date(now + merged.maxWallClockSeconds * 1000).toISOString(),
-    seq: 0,
+    deadlineAt: new Date(deadline).toISOString(),
+    expiresAtEpoch: Math.ceil(deadline / 1000) + retentionDays * 86400,
   };
   await deps.store.putNewRun(run);
   return run;
@@ -42,113 +53,114 @@ export type SubmitResult =
   | { kind: 'conflict' }
   | { kind: 'run_closed' };
 
-/**
- * Submits a tool call once: through the submission guard where there is one (a replay is answered from
- * it, a changed payload refused), and always through the conditional create below.
- */
-export async function submitOnce(deps: Deps, run: RunRecord, call: ToolCallRequest): Promise<SubmitResult> {
-  if (!deps.submissionGuard) return submitToolCall(deps, run, call);
-  const inputHash = `${call.name}|${argumentsHash(call.arguments)}`;
-  let submitted: OperationRecord | undefined;
-  const guarded = await deps.submissionGuard({ runId: run.runId, callId: call.callId, inputHash }, async () => {
-    const result = await submitToolCall(deps, run, call);
-    // Only a created or replayed operation is worth remembering; refusals are answered afresh.
-    if (result.kind !== 'created' && result.kind !== 'replayed') throw new SubmissionRefused(result);
-    submitted = result.op;
-    return { kind: result.kind, operationId: result.op.operationId };
-  }).catch((error) => {
-    // Powertools deletes its record and rethrows what the function threw.
-    if (error instanceof SubmissionRefused) return { kind: 'refused' as const, result: error.result };
-    throw error;
-  });
-  if (guarded.kind === 'refused') return guarded.result;
-  if (guarded.kind === 'payload_mismatch') return { kind: 'conflict' };
-  // A replay answered from the idempotency table still reads the operation's current state.
-  const op = submitted ?? (await deps.store.getOperation(guarded.value.operationId));
-  if (!op) throw new Error(`operation ${guarded.value.operationId} vanished`);
-  return { kind: guarded.replayed ? 'replayed' : guarded.value.kind, op };
-}
-
-class SubmissionRefused extends Error {
-  constructor(readonly result: SubmitResult) {
-    super(result.kind);
-  }
-}
-
-/**
- * Records the model's proposal durably, then starts its lifecycle. The operation id is derived from
- * (runId, callId), so concurrent duplicates race on one conditional put and exactly one wins.
- */
 /** The hash of the arguments as frozen: equal values hash equally whether sent as object or JSON string. */
-function argumentsHash(raw: unknown): string {
+export function argumentsHash(raw: unknown): string {
   const parsed = parseArguments(raw);
   return parsed.ok ? hashValue(parsed.value) : sha256(String(raw));
 }
 
-export async function submitToolCall(deps: Deps, run: RunRecord, call: ToolCallRequest): Promise<SubmitResult> {
+/**
+ * A tool whose attempt may be sent again with the same key without risk (a read, or an upstream that
+ * dedupes by key) and that needs no lock: its first attempt's intent is written with the submission,
+ * so a happy-path call costs two conditional writes (intent with budget, result with trace).
+ */
+function firstAttemptAtSubmission(tool: ToolSpec): boolean {
+  return (tool.risk === 'read' || tool.supportsIdempotency) && !tool.lockKey;
+}
+
+/**
+ * Records the model's proposal, its policy decision and its admission against the run's budgets in one
+ * atomic write, then starts its lifecycle. The operation id is derived from (runId, callId), so concurrent
+ * duplicates race on one conditional put and exactly one wins; the others become replays.
+ */
+export async function submitToolCall(deps: Deps, run: RunRecord, caller: Principal, call: ToolCallRequest): Promise<SubmitResult> {
   const inputHash = argumentsHash(call.arguments);
   const operationId = operationIdFor(run.runId, call.callId);
-
-  for (let round = 0; round < 50; round++) {
+  const config = await deps.config();
+  const tool = deps.tools.get(call.name);
+  let current = run;
+  for (let round = 0; ; round++) {
     const existing = await deps.store.getOperation(operationId);
     if (existing) {
       if (existing.inputHash !== inputHash || existing.toolName !== call.name) return { kind: 'conflict' };
-      if (existing.state === 'proposed') await startLifecycle(deps, existing);
       return { kind: 'replayed', op: existing };
     }
-    const current = round === 0 ? run : await deps.store.getRun(run.runId);
-    if (!current) throw new Error(`run ${run.runId} vanished`);
     const now = deps.now();
-    const at = new Date(now).toISOString();
-    const proposed: OperationRecord = {
-      schemaVersion: SCHEMA_VERSION,
-      operationId,
-      runId: run.runId,
-      callId: call.callId,
-      turn: call.turn,
-      toolName: call.name,
-      principalId: current.principalId,
-      state: 'proposed',
-      rawArguments: call.arguments,
-      inputHash,
-      idempotencyKey: newIdempotencyKey(),
-      attempts: 0,
-      createdAt: at,
-      updatedAt: at,
-      version: 0,
-      leaseUntil: new Date(now + 60_000).toISOString(),
-      resumes: 0,
-    };
-    const events: NewTraceEvent[] = [
-      { type: 'operation.proposed', operationId, callId: call.callId, to: 'proposed', detail: { toolName: call.name, turn: call.turn, inputHash } },
-    ];
-    const admission = admitCall(current, call.turn, now);
+    const validation = validateCall({ toolName: call.name, tool, principal: caller, rawArguments: call.arguments, approvalTtlSeconds: config.approvalTtlSeconds, now });
+    const admission = admitCall(current, call.turn, validation.decision === 'allow' ? validation.costCents : 0, now);
     if (!admission.admitted && admission.reason === 'run_closed') return { kind: 'run_closed' };
 
-    let op = proposed;
+    const proposed = proposal(current, caller, call, operationId, inputHash, now);
+    let change: { op: OperationRecord; events: NewTraceEvent[] };
+    let runChange: RunChange;
     if (!admission.admitted) {
       // Exhausted: the operation still exists and settles at once, so the model gets an envelope saying why.
-      if (current.status === 'open') events.push({ type: 'budget.exhausted', operationId, callId: call.callId, detail: { reason: admission.message, status: admission.run.status } });
       const outcome = { kind: 'budget_exhausted', code: 'budget_exhausted', message: admission.message } as const;
-      const settled = recordOutcome(op, outcome);
-      const reported = moveTo(settled.op, 'reported', { envelope: envelopeFor(op, outcome), plan: { next: 'done' } });
-      op = reported.op;
-      events.push(...settled.events, ...reported.events, { type: 'result.reported', operationId, callId: call.callId, detail: { status: 'budget_exhausted' } });
+      const settled = recordOutcome(proposed.op, outcome);
+      const reported = moveTo(settled.op, 'reported', { envelope: envelopeFor(proposed.op, outcome), plan: { next: 'done' }, leaseUntil: undefined });
+      const opened = current.status === 'open';
+      change = {
+        op: reported.op,
+        events: [
+          ...proposed.events,
+          ...(opened ? [{ type: 'budget.exhausted' as const, operationId, callId: call.callId, detail: { reason: admission.message, status: admission.run.status } }] : []),
+          ...settled.events,
+          ...reported.events,
+          { type: 'result.reported', operationId, callId: call.callId, detail: { status: 'budget_exhausted' } },
+        ],
+      };
+      runChange = opened ? { kind: 'close', to: admission.run.status as 'budget_exhausted' | 'expired' } : { kind: 'none' };
+    } else {
+      const lease = new Date(now + (tool?.timeoutMs ?? 30_000) + LEASE_MARGIN_MS).toISOString();
+      const steps: LifecycleEvent[] = [{ type: 'validate', validation, leaseUntil: lease }];
+      if (validation.decision === 'deny') steps.push({ type: 'report' });
+      else if (!validation.approvalRequired && tool && firstAttemptAtSubmission(tool)) steps.push({ type: 'start_attempt', leaseUntil: lease });
+      const validated = transitionAll(proposed.op, steps, now);
+      change = { op: validated.op, events: [...proposed.events, ...validated.events] };
+      runChange = { kind: 'admit', delta: admission.delta, now };
     }
     try {
-      const out = await deps.store.commit({ run: { before: current, after: admission.run }, ops: [{ after: op }], events });
-      const created = out.ops[0];
-      if (created.state === 'proposed') await startLifecycle(deps, created);
-      return { kind: 'created', op: created };
+      const created = await deps.store.createOperation({ run: current, runChange, op: change.op, events: change.events });
+      if (nextStep(created.op, now) !== 'done') await deps.lifecycle.start(operationId, executionNameOf(created.op));
+      return { kind: 'created', op: created.op };
     } catch (error) {
-      if (error instanceof RunConflictError || error instanceof OperationConflictError) continue;
+      if (error instanceof OperationExistsError) continue;
+      if (error instanceof RunChangedError || error instanceof ContentionError) {
+        if (error instanceof ContentionError) await jitter(round);
+        current = (await deps.store.getRun(run.runId)) ?? current;
+        continue;
+      }
       throw error;
     }
   }
-  throw new Error(`tool call ${call.callId}: too much contention`);
 }
 
-/** Starting is idempotent by execution name; an execution that already exists is the one we want. */
-export async function startLifecycle(deps: Deps, op: OperationRecord): Promise<void> {
-  await deps.lifecycle.start(op.operationId, executionNameOf(op));
+function proposal(run: RunRecord, caller: Principal, call: ToolCallRequest, operationId: string, inputHash: string, now: number) {
+  const at = new Date(now).toISOString();
+  const op: OperationRecord = {
+    schemaVersion: SCHEMA_VERSION,
+    operationId,
+    runId: run.runId,
+    callId: call.callId,
+    turn: call.turn,
+    toolName: call.name,
+    principalId: run.principalId,
+    requestedBy: caller.id,
+    state: 'proposed',
+    // Kept as the JSON text the model sent: the store takes it whatever the tool's schema would allow.
+    rawArguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+    inputHash,
+    idempotencyKey: newIdempotencyKey(),
+    attempts: 0,
+    createdAt: at,
+    updatedAt: at,
+    version: 0,
+    leaseUntil: new Date(now + LEASE_MARGIN_MS).toISOString(),
+    resumes: 0,
+    expiresAtEpoch: run.expiresAtEpoch,
+  };
+  const events: NewTraceEvent[] = [
+    { type: 'operation.proposed', operationId, callId: call.callId, to: 'proposed', detail: { toolName: call.name, turn: call.turn, inputHash, requestedBy: caller.id } },
+  ];
+  return { op, events };
 }

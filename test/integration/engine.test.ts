@@ -33,14 +33,13 @@ async function finished(executionArn: string) {
 }
 
 describe('embedded Step Functions behind the real SDK', () => {
-  it('routes Validate → Backoff → Execute → Record → Report as the steps say, and keeps history', async () => {
+  it('routes Validate → Backoff → Execute → Report as the steps say, and keeps history', async () => {
     calls.length = 0;
     script.Validate = async (p) => {
       await new Promise((r) => setTimeout(r, 200));
       return { operationId: p.operationId, next: 'retry', delaySeconds: 0 };
     };
-    script.Execute = (p) => ({ operationId: p.operationId, next: 'record' });
-    script.Record = (p) => ({ operationId: p.operationId, next: 'report' });
+    script.Execute = (p) => ({ operationId: p.operationId, next: 'report' });
     script.Report = (p) => ({ operationId: p.operationId, next: 'done' });
     const started = await sfn.send(new StartExecutionCommand({ stateMachineArn: engine.stateMachineArn, name: 'op_route', input: JSON.stringify({ operationId: 'op_route' }) }));
     // Idempotent by name while running with the same input; a different input is refused.
@@ -51,11 +50,11 @@ describe('embedded Step Functions behind the real SDK', () => {
     expect(done.status).toBe('SUCCEEDED');
     // Closed executions keep their name, as on AWS.
     await expect(sfn.send(new StartExecutionCommand({ stateMachineArn: engine.stateMachineArn, name: 'op_route', input: JSON.stringify({ operationId: 'op_route' }) }))).rejects.toBeInstanceOf(ExecutionAlreadyExists);
-    expect(calls.map((c) => c.fn)).toEqual(['Validate', 'Execute', 'Record', 'Report']);
+    expect(calls.map((c) => c.fn)).toEqual(['Validate', 'Execute', 'Report']);
     expect(calls.every((c) => c.payload.operationId === 'op_route')).toBe(true);
     const history = await sfn.send(new GetExecutionHistoryCommand({ executionArn: started.executionArn }));
     const entered = history.events!.filter((e) => e.type!.endsWith('StateEntered')).map((e) => `${e.type}:${e.stateEnteredEventDetails!.name}`);
-    expect(entered).toEqual(['TaskStateEntered:Validate', 'ChoiceStateEntered:Route', 'WaitStateEntered:Backoff', 'TaskStateEntered:Execute', 'ChoiceStateEntered:Route', 'TaskStateEntered:Record', 'ChoiceStateEntered:Route', 'TaskStateEntered:Report', 'SucceedStateEntered:Done']);
+    expect(entered).toEqual(['TaskStateEntered:Validate', 'ChoiceStateEntered:Route', 'WaitStateEntered:Backoff', 'TaskStateEntered:Execute', 'ChoiceStateEntered:Route', 'TaskStateEntered:Report', 'SucceedStateEntered:Done']);
     expect(history.events![0].type).toBe('ExecutionStarted');
     expect(history.events!.at(-1)!.type).toBe('ExecutionSucceeded');
   });

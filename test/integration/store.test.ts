@@ -1,89 +1,111 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { makeDocumentClient, makeDynamoStore, OperationConflictError, RunConflictError, type Store } from '../../functions/adapters/dynamo-store';
+import { makeDocumentClient, makeDynamoStore } from '../../functions/adapters/dynamo-store';
 import { TABLE_ENV, type TableNames } from '../../functions/adapters/tables';
 import { SCHEMA_VERSION, type OperationRecord, type RunRecord } from '../../functions/core/model';
+import { OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../../functions/core/ports';
 import { ensureTables, localClient } from '../../local/dynamodb-local';
+import { memoryStore } from '../support/memory-store';
 
-let store: Store;
 const client = localClient(inject('dynamoEndpoint'));
-beforeAll(async () => {
+afterAll(() => client.destroy());
+
+async function dynamoStore(): Promise<Store> {
   const prefix = `s${randomBytes(4).toString('hex')}`;
   const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
   await ensureTables(client, tables);
-  store = makeDynamoStore(makeDocumentClient(client), tables);
-});
-afterAll(() => client.destroy());
+  return makeDynamoStore(makeDocumentClient(client), tables);
+}
 
-const now = new Date().toISOString();
-const newRun = (): RunRecord => ({
+const now = Date.now();
+const newRun = (budgets: Partial<RunRecord['budgets']> = {}): RunRecord => ({
   schemaVersion: SCHEMA_VERSION, runId: `run_${randomBytes(6).toString('hex')}`, principalId: 'p', status: 'open',
-  budgets: { maxTurns: 5, maxToolCalls: 5, maxWallClockSeconds: 60, maxSpendCents: 0 }, usage: { turns: 0, toolCalls: 0, spendCents: 0 },
-  lastTurn: 0, createdAt: now, updatedAt: now, deadlineAt: now, seq: 0,
+  budgets: { maxTurns: 5, maxToolCalls: 5, maxWallClockSeconds: 60, maxSpendCents: 0, ...budgets }, usage: { turns: 0, toolCalls: 0, spendCents: 0 },
+  lastTurn: 0, createdAt: new Date(now).toISOString(), updatedAt: new Date(now).toISOString(), deadlineAt: new Date(now + 60_000).toISOString(),
 });
-const newOp = (runId: string): OperationRecord => ({
-  schemaVersion: SCHEMA_VERSION, operationId: `op_${randomBytes(6).toString('hex')}`, runId, callId: 'call_1', turn: 1, toolName: 't', principalId: 'p',
-  state: 'proposed', rawArguments: {}, inputHash: 'sha256:x', idempotencyKey: 'idk_x', attempts: 0, createdAt: now, updatedAt: now, version: 0, resumes: 0, leaseUntil: now,
+const newOp = (runId: string, callId = 'call_1'): OperationRecord => ({
+  schemaVersion: SCHEMA_VERSION, operationId: `op_${randomBytes(6).toString('hex')}`, runId, callId, turn: 1, toolName: 't', principalId: 'p',
+  state: 'proposed', rawArguments: '{}', inputHash: 'sha256:x', idempotencyKey: 'idk_x', attempts: 0, createdAt: new Date(now).toISOString(), updatedAt: '', version: 0, resumes: 0,
+  leaseUntil: new Date(now).toISOString(),
 });
+const admit = (turn = 1, opensTurn = true) => ({ kind: 'admit' as const, delta: { turn, opensTurn, costCents: 0 }, now });
 
-describe('DynamoDB store (DynamoDB Local)', () => {
-  it('commits run, operation and numbered events in one transaction', async () => {
+/** One contract, two implementations: the in-memory store the model-based tests use must behave like DynamoDB's. */
+describe.each([
+  ['DynamoDB Local', dynamoStore],
+  ['in memory', async () => memoryStore()],
+])('store contract: %s', (_name, make) => {
+  it('creates an operation with its admission and numbered events in one write', async () => {
+    const store = await make();
     const run = newRun();
     await store.putNewRun(run);
     const op = newOp(run.runId);
-    const out = await store.commit({ run: { before: run, after: run }, ops: [{ after: op }], events: [{ type: 'operation.proposed', operationId: op.operationId }, { type: 'policy.decision', operationId: op.operationId }] });
-    expect(out.run.seq).toBe(2);
-    expect(out.ops[0].version).toBe(1);
+    const out = await store.createOperation({ run, runChange: admit(), op, events: [{ type: 'operation.proposed', operationId: op.operationId }, { type: 'policy.decision', operationId: op.operationId }] });
+    expect(out.op.version).toBe(1);
     expect((await store.listEvents(run.runId)).map((e) => [e.seq, e.type])).toEqual([[1, 'operation.proposed'], [2, 'policy.decision']]);
+    expect((await store.getRun(run.runId))!.usage).toEqual({ turns: 1, toolCalls: 1, spendCents: 0 });
     expect((await store.listOperationsOfRun(run.runId)).map((o) => o.operationId)).toEqual([op.operationId]);
-    // Sparse index: an active operation is visible to the sweeper once its lease has passed.
     expect((await store.listExpiredLeases('9999', 1000)).some((o) => o.operationId === op.operationId)).toBe(true);
+    // A second create of the same id fails and says what exists: one logical operation per (runId, callId).
+    const again = await store.createOperation({ run, runChange: admit(1, false), op, events: [] }).catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(OperationExistsError);
+    expect((await store.getRun(run.runId))!.usage.toolCalls).toBe(1);
   });
 
-  it('refuses a write based on a stale run (sequence) or a stale operation (state, version)', async () => {
+  it('refuses a move from a stale (state, version) and says what is there now', async () => {
+    const store = await make();
     const run = newRun();
     await store.putNewRun(run);
-    const op = newOp(run.runId);
-    const first = await store.commit({ run: { before: run, after: run }, ops: [{ after: op }], events: [{ type: 'operation.proposed' }] });
-    await expect(store.commit({ run: { before: run, after: run }, events: [{ type: 'run.cancelled' }] })).rejects.toBeInstanceOf(RunConflictError);
-    const stored = first.ops[0];
-    await store.commit({ run: { before: first.run, after: first.run }, ops: [{ before: stored, after: { ...stored, state: 'validated' } }], events: [] });
-    const stale = store.commit({ run: { before: first.run, after: first.run }, ops: [{ before: stored, after: { ...stored, state: 'rejected' } }], events: [] });
-    await expect(stale).rejects.toBeInstanceOf(OperationConflictError);
-    const error = (await stale.catch((e: unknown) => e)) as OperationConflictError;
-    expect(error.current?.state).toBe('validated');
-    // A second create of the same operation id fails: one logical operation per (runId, callId).
-    await expect(store.commit({ run: { before: first.run, after: first.run }, ops: [{ after: op }], events: [] })).rejects.toBeInstanceOf(OperationConflictError);
-    expect((await store.getOperation(op.operationId))!.state).toBe('validated');
+    const created = (await store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: [] })).op;
+    await store.updateOperation(created, { ...created, state: 'validated' }, [{ type: 'state.transition', from: 'proposed', to: 'validated' }]);
+    const stale = await store.updateOperation(created, { ...created, state: 'rejected' }, []).catch((e: unknown) => e);
+    expect(stale).toBeInstanceOf(OperationConflictError);
+    expect((stale as OperationConflictError).current?.state).toBe('validated');
   });
 
-  it('concurrent commits on one run keep a gapless, strictly increasing sequence', async () => {
-    const run = newRun();
+  it('admits exactly the budget under concurrency, conditional on the budget fields only', async () => {
+    const store = await make();
+    const run = newRun({ maxToolCalls: 3 });
     await store.putNewRun(run);
-    const writers = Array.from({ length: 6 }, async (_, i) => {
-      for (;;) {
-        const current = (await store.getRun(run.runId))!;
-        try {
-          return await store.commit({ run: { before: current, after: current }, events: [{ type: 'attempt.started', attempt: i }] });
-        } catch (error) {
-          if (!(error instanceof RunConflictError)) throw error;
+    const results = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        for (;;) {
+          const current = (await store.getRun(run.runId))!;
+          if (current.usage.toolCalls >= 3) return 'refused';
+          try {
+            await store.createOperation({ run: current, runChange: admit(1, current.lastTurn < 1), op: newOp(run.runId, `call_${i}`), events: [{ type: 'operation.proposed' }] });
+            return 'admitted';
+          } catch (error) {
+            if (!(error instanceof RunChangedError) && (error as Error).name !== 'ContentionError') throw error;
+          }
         }
-      }
-    });
-    await Promise.all(writers);
-    const events = await store.listEvents(run.runId);
-    expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(new Set(events.map((e) => e.attempt)).size).toBe(6);
+      }),
+    );
+    expect(results.filter((r) => r === 'admitted')).toHaveLength(3);
+    expect((await store.getRun(run.runId))!.usage).toMatchObject({ toolCalls: 3, turns: 1 });
+    const seqs = (await store.listEvents(run.runId)).map((e) => e.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(new Set(seqs).size).toBe(3);
+  });
+
+  it('changes a run status only from the status read', async () => {
+    const store = await make();
+    const run = newRun();
+    await store.putNewRun(run);
+    const closed = await store.updateRunStatus(run, 'cancelled', [{ type: 'run.cancelled' }]);
+    expect(closed.status).toBe('cancelled');
+    await expect(store.updateRunStatus(run, 'budget_exhausted', [])).rejects.toBeInstanceOf(RunChangedError);
+    await expect(store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: [] })).rejects.toBeInstanceOf(RunChangedError);
   });
 
   it('lease locks: one holder at a time; an expired holder is taken over and cannot release the new lock', async () => {
+    const store = await make();
     const key = `lock_${randomBytes(4).toString('hex')}`;
     const t0 = Date.now();
     expect(await store.acquireLock(key, 'A', 1000, t0)).toBe(true);
     expect(await store.acquireLock(key, 'B', 1000, t0 + 10)).toBe(false);
     expect(await store.acquireLock(key, 'A', 1000, t0 + 20)).toBe(true);
-    // A crashed: its lease passes and B takes over.
     expect(await store.acquireLock(key, 'B', 1000, t0 + 2000)).toBe(true);
     await store.releaseLock(key, 'A');
     expect(await store.acquireLock(key, 'C', 1000, t0 + 2100)).toBe(false);

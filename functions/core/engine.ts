@@ -1,0 +1,415 @@
+import { type AfterAttempt, type ReconcilePlan } from './attempt-policy';
+import { envelopeFor, type Envelope } from './envelope';
+import { moveTo, OperationState } from './lifecycle';
+import type { ApprovalInfo, NextStep, OperationRecord, Outcome } from './model';
+import { outcomeSummary, recordLate, recordOutcome } from './settle';
+import type { NewTraceEvent } from './trace';
+
+/**
+ * The lifecycle engine: one pure function from (record, event, now) to the next record and its trace
+ * events. Steps do the I/O (tool calls, lookups, Step Functions) and describe what they learned as an
+ * event; this module alone decides what that means for the record. Nothing else changes an operation.
+ */
+
+/** What the validation step decided (see call-policy), as the engine needs it. */
+export type Validation =
+  | {
+      decision: 'allow';
+      risk: OperationRecord['risk'];
+      frozenArguments: string;
+      costCents: number;
+      approvalRequired: boolean;
+      deadlineAt: string;
+      detail: Record<string, unknown>;
+    }
+  | { decision: 'deny'; outcome: Exclude<Outcome, { kind: 'succeeded' }>; detail: Record<string, unknown> };
+
+export type ReconcileFinding =
+  | { result: 'found'; outcome: Outcome }
+  | { result: 'not_found'; retry: { delaySeconds: number } | undefined }
+  | { result: 'lookup_failed'; retryInSeconds: number | undefined }
+  | { result: 'needs_review'; reason: string };
+
+export type LifecycleEvent =
+  | { type: 'validate'; validation: Validation; leaseUntil: string }
+  | { type: 'request_approval'; approvalId: string; expiresAt: string; taskToken: string; leaseUntil: string }
+  | { type: 'decide_approval'; decision: 'approve' | 'reject'; by: string; reason?: string }
+  | { type: 'expire_approval' }
+  | { type: 'start_attempt'; leaseUntil: string }
+  | { type: 'refuse_attempt'; outcome: Exclude<Outcome, { kind: 'succeeded' }>; reviewReason?: string }
+  | { type: 'finish_attempt'; attempt: number; outcome: Outcome; latencyMs: number; upstreamStatus?: number; after: AfterAttempt; leaseUntil?: string }
+  | { type: 'lose_attempt'; leaseUntil: string }
+  | { type: 'lock_busy'; delaySeconds: number; leaseUntil: string }
+  | { type: 'start_reconcile'; plan: ReconcilePlan; leaseUntil: string }
+  | { type: 'finish_reconcile'; plan: ReconcilePlan; finding: ReconcileFinding; leaseUntil?: string }
+  | { type: 'cancel'; reason: string }
+  | { type: 'resolve'; verdict: 'succeeded' | 'failed'; by: string; note: string }
+  | { type: 'report' }
+  | { type: 'resume'; leaseUntil: string };
+
+export type LifecycleEventType = LifecycleEvent['type'];
+
+const S = OperationState;
+const attemptUnfinished = (op: OperationRecord) => op.state === S.executing && op.lastAttempt?.attempt !== op.attempts;
+const attemptPresumedLost = (op: OperationRecord) =>
+  op.state === S.outcomeUnknown && op.attempts > 0 && op.lastAttempt?.attempt !== op.attempts && !op.review?.required && !op.envelope;
+const approvalPending = (op: OperationRecord) => op.state === S.awaitingApproval && op.approval?.state === 'pending';
+
+/** May a new attempt start? Only where the lifecycle explicitly put the operation. */
+export function readyToAttempt(op: OperationRecord): boolean {
+  switch (op.state) {
+    case S.validated:
+      return !op.approvalRequired;
+    case S.awaitingApproval:
+      return op.approval?.state === 'approved';
+    case S.executing:
+      return op.plan?.next === 'retry' && !attemptUnfinished(op);
+    case S.outcomeUnknown:
+      return op.plan?.next === 'retry' && !op.review?.required;
+    default:
+      return false;
+  }
+}
+
+/**
+ * The complete table of (state, event) pairs the engine accepts, each with the guard on the record
+ * that makes it meaningful. An event outside it is refused with InvalidEventError and never written.
+ */
+export const ACCEPTS: { [K in LifecycleEventType]: { states: readonly OperationState[]; guard: (op: OperationRecord) => boolean } } = {
+  validate: { states: [S.proposed], guard: () => true },
+  request_approval: {
+    states: [S.validated, S.awaitingApproval],
+    guard: (op) => (op.state === S.validated ? Boolean(op.approvalRequired) : approvalPending(op)),
+  },
+  decide_approval: { states: [S.awaitingApproval], guard: approvalPending },
+  expire_approval: { states: [S.awaitingApproval], guard: approvalPending },
+  start_attempt: { states: [S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown], guard: readyToAttempt },
+  refuse_attempt: { states: [S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown], guard: readyToAttempt },
+  finish_attempt: {
+    states: [S.executing, S.outcomeUnknown, S.cancelled, S.reported],
+    // In outcome_unknown: the worker was presumed lost but answered after all; its answer settles the doubt.
+    guard: (op) => attemptUnfinished(op) || attemptPresumedLost(op) || (op.outcome?.kind === 'cancelled' && !op.lateOutcome),
+  },
+  lose_attempt: { states: [S.executing], guard: attemptUnfinished },
+  lock_busy: { states: [S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown], guard: readyToAttempt },
+  start_reconcile: {
+    states: [S.outcomeUnknown],
+    guard: (op) => !op.review?.required && (op.plan?.next === 'reconcile' || op.plan?.next === 'reconcile_later'),
+  },
+  finish_reconcile: { states: [S.outcomeUnknown], guard: (op) => !op.review?.required && op.plan?.next === 'reconcile' },
+  cancel: { states: [S.proposed, S.validated, S.awaitingApproval, S.executing], guard: () => true },
+  resolve: { states: [S.outcomeUnknown], guard: () => true },
+  report: {
+    states: [S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled, S.outcomeUnknown],
+    guard: (op) => !op.envelope && (op.state !== S.outcomeUnknown || Boolean(op.review?.required)),
+  },
+  resume: { states: [S.proposed, S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown, S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled], guard: (op) => !op.envelope },
+};
+
+export class InvalidEventError extends Error {
+  override name = 'InvalidEventError';
+  constructor(readonly state: OperationState, readonly event: LifecycleEventType) {
+    super(`an operation in state ${state} does not accept ${event}`);
+  }
+}
+
+export function accepts(op: OperationRecord, type: LifecycleEventType): boolean {
+  const rule = ACCEPTS[type];
+  return rule.states.includes(op.state) && rule.guard(op);
+}
+
+export interface Transition {
+  op: OperationRecord;
+  events: NewTraceEvent[];
+}
+
+const noEvents = (op: OperationRecord): Transition => ({ op, events: [] });
+
+/** Applies one event; throws InvalidEventError outside the table. */
+export function transition(op: OperationRecord, event: LifecycleEvent, now: number): Transition {
+  if (!accepts(op, event.type)) throw new InvalidEventError(op.state, event.type);
+  const ids = { operationId: op.operationId, callId: op.callId };
+  const at = new Date(now).toISOString();
+  switch (event.type) {
+    case 'validate': {
+      const v = event.validation;
+      const decided: NewTraceEvent = { type: 'policy.decision', ...ids, detail: v.detail };
+      if (v.decision === 'deny') {
+        const settled = recordOutcome(op, v.outcome);
+        return { op: settled.op, events: [decided, ...settled.events] };
+      }
+      const moved = moveTo(op, S.validated, {
+        risk: v.risk,
+        frozenArguments: v.frozenArguments,
+        costCents: v.costCents,
+        approvalRequired: v.approvalRequired,
+        deadlineAt: v.deadlineAt,
+        leaseUntil: event.leaseUntil,
+        plan: { next: v.approvalRequired ? 'await_approval' : 'execute' },
+      });
+      return { op: moved.op, events: [decided, ...moved.events] };
+    }
+    case 'request_approval': {
+      if (op.state === S.awaitingApproval) {
+        // A resumed wait: only the token changes; the request, its expiry and its notification stay as they were.
+        return noEvents({ ...op, approvalTaskToken: event.taskToken, leaseUntil: event.leaseUntil });
+      }
+      const approval: ApprovalInfo = { approvalId: event.approvalId, state: 'pending', expiresAt: event.expiresAt };
+      const moved = moveTo(op, S.awaitingApproval, { approval, approvalTaskToken: event.taskToken, leaseUntil: event.leaseUntil, plan: { next: 'await_approval' } });
+      const requested: NewTraceEvent = {
+        type: 'approval.requested',
+        ...ids,
+        detail: { approvalId: event.approvalId, expiresAt: event.expiresAt, inputHash: op.inputHash, requestedBy: requesterOf(op) },
+      };
+      return { op: moved.op, events: [...moved.events, requested] };
+    }
+    case 'decide_approval': {
+      const approval: ApprovalInfo = { ...op.approval!, state: event.decision === 'approve' ? 'approved' : 'rejected', decidedBy: event.by, decidedAt: at, reason: event.reason };
+      const decided: NewTraceEvent = {
+        type: 'approval.decided',
+        ...ids,
+        detail: { approvalId: approval.approvalId, decision: event.decision, approverId: event.by, ...(event.reason ? { reason: event.reason } : {}) },
+      };
+      const base = { ...op, approval, approvalTaskToken: undefined };
+      if (event.decision === 'approve') return { op: { ...base, plan: { next: 'execute' } }, events: [decided] };
+      const message = event.reason ? `an approver rejected the call: ${event.reason}` : 'an approver rejected the call';
+      const settled = recordOutcome(base, { kind: 'rejected', code: 'approval_rejected', message });
+      return { op: settled.op, events: [decided, ...settled.events] };
+    }
+    case 'expire_approval': {
+      const base = { ...op, approval: { ...op.approval!, state: 'expired' as const }, approvalTaskToken: undefined };
+      const settled = recordOutcome(base, { kind: 'rejected', code: 'approval_expired', message: 'no approver decided before the approval expired' });
+      const decided: NewTraceEvent = { type: 'approval.decided', ...ids, detail: { approvalId: op.approval!.approvalId, decision: 'expired' } };
+      return { op: settled.op, events: [decided, ...settled.events] };
+    }
+    case 'start_attempt': {
+      const attempt = op.attempts + 1;
+      const moved = moveTo(op, S.executing, { attempts: attempt, leaseUntil: event.leaseUntil, plan: { next: 'execute' } });
+      return { op: moved.op, events: [...moved.events, { type: 'attempt.started', ...ids, attempt }] };
+    }
+    case 'refuse_attempt': {
+      if (op.state === S.outcomeUnknown) {
+        // An earlier attempt may have committed: nothing can be concluded, so a person decides.
+        const reason = event.reviewReason ?? event.outcome.message;
+        return {
+          op: { ...op, review: { required: true, reason }, plan: { next: 'report' } },
+          events: [{ type: 'reconcile.finished', ...ids, detail: { result: 'needs_review', reason } }],
+        };
+      }
+      return recordOutcome(op, event.outcome);
+    }
+    case 'finish_attempt': {
+      const finished: NewTraceEvent = {
+        type: 'attempt.finished',
+        ...ids,
+        attempt: event.attempt,
+        detail: { ...outcomeSummary(event.outcome), upstreamStatus: event.upstreamStatus ?? upstreamStatusOf(event.outcome) ?? null, latencyMs: event.latencyMs },
+      };
+      if (op.outcome?.kind === 'cancelled') {
+        // The turn is closed: the result happened and is kept, but it never replaces the cancelled envelope.
+        const late = recordLate(op, event.outcome, event.attempt);
+        return { op: late.op, events: [finished, ...late.events] };
+      }
+      if (event.attempt !== op.attempts) throw new InvalidEventError(op.state, event.type);
+      const lastAttempt = { attempt: event.attempt, outcome: event.outcome, latencyMs: event.latencyMs, upstreamStatus: event.upstreamStatus, finishedAt: at };
+      const after = event.after;
+      switch (after.next) {
+        case 'record': {
+          const settled = recordOutcome({ ...op, lastAttempt }, after.outcome);
+          return { op: settled.op, events: [finished, ...settled.events] };
+        }
+        case 'retry': {
+          const notBefore = new Date(now + after.delaySeconds * 1000).toISOString();
+          const retryAfter = event.outcome.kind === 'failed_retryable' && event.outcome.retryAfterSeconds ? { retryAfterSeconds: event.outcome.retryAfterSeconds } : {};
+          return {
+            op: { ...op, lastAttempt, plan: { next: 'retry', notBefore }, leaseUntil: event.leaseUntil ?? op.leaseUntil },
+            events: [finished, { type: 'backoff.scheduled', ...ids, attempt: event.attempt + 1, detail: { delaySeconds: after.delaySeconds, reason: after.reason, ...retryAfter } }],
+          };
+        }
+        case 'reconcile': {
+          if (op.state === S.outcomeUnknown) return { op: { ...op, lastAttempt, plan: { next: 'reconcile' } }, events: [finished] };
+          const moved = moveTo(op, S.outcomeUnknown, { lastAttempt, plan: { next: 'reconcile' }, leaseUntil: event.leaseUntil ?? op.leaseUntil });
+          return { op: moved.op, events: [finished, ...moved.events] };
+        }
+      }
+      throw new InvalidEventError(op.state, event.type);
+    }
+    case 'lose_attempt': {
+      // The worker of this attempt vanished after the intent write: the request may have gone out.
+      const moved = moveTo(op, S.outcomeUnknown, { plan: { next: 'reconcile' }, leaseUntil: event.leaseUntil }, { reason: 'attempt_lost' });
+      return moved;
+    }
+    case 'lock_busy': {
+      const notBefore = new Date(now + event.delaySeconds * 1000).toISOString();
+      const waiting = op.state === S.executing || op.state === S.outcomeUnknown ? { ...op, plan: { next: 'retry' as const, notBefore } } : op;
+      return {
+        op: { ...waiting, leaseUntil: event.leaseUntil },
+        events: [{ type: 'backoff.scheduled', ...ids, attempt: op.attempts + 1, detail: { delaySeconds: event.delaySeconds, reason: 'lock_busy' } }],
+      };
+    }
+    case 'start_reconcile':
+      return {
+        op: { ...op, plan: { next: 'reconcile' }, leaseUntil: event.leaseUntil },
+        events: [{ type: 'reconcile.started', ...ids, attempt: op.attempts, detail: { plan: event.plan } }],
+      };
+    case 'finish_reconcile': {
+      const f = event.finding;
+      const finished = (detail: Record<string, unknown>): NewTraceEvent => ({ type: 'reconcile.finished', ...ids, attempt: op.attempts, detail: { plan: event.plan, ...detail } });
+      switch (f.result) {
+        case 'found': {
+          const settled = recordOutcome(op, f.outcome);
+          return { op: settled.op, events: [finished({ result: 'found' }), ...settled.events] };
+        }
+        case 'needs_review':
+          return { op: { ...op, review: { required: true, reason: f.reason }, plan: { next: 'report' } }, events: [finished({ result: 'needs_review', reason: f.reason })] };
+        case 'lookup_failed': {
+          const lookups = (op.reconcileAttempts ?? 0) + 1;
+          if (f.retryInSeconds === undefined) {
+            const reason = `status lookup failed ${lookups} times`;
+            return { op: { ...op, reconcileAttempts: lookups, review: { required: true, reason }, plan: { next: 'report' } }, events: [finished({ result: 'needs_review', reason })] };
+          }
+          const notBefore = new Date(now + f.retryInSeconds * 1000).toISOString();
+          return {
+            op: { ...op, reconcileAttempts: lookups, plan: { next: 'reconcile_later', notBefore }, leaseUntil: event.leaseUntil ?? op.leaseUntil },
+            events: [finished({ result: 'lookup_failed', retryInSeconds: f.retryInSeconds })],
+          };
+        }
+        case 'not_found': {
+          const result = event.plan === 'replay' ? 'replay' : 'not_found';
+          if (!f.retry) {
+            const reason = `${result}; no attempts left`;
+            return { op: { ...op, review: { required: true, reason }, plan: { next: 'report' } }, events: [finished({ result: 'needs_review', reason })] };
+          }
+          const notBefore = new Date(now + f.retry.delaySeconds * 1000).toISOString();
+          return {
+            op: { ...op, plan: { next: 'retry', notBefore }, leaseUntil: event.leaseUntil ?? op.leaseUntil },
+            events: [
+              finished({ result, action: 'retry_same_key' }),
+              { type: 'backoff.scheduled', ...ids, attempt: op.attempts + 1, detail: { delaySeconds: f.retry.delaySeconds, reason: 'reconcile' } },
+            ],
+          };
+        }
+      }
+      throw new InvalidEventError(op.state, event.type);
+    }
+    case 'cancel': {
+      const outcome = { kind: 'cancelled', code: 'cancelled', message: event.reason } as const;
+      const settled = recordOutcome({ ...op, approvalTaskToken: undefined }, outcome);
+      const reported = reportTransition(settled.op, envelopeFor(op, outcome));
+      return { op: reported.op, events: [...settled.events, ...reported.events] };
+    }
+    case 'resolve': {
+      const outcome: Outcome =
+        event.verdict === 'succeeded'
+          ? { kind: 'succeeded', result: undefined }
+          : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the call did not take effect' };
+      const base = { ...op, review: { required: false, reason: op.review?.reason ?? 'resolved by a reviewer', resolvedBy: event.by, note: event.note }, envelope: undefined };
+      const settled = recordOutcome(base, outcome, { resolvedBy: event.by });
+      const envelope = { ...envelopeFor(op, outcome), ...(event.verdict === 'succeeded' ? { message: 'a reviewer confirmed the call succeeded' } : {}) };
+      const reported = reportTransition(settled.op, envelope);
+      const resolved: NewTraceEvent = { type: 'reconcile.finished', ...ids, detail: { result: 'resolved_by_reviewer', verdict: event.verdict, reviewerId: event.by, note: event.note } };
+      return { op: reported.op, events: [resolved, ...settled.events, ...reported.events] };
+    }
+    case 'report': {
+      const envelope = envelopeOf(op)!;
+      if (op.state === S.outcomeUnknown) {
+        return { op: { ...op, envelope, plan: { next: 'done' } }, events: [{ type: 'result.reported', ...ids, detail: { status: envelope.status, review: 'required' } }] };
+      }
+      return reportTransition(op, envelope);
+    }
+    case 'resume':
+      return noEvents({ ...op, resumes: op.resumes + 1, leaseUntil: event.leaseUntil });
+  }
+}
+
+/**
+ * The envelope the model gets, as soon as it is decided: once the outcome is recorded (or handed to a
+ * person) it is fixed, so a waiting request can answer before Report marks it delivered.
+ */
+export function envelopeOf(op: OperationRecord): Envelope | undefined {
+  if (op.envelope) return op.envelope;
+  if (op.state === S.outcomeUnknown) {
+    if (!op.review?.required) return undefined;
+    const unknown = op.lastAttempt?.outcome.kind === 'outcome_unknown' ? op.lastAttempt.outcome : ({ kind: 'outcome_unknown', code: 'timeout_unknown', message: 'the outcome of the call is unknown' } as const);
+    return envelopeFor(op, unknown);
+  }
+  return op.outcome && op.state !== S.reported ? envelopeFor(op, op.outcome) : undefined;
+}
+
+function reportTransition(op: OperationRecord, envelope: NonNullable<OperationRecord['envelope']>): Transition {
+  const moved = moveTo(op, S.reported, { envelope, plan: { next: 'done' }, leaseUntil: undefined });
+  return { op: moved.op, events: [...moved.events, { type: 'result.reported', operationId: op.operationId, callId: op.callId, detail: { status: envelope.status } }] };
+}
+
+function upstreamStatusOf(outcome: Outcome): number | undefined {
+  return 'upstreamStatus' in outcome ? outcome.upstreamStatus : undefined;
+}
+
+/** Who asked for the operation: the calling principal (older records only knew the run's owner). */
+export function requesterOf(op: Pick<OperationRecord, 'requestedBy' | 'principalId'>): string {
+  return op.requestedBy ?? op.principalId;
+}
+
+/** Applies several events in order, as one change (for example validate, then start the first attempt). */
+export function transitionAll(op: OperationRecord, events: LifecycleEvent[], now: number): Transition {
+  let current: Transition = { op, events: [] };
+  for (const event of events) {
+    const next = transition(current.op, event, now);
+    current = { op: next.op, events: [...current.events, ...next.events] };
+  }
+  return current;
+}
+
+/** Where the lifecycle goes next, derived only from the durable record and the clock. */
+export function nextStep(op: OperationRecord, now: number): NextStep {
+  switch (op.state) {
+    case S.proposed:
+      return 'validate';
+    case S.validated:
+      return op.approvalRequired ? 'await_approval' : 'execute';
+    case S.awaitingApproval:
+      if (op.approval?.state === 'approved') return 'execute';
+      if (op.approval?.state === 'pending') return now >= Date.parse(op.approval.expiresAt) ? 'expire_approval' : 'await_approval';
+      return 'report';
+    case S.executing:
+      if (attemptUnfinished(op)) return op.plan?.next === 'execute' ? 'execute' : 'reconcile';
+      return 'retry';
+    case S.outcomeUnknown:
+      if (op.review?.required) return op.envelope ? 'done' : 'report';
+      if (op.plan?.next === 'retry') return 'retry';
+      if (op.plan?.next === 'reconcile_later') return 'reconcile_later';
+      return 'reconcile';
+    case S.recorded:
+    case S.rejected:
+    case S.failedPermanent:
+    case S.budgetExhausted:
+    case S.cancelled:
+      return op.envelope ? 'done' : 'report';
+    case S.reported:
+      return 'done';
+  }
+}
+
+/** What every Task returns to Step Functions: where to go next, with the timers the next state needs. */
+export interface StepOutput {
+  operationId: string;
+  next: NextStep;
+  delaySeconds?: number;
+  /** Seconds left until the approval expires, for AwaitApproval's TimeoutSecondsPath (see the ASL for why here). */
+  Payload?: { approvalTimeoutSeconds: number };
+}
+
+/** The one place a step's output is built, so a timer field can never be lost on any path. */
+export function stepOutput(op: OperationRecord, now: number): StepOutput {
+  const next = nextStep(op, now);
+  const out: StepOutput = { operationId: op.operationId, next };
+  if (next === 'await_approval') {
+    const expiresAt = op.approval?.expiresAt ? Date.parse(op.approval.expiresAt) : now;
+    out.Payload = { approvalTimeoutSeconds: Math.max(1, Math.ceil((expiresAt - now) / 1000)) };
+  }
+  if (next === 'retry' || next === 'reconcile_later') {
+    const notBefore = op.plan?.notBefore ? Date.parse(op.plan.notBefore) : now;
+    out.delaySeconds = Math.max(0, Math.ceil((notBefore - now) / 1000));
+  }
+  return out;
+}

@@ -1,0 +1,131 @@
+import type { AdmissionDelta } from './budgets';
+import type { RunnerConfig } from './config';
+import type { OperationRecord, RunRecord, RunStatus } from './model';
+import type { ToolRegistry } from './tool-spec';
+import type { NewTraceEvent, TraceEvent } from './trace';
+
+/**
+ * The ports of the core: what the steps need from the world. Adapters (DynamoDB, Step Functions, SNS,
+ * the embedded engine, the in-memory store of the tests) implement them; the core imports no adapter.
+ */
+
+/** How a new operation changes its run, applied atomically with the operation's creation. */
+export type RunChange =
+  /** An admitted call: conditional on the budget fields only, never on the whole run. */
+  | { kind: 'admit'; delta: AdmissionDelta; now: number }
+  /** The run becomes exhausted or expired (conditional on it still being open). */
+  | { kind: 'close'; to: Exclude<RunStatus, 'open' | 'cancelled'> }
+  /** Nothing to change (the run was already closed when the call came). */
+  | { kind: 'none' };
+
+/** The operation exists already (a duplicate submission); carries it. */
+export class OperationExistsError extends Error {
+  override name = 'OperationExistsError';
+  constructor(readonly current: OperationRecord | undefined) {
+    super('the operation exists already');
+  }
+}
+
+/** The run changed under a conditional write (a budget moved, it closed): read it again and decide again. */
+export class RunChangedError extends Error {
+  override name = 'RunChangedError';
+}
+
+/** The operation is no longer at the version the writer read; carries what is there now. */
+export class OperationConflictError extends Error {
+  override name = 'OperationConflictError';
+  constructor(readonly current: OperationRecord | undefined) {
+    super('the operation changed since it was read');
+  }
+}
+
+/** Several writers raced on one run item; the store could not say which condition failed. Retry later. */
+export class ContentionError extends Error {
+  override name = 'ContentionError';
+}
+
+export interface PendingApprovalsPage {
+  items: OperationRecord[];
+  cursor?: string;
+}
+
+export interface Store {
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  getOperation(operationId: string): Promise<OperationRecord | undefined>;
+  putNewRun(run: RunRecord): Promise<void>;
+  /** Creates an operation with its first trace events, and applies `runChange` to its run in the same atomic write. */
+  createOperation(input: { run: RunRecord; runChange: RunChange; op: OperationRecord; events: NewTraceEvent[] }): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
+  /** Moves an operation from the version read (`before`) to `after`, with its trace events, atomically. */
+  updateOperation(before: OperationRecord, after: OperationRecord, events: NewTraceEvent[]): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
+  /** Changes a run's status from the one read, with its trace events; RunChangedError if it moved. */
+  updateRunStatus(run: RunRecord, to: RunStatus, events: NewTraceEvent[]): Promise<RunRecord>;
+  listEvents(runId: string): Promise<TraceEvent[]>;
+  listOperationsOfRun(runId: string): Promise<OperationRecord[]>;
+  listExpiredLeases(now: string, limit: number): Promise<OperationRecord[]>;
+  listPendingApprovals(limit: number): Promise<OperationRecord[]>;
+  /** Takes or renews a lease on a resource for one owner (an operation); false while another owner holds it. */
+  acquireLock(lockKey: string, owner: string, leaseMs: number, now: number): Promise<boolean>;
+  releaseLock(lockKey: string, owner: string): Promise<void>;
+}
+
+/** The lifecycle engine as the steps need it: Step Functions on AWS, the embedded engine locally. */
+export interface LifecyclePort {
+  start(operationId: string, executionName: string): Promise<void>;
+  stop(executionName: string, cause: string): Promise<void>;
+  sendTaskSuccess(taskToken: string, output: unknown): Promise<void>;
+  sendTaskFailure(taskToken: string, error: string, cause: string): Promise<void>;
+}
+
+/** Tells people that an operation waits for them (SNS on AWS, the console locally). */
+export interface Notifier {
+  approvalRequested(message: {
+    approvalId: string;
+    operationId: string;
+    toolName: string;
+    requestedBy: string;
+    expiresAt: string;
+    links: { approverId: string; url: string }[];
+  }): Promise<void>;
+}
+
+/** Current configuration; re-read when it changes, so revoked permissions take effect. */
+export type ConfigSource = () => Promise<RunnerConfig & { approvalSecret: string }>;
+
+export interface OnceKey {
+  /** Whose keys these are (the principal), so two clients' keys never collide. */
+  scope: string;
+  key: string;
+  payloadHash: string;
+}
+
+export type Guarded<T> = { kind: 'done'; value: T; replayed: boolean } | { kind: 'payload_mismatch' };
+
+/** Runs a request at most once per (scope, key) while its record lives, and says whether this was a replay. */
+export type OnceGuard = <T>(key: OnceKey, run: () => Promise<T>) => Promise<Guarded<T>>;
+
+/**
+ * Tells a waiting request that an operation changed, without polling the database: in-process where the
+ * steps run beside the API (the embedded stack); elsewhere absent, and the waiter polls.
+ */
+export interface OperationWatch {
+  /** Calls `listener` with every committed version of the operation until the returned function is called. */
+  subscribe(operationId: string, listener: (op: OperationRecord) => void): () => void;
+}
+
+/** Everything a step touches outside the pure core; tests swap these without mocking frameworks. */
+export interface Deps {
+  store: Store;
+  tools: ToolRegistry;
+  config: ConfigSource;
+  lifecycle: LifecyclePort;
+  notifier: Notifier;
+  now(): number;
+  random(): number;
+  /** Base URL of the API as approvers reach it, for approval links. */
+  publicBaseUrl: string;
+  /** Makes client-keyed requests (POST /v1/runs with Idempotency-Key) happen once (Powertools idempotency). */
+  onceGuard?: OnceGuard;
+  /** Where the runtime can abort an in-flight attempt on cancellation (embedded engine); absent on AWS. */
+  abortSignalFor?(operationId: string): AbortSignal | undefined;
+  watch?: OperationWatch;
+}

@@ -1,3 +1,0 @@
-import { makeStepHandler, STEPS } from './steps';
-
-export const handler = makeStepHandler('Record', STEPS.Record);

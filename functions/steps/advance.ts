@@ -1,0 +1,58 @@
+import { transitionAll, type LifecycleEvent } from '../core/engine';
+import type { OperationRecord } from '../core/model';
+import { ContentionError, OperationConflictError, type Deps } from '../core/ports';
+import type { TraceEvent } from '../core/trace';
+
+export interface Decided<T> {
+  value: T;
+  /** Lifecycle events to apply; none means the record stays as it is. */
+  events?: LifecycleEvent[];
+}
+
+export interface Advanced<T> {
+  value: T;
+  op: OperationRecord;
+  changed: boolean;
+  events: TraceEvent[];
+}
+
+/**
+ * The one step runner: reads the operation, lets `decide` say what happened (as lifecycle events) from
+ * what it read, applies them through the engine and writes the result conditionally on the version read.
+ * On a conflict it decides again from what is there now. It never gives up: a conflict means another
+ * writer moved the operation on, and contention on a shared item is waited out with jittered backoff.
+ */
+export async function advance<T>(deps: Deps, start: OperationRecord | string, decide: (op: OperationRecord) => Decided<T>): Promise<Advanced<T>> {
+  let op = typeof start === 'string' ? await mustGet(deps, start) : start;
+  for (let round = 0; ; round++) {
+    const decided = decide(op);
+    if (!decided.events?.length) return { value: decided.value, op, changed: false, events: [] };
+    const next = transitionAll(op, decided.events, deps.now());
+    try {
+      const out = await deps.store.updateOperation(op, next.op, next.events);
+      return { value: decided.value, op: out.op, changed: true, events: out.events };
+    } catch (error) {
+      if (error instanceof OperationConflictError) {
+        op = error.current ?? (await mustGet(deps, op.operationId));
+        continue;
+      }
+      if (error instanceof ContentionError) {
+        await jitter(round);
+        op = await mustGet(deps, op.operationId);
+        continue;
+      }
+      throw error;
+    }
+  }
+}
+
+export async function mustGet(deps: Deps, operationId: string): Promise<OperationRecord> {
+  const op = await deps.store.getOperation(operationId);
+  if (!op) throw new Error(`operation ${operationId} not found`);
+  return op;
+}
+
+/** Full jitter, capped at 200 ms: only for contention on one item, which clears within milliseconds. */
+export function jitter(round: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, Math.random() * Math.min(200, 5 * 2 ** Math.min(round, 6))));
+}

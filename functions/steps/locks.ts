@@ -1,0 +1,26 @@
+import type { OperationRecord } from '../core/model';
+import type { Deps } from '../core/ports';
+import type { ToolSpec } from '../core/tool-spec';
+
+/**
+ * Locks are per operation, not per attempt: taken before the first attempt, renewed by every step that
+ * continues the operation, and released only once its outcome is settled (recorded, failed, cancelled or
+ * handed to a person), so a retried write can never land after a later write to the same resource.
+ */
+export function lockKeyOf(tool: ToolSpec, input: unknown): string | undefined {
+  return tool.lockKey ? `${tool.name}:${tool.lockKey(input)}` : undefined;
+}
+
+export function renewLock(deps: Deps, lockKey: string, operationId: string, leaseMs: number): Promise<boolean> {
+  return deps.store.acquireLock(lockKey, operationId, leaseMs, deps.now());
+}
+
+/** An operation holds its lock while a later attempt or reconciliation may still write. */
+function holdsLock(op: OperationRecord): boolean {
+  if (op.state === 'executing') return true;
+  return op.state === 'outcome_unknown' && !op.review?.required;
+}
+
+export async function releaseLockIfSettled(deps: Deps, lockKey: string | undefined, op: OperationRecord): Promise<void> {
+  if (lockKey && !holdsLock(op)) await deps.store.releaseLock(lockKey, op.operationId);
+}

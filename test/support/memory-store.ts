@@ -1,0 +1,102 @@
+import { admissionHolds, applyAdmission } from '../../functions/core/budgets';
+import { canTransition } from '../../functions/core/lifecycle';
+import type { OperationRecord, RunRecord } from '../../functions/core/model';
+import { OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../../functions/core/ports';
+import type { TraceEvent } from '../../functions/core/trace';
+
+/**
+ * The store port in memory, with the same conditional semantics as the DynamoDB store: creation once per
+ * id, moves conditional on (state, version), admission conditional on the budget fields, status changes
+ * conditional on the status read. It also refuses any move outside the lifecycle table, so model-based
+ * tests catch an illegal transition the moment a step tries to write it.
+ */
+export function memoryStore(clock: () => number = Date.now): Store & { runs: Map<string, RunRecord>; ops: Map<string, OperationRecord>; events: Map<string, TraceEvent[]>; locks: Map<string, { owner: string; until: number }> } {
+  const runs = new Map<string, RunRecord>();
+  const ops = new Map<string, OperationRecord>();
+  const events = new Map<string, TraceEvent[]>();
+  const counters = new Map<string, number>();
+  const locks = new Map<string, { owner: string; until: number }>();
+  const clone = <T>(v: T): T => structuredClone(v);
+  const sequence = (runId: string, list: Omit<TraceEvent, 'seq' | 'at' | 'runId'>[]): TraceEvent[] => {
+    const at = new Date(clock()).toISOString();
+    const start = counters.get(runId) ?? 0;
+    counters.set(runId, start + list.length);
+    return list.map((e, i) => ({ ...e, seq: start + i + 1, at, runId }));
+  };
+  const append = (runId: string, traced: TraceEvent[]) => events.set(runId, [...(events.get(runId) ?? []), ...traced]);
+
+  return {
+    runs,
+    ops,
+    events,
+    locks,
+    async getRun(runId) {
+      return clone(runs.get(runId));
+    },
+    async getOperation(id) {
+      return clone(ops.get(id));
+    },
+    async putNewRun(run) {
+      if (runs.has(run.runId)) throw new Error('run exists');
+      runs.set(run.runId, clone(run));
+    },
+    async createOperation({ run, runChange, op, events: list }) {
+      if (ops.has(op.operationId)) throw new OperationExistsError(clone(ops.get(op.operationId)));
+      const stored = runs.get(run.runId);
+      if (!stored) throw new Error('no run');
+      let nextRun = stored;
+      if (runChange.kind === 'admit') {
+        if (!admissionHolds(stored, runChange.delta, runChange.now)) throw new RunChangedError('the run changed');
+        nextRun = applyAdmission(stored, runChange.delta);
+      } else if (runChange.kind === 'close') {
+        if (stored.status !== 'open') throw new RunChangedError('the run changed');
+        nextRun = { ...stored, status: runChange.to };
+      }
+      const traced = sequence(run.runId, list);
+      const created = { ...clone(op), version: 1, updatedAt: new Date(clock()).toISOString() };
+      runs.set(run.runId, nextRun);
+      ops.set(op.operationId, created);
+      append(run.runId, traced);
+      return { op: clone(created), events: traced };
+    },
+    async updateOperation(before, after, list) {
+      const current = ops.get(before.operationId);
+      if (!current || current.state !== before.state || current.version !== before.version) throw new OperationConflictError(clone(current));
+      if (before.state !== after.state && !canTransition(before.state, after.state)) throw new Error(`illegal move ${before.state} -> ${after.state}`);
+      const traced = sequence(before.runId, list);
+      const next = { ...clone(after), version: before.version + 1, updatedAt: new Date(clock()).toISOString() };
+      ops.set(before.operationId, next);
+      append(before.runId, traced);
+      return { op: clone(next), events: traced };
+    },
+    async updateRunStatus(run, to, list) {
+      const stored = runs.get(run.runId);
+      if (!stored || stored.status !== run.status) throw new RunChangedError('the run changed');
+      const traced = sequence(run.runId, list);
+      runs.set(run.runId, { ...stored, status: to });
+      append(run.runId, traced);
+      return clone({ ...stored, status: to });
+    },
+    async listEvents(runId) {
+      return clone(events.get(runId) ?? []);
+    },
+    async listOperationsOfRun(runId) {
+      return clone([...ops.values()].filter((o) => o.runId === runId));
+    },
+    async listExpiredLeases(now, limit) {
+      return clone([...ops.values()].filter((o) => !o.envelope && (o.leaseUntil ?? o.updatedAt) < now).slice(0, limit));
+    },
+    async listPendingApprovals(limit) {
+      return clone([...ops.values()].filter((o) => o.state === 'awaiting_approval' && o.approval?.state === 'pending').slice(0, limit));
+    },
+    async acquireLock(key, owner, leaseMs, now) {
+      const held = locks.get(key);
+      if (held && held.owner !== owner && held.until >= now) return false;
+      locks.set(key, { owner, until: now + leaseMs });
+      return true;
+    },
+    async releaseLock(key, owner) {
+      if (locks.get(key)?.owner === owner) locks.delete(key);
+    },
+  };
+}
