@@ -53,6 +53,12 @@ const S = OperationState;
 const attemptUnfinished = (op: OperationRecord) => op.state === S.executing && op.lastAttempt?.attempt !== op.attempts;
 const attemptPresumedLost = (op: OperationRecord) =>
   op.state === S.outcomeUnknown && op.attempts > 0 && op.lastAttempt?.attempt !== op.attempts && !op.review?.required && !op.envelope;
+/**
+ * A cancelled operation whose last attempt was sent and never answered: its effect may exist, so it stays
+ * watched (by its lease) until the late result arrives or a reconciliation settles what happened.
+ */
+export const lateAttemptUnsettled = (op: OperationRecord) =>
+  op.outcome?.kind === 'cancelled' && op.attempts > 0 && op.lastAttempt?.attempt !== op.attempts && !op.lateOutcome && !op.review?.required;
 const approvalPending = (op: OperationRecord) => op.state === S.awaitingApproval && op.approval?.state === 'pending';
 
 /** May a new attempt start? Only where the lifecycle explicitly put the operation. */
@@ -93,17 +99,21 @@ export const ACCEPTS: { [K in LifecycleEventType]: { states: readonly OperationS
   lose_attempt: { states: [S.executing], guard: attemptUnfinished },
   lock_busy: { states: [S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown], guard: readyToAttempt },
   start_reconcile: {
-    states: [S.outcomeUnknown],
-    guard: (op) => !op.review?.required && (op.plan?.next === 'reconcile' || op.plan?.next === 'reconcile_later'),
+    states: [S.outcomeUnknown, S.reported],
+    guard: (op) => (op.state === S.reported ? lateAttemptUnsettled(op) : !op.review?.required && (op.plan?.next === 'reconcile' || op.plan?.next === 'reconcile_later')),
   },
-  finish_reconcile: { states: [S.outcomeUnknown], guard: (op) => !op.review?.required && op.plan?.next === 'reconcile' },
+  finish_reconcile: { states: [S.outcomeUnknown, S.reported], guard: (op) => (op.state === S.reported ? lateAttemptUnsettled(op) : !op.review?.required) && op.plan?.next === 'reconcile' },
   cancel: { states: [S.proposed, S.validated, S.awaitingApproval, S.executing], guard: () => true },
-  resolve: { states: [S.outcomeUnknown], guard: () => true },
+  // A person settles an unknown outcome, or what a cancelled call's lost attempt did (kept as late).
+  resolve: { states: [S.outcomeUnknown, S.reported], guard: (op) => op.state === S.outcomeUnknown || (op.outcome?.kind === 'cancelled' && Boolean(op.review?.required)) },
   report: {
     states: [S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled, S.outcomeUnknown],
     guard: (op) => !op.envelope && (op.state !== S.outcomeUnknown || Boolean(op.review?.required)),
   },
-  resume: { states: [S.proposed, S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown, S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled], guard: (op) => !op.envelope },
+  resume: {
+    states: [S.proposed, S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown, S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled, S.reported],
+    guard: (op) => !op.envelope || lateAttemptUnsettled(op),
+  },
 };
 
 export class InvalidEventError extends Error {
@@ -255,6 +265,7 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
     case 'finish_reconcile': {
       const f = event.finding;
       const finished = (detail: Record<string, unknown>): NewTraceEvent => ({ type: 'reconcile.finished', ...ids, attempt: op.attempts, detail: { plan: event.plan, ...detail } });
+      if (op.state === S.reported) return settleLateAttempt(op, f, finished, now);
       switch (f.result) {
         case 'found': {
           const settled = recordOutcome(op, f.outcome);
@@ -296,18 +307,26 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
       const outcome = { kind: 'cancelled', code: 'cancelled', message: event.reason } as const;
       const settled = recordOutcome({ ...op, approvalTaskToken: undefined }, outcome);
       const reported = reportTransition(settled.op, envelopeFor(op, outcome));
-      return { op: reported.op, events: [...settled.events, ...reported.events] };
+      // An attempt in flight keeps its lease: if its answer never comes, the sweeper reconciles it.
+      const watched = lateAttemptUnsettled(reported.op) ? { ...reported.op, leaseUntil: op.leaseUntil } : reported.op;
+      return { op: watched, events: [...settled.events, ...reported.events] };
     }
     case 'resolve': {
+      const resolved: NewTraceEvent = { type: 'reconcile.finished', ...ids, detail: { result: 'resolved_by_reviewer', verdict: event.verdict, reviewerId: event.by, note: event.note } };
+      const review = { required: false, reason: op.review?.reason ?? 'resolved by a reviewer', resolvedBy: event.by, note: event.note };
+      if (op.state === S.reported) {
+        const late: Outcome = event.verdict === 'succeeded' ? { kind: 'succeeded', result: undefined } : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the cancelled attempt had no effect' };
+        const recorded = recordLate({ ...op, review }, late, op.attempts);
+        return { op: recorded.op, events: [resolved, ...recorded.events] };
+      }
       const outcome: Outcome =
         event.verdict === 'succeeded'
           ? { kind: 'succeeded', result: undefined }
           : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the call did not take effect' };
-      const base = { ...op, review: { required: false, reason: op.review?.reason ?? 'resolved by a reviewer', resolvedBy: event.by, note: event.note }, envelope: undefined };
+      const base = { ...op, review, envelope: undefined };
       const settled = recordOutcome(base, outcome, { resolvedBy: event.by });
       const envelope = { ...envelopeFor(op, outcome), ...(event.verdict === 'succeeded' ? { message: 'a reviewer confirmed the call succeeded' } : {}) };
       const reported = reportTransition(settled.op, envelope);
-      const resolved: NewTraceEvent = { type: 'reconcile.finished', ...ids, detail: { result: 'resolved_by_reviewer', verdict: event.verdict, reviewerId: event.by, note: event.note } };
       return { op: reported.op, events: [resolved, ...settled.events, ...reported.events] };
     }
     case 'report': {
@@ -334,6 +353,28 @@ export function envelopeOf(op: OperationRecord): Envelope | undefined {
     return envelopeFor(op, unknown);
   }
   return op.outcome && op.state !== S.reported ? envelopeFor(op, op.outcome) : undefined;
+}
+
+/** What a reconciliation found about the attempt a cancel left in flight: recorded late, never reported. */
+function settleLateAttempt(op: OperationRecord, f: ReconcileFinding, finished: (detail: Record<string, unknown>) => NewTraceEvent, now: number): Transition {
+  switch (f.result) {
+    case 'found': {
+      const late = recordLate(op, f.outcome, op.attempts);
+      return { op: { ...late.op, plan: { next: 'done' }, leaseUntil: undefined }, events: [finished({ result: 'found' }), ...late.events] };
+    }
+    case 'not_found': {
+      const none = { kind: 'failed_permanent', code: 'permanent_failure', message: 'the cancelled attempt had no effect' } as const;
+      return { op: { ...op, lateOutcome: none, plan: { next: 'done' }, leaseUntil: undefined }, events: [finished({ result: 'not_found' })] };
+    }
+    case 'lookup_failed':
+      if (f.retryInSeconds !== undefined) {
+        const notBefore = new Date(now + f.retryInSeconds * 1000).toISOString();
+        return { op: { ...op, reconcileAttempts: (op.reconcileAttempts ?? 0) + 1, plan: { next: 'reconcile_later', notBefore } }, events: [finished({ result: 'lookup_failed', retryInSeconds: f.retryInSeconds })] };
+      }
+      return { op: { ...op, review: { required: true, reason: 'the cancelled attempt may have taken effect; its lookup kept failing' }, plan: { next: 'done' }, leaseUntil: undefined }, events: [finished({ result: 'needs_review' })] };
+    case 'needs_review':
+      return { op: { ...op, review: { required: true, reason: f.reason }, plan: { next: 'done' }, leaseUntil: undefined }, events: [finished({ result: 'needs_review', reason: f.reason })] };
+  }
 }
 
 function reportTransition(op: OperationRecord, envelope: NonNullable<OperationRecord['envelope']>): Transition {
@@ -386,7 +427,8 @@ export function nextStep(op: OperationRecord, now: number): NextStep {
     case S.cancelled:
       return op.envelope ? 'done' : 'report';
     case S.reported:
-      return 'done';
+      if (!lateAttemptUnsettled(op)) return 'done';
+      return op.plan?.next === 'reconcile_later' ? 'reconcile_later' : 'reconcile';
   }
 }
 

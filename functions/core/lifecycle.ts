@@ -21,8 +21,8 @@ const S = OperationState;
 /** Every allowed move; a transition outside this table is a bug, never written. */
 const TRANSITIONS: Record<OperationState, readonly OperationState[]> = {
   proposed: [S.validated, S.rejected, S.budgetExhausted, S.cancelled],
-  validated: [S.awaitingApproval, S.executing, S.rejected, S.budgetExhausted, S.cancelled],
-  awaiting_approval: [S.executing, S.rejected, S.budgetExhausted, S.cancelled],
+  validated: [S.awaitingApproval, S.executing, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled],
+  awaiting_approval: [S.executing, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled],
   executing: [S.outcomeUnknown, S.recorded, S.failedPermanent, S.rejected, S.budgetExhausted, S.cancelled],
   outcome_unknown: [S.executing, S.recorded, S.failedPermanent],
   recorded: [S.reported],
@@ -55,11 +55,12 @@ export function assertTransition(from: OperationState, to: OperationState): void
 }
 
 /**
- * Active operations hold a lease and are watched by the sweeper. An operation stops being active once the
- * model has its envelope: reported, or flagged for a person after its outcome_unknown envelope went out.
+ * Active operations hold a lease and are watched by the sweeper: until the model has its envelope, and
+ * after that while a cancelled attempt's late answer is still owed (see lateAttemptUnsettled in engine.ts).
  */
-export function isActive(op: Pick<OperationRecord, 'envelope'>): boolean {
-  return !op.envelope;
+export function isActive(op: OperationRecord): boolean {
+  if (!op.envelope) return true;
+  return op.outcome?.kind === 'cancelled' && op.attempts > 0 && op.lastAttempt?.attempt !== op.attempts && !op.lateOutcome && !op.review?.required;
 }
 
 /**

@@ -47,13 +47,17 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
 /** What the reconciliation established, decided here once from the tool's policy and what the lookup said. */
 function findingOf(deps: Deps, tool: ToolSpec | undefined, op: OperationRecord, plan: ReconcilePlan, lookup: { ok: true; value: ReconcileResult<unknown> } | { ok: false } | undefined): ReconcileFinding {
   if (!tool || plan === 'review') return { result: 'needs_review', reason: 'the tool cannot be replayed safely or looked up' };
+  if (op.outcome?.kind === 'cancelled' && plan === 'replay') {
+    // A cancelled call is never sent again: a read had no effect to find; a write goes to a person.
+    return tool.risk === 'read' ? { result: 'not_found', retry: undefined } : { result: 'needs_review', reason: 'the cancelled attempt may have taken effect' };
+  }
   const retrySameKey = (delaySeconds: number): ReconcileFinding => ({ result: 'not_found', retry: op.attempts < tool.maxAttempts ? { delaySeconds } : undefined });
   if (plan === 'replay') return retrySameKey(backoffSeconds(op.attempts + 1, backoffOf(tool), deps.random));
   if (!lookup?.ok) {
     const lookups = (op.reconcileAttempts ?? 0) + 1;
     return { result: 'lookup_failed', retryInSeconds: lookups >= MAX_RECONCILE_LOOKUPS ? undefined : backoffSeconds(lookups + 1, backoffOf(tool), deps.random) };
   }
-  if (!lookup.value.found) return retrySameKey(0);
+  if (!lookup.value.found) return op.outcome?.kind === 'cancelled' ? { result: 'not_found', retry: undefined } : retrySameKey(0);
   const parsed = tool.outputSchema.safeParse(lookup.value.result);
   if (!parsed.success) return { result: 'needs_review', reason: 'the status lookup returned output that does not match the output schema' };
   return { result: 'found', outcome: { kind: 'succeeded', result: parsed.data } };

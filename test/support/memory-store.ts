@@ -1,5 +1,5 @@
 import { admissionHolds, applyAdmission } from '../../functions/core/budgets';
-import { canTransition } from '../../functions/core/lifecycle';
+import { canTransition, isActive, OperationState } from '../../functions/core/lifecycle';
 import type { OperationRecord, RunRecord } from '../../functions/core/model';
 import { OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../../functions/core/ports';
 import type { TraceEvent } from '../../functions/core/trace';
@@ -62,7 +62,7 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
     async updateOperation(before, after, list) {
       const current = ops.get(before.operationId);
       if (!current || current.state !== before.state || current.version !== before.version) throw new OperationConflictError(clone(current));
-      if (before.state !== after.state && !canTransition(before.state, after.state)) throw new Error(`illegal move ${before.state} -> ${after.state}`);
+      if (!reachable(before.state, after.state)) throw new Error(`illegal move ${before.state} -> ${after.state}`);
       const traced = sequence(before.runId, list);
       const next = { ...clone(after), version: before.version + 1, updatedAt: new Date(clock()).toISOString() };
       ops.set(before.operationId, next);
@@ -84,7 +84,7 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
       return clone([...ops.values()].filter((o) => o.runId === runId));
     },
     async listExpiredLeases(now, limit) {
-      return clone([...ops.values()].filter((o) => !o.envelope && (o.leaseUntil ?? o.updatedAt) < now).slice(0, limit));
+      return clone([...ops.values()].filter((o) => isActive(o) && (o.leaseUntil ?? o.updatedAt) < now).slice(0, limit));
     },
     async listPendingApprovals(limit) {
       return clone([...ops.values()].filter((o) => o.state === 'awaiting_approval' && o.approval?.state === 'pending').slice(0, limit));
@@ -99,4 +99,16 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
       if (locks.get(key)?.owner === owner) locks.delete(key);
     },
   };
+}
+
+/** One write may chain moves (recorded then reported); each hop must be in the lifecycle table. */
+function reachable(from: OperationState, to: OperationState): boolean {
+  const seen = new Set<OperationState>([from]);
+  const queue = [from];
+  while (queue.length) {
+    const state = queue.shift()!;
+    if (state === to) return true;
+    for (const next of Object.values(OperationState)) if (!seen.has(next) && canTransition(state, next)) (seen.add(next), queue.push(next));
+  }
+  return false;
 }

@@ -1,0 +1,295 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { signLink } from '../../functions/core/approval-link';
+import { nextStep } from '../../functions/core/engine';
+import { isActive } from '../../functions/core/lifecycle';
+import { TransportError, UpstreamHttpError } from '../../functions/core/errors';
+import { approvalIdFor } from '../../functions/core/ids';
+import type { OperationRecord, Principal, RunRecord } from '../../functions/core/model';
+import type { Deps, LifecyclePort, Store } from '../../functions/core/ports';
+import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
+import { decideApproval, expireApprovalStep, requestApproval } from '../../functions/steps/approval';
+import { cancelOperation, resolveOperation } from '../../functions/steps/cancel';
+import { executeStep } from '../../functions/steps/execute';
+import { reconcileStep } from '../../functions/steps/reconcile';
+import { reportStep, routeStep } from '../../functions/steps/report';
+import { sweep } from '../../functions/steps/resume';
+import { createRun, submitToolCall } from '../../functions/steps/submit';
+import { memoryStore } from '../support/memory-store';
+
+/**
+ * Model-based tests of the lifecycle engine: random interleavings of submissions (with duplicates and
+ * conflicts), steps, crashes at any write, cancels, approvals, rejections, expiry, resumes by the sweeper
+ * and reviews, over the in-memory store and upstreams that fail in every way the error matrix knows.
+ * Seeded and replayable: MODEL_SEED and MODEL_RUNS (default 10,000) in the environment.
+ */
+const SEED = Number(process.env.MODEL_SEED ?? 20261130);
+const RUNS = Number(process.env.MODEL_RUNS ?? 10_000);
+
+type Fault = 'ok' | 'fail_503' | 'commit_then_lost' | 'lost_before' | 'rate_limited';
+const FAULTS: Fault[] = ['ok', 'ok', 'ok', 'fail_503', 'commit_then_lost', 'lost_before', 'rate_limited'];
+
+/** The upstream: effects by operation, deduplicated by idempotency key where the tool sends one. */
+class Upstream {
+  effects = new Map<string, number>();
+  byKey = new Map<string, { id: string }>();
+  faults: Fault[] = [];
+  next(): Fault {
+    return this.faults.shift() ?? 'ok';
+  }
+  commit(opKey: string, idempotencyKey?: string): { id: string } {
+    if (idempotencyKey && this.byKey.has(idempotencyKey)) return this.byKey.get(idempotencyKey)!;
+    const result = { id: `fx_${this.effects.size + 1}` };
+    this.effects.set(opKey, (this.effects.get(opKey) ?? 0) + 1);
+    if (idempotencyKey) this.byKey.set(idempotencyKey, result);
+    return result;
+  }
+}
+
+function tools(up: Upstream): ToolSpec[] {
+  const act = (opKey: (input: any) => string, keyed: boolean) => async (ctx: { idempotencyKey: string }, input: any) => {
+    const fault = up.next();
+    if (fault === 'lost_before') throw new TransportError('reset', true, 'connection reset');
+    if (fault === 'fail_503') throw new UpstreamHttpError(503, undefined, undefined, 'unavailable');
+    if (fault === 'rate_limited') throw new UpstreamHttpError(429, undefined, 1, 'slow down');
+    const result = up.commit(opKey(input), keyed ? ctx.idempotencyKey : undefined);
+    if (fault === 'commit_then_lost') throw new TransportError('timeout', true, 'no answer');
+    return result;
+  };
+  const Out = z.object({ id: z.string() });
+  return [
+    {
+      name: 'pay', description: 'idempotent charge', inputSchema: z.object({ ref: z.string(), amount: z.number().int() }), outputSchema: Out,
+      risk: 'irreversible_write', timeoutMs: 1000, maxAttempts: 3, supportsIdempotency: true, approval: (i: { amount: number }) => i.amount >= 50,
+      execute: act((i) => i.ref, true),
+      reconcile: async (ctx) => (up.byKey.has(ctx.idempotencyKey) ? { found: true, result: up.byKey.get(ctx.idempotencyKey)! } : { found: false }),
+    },
+    {
+      name: 'mail', description: 'no idempotency', inputSchema: z.object({ ref: z.string() }), outputSchema: Out,
+      risk: 'irreversible_write', timeoutMs: 1000, maxAttempts: 1, supportsIdempotency: false, approval: 'never', execute: act((i) => i.ref, false),
+    },
+    {
+      name: 'move', description: 'locked write', inputSchema: z.object({ ref: z.string(), to: z.string() }), outputSchema: Out,
+      risk: 'reversible_write', timeoutMs: 1000, maxAttempts: 2, supportsIdempotency: true, approval: 'never', lockKey: () => 'order_1', execute: act((i) => i.ref, true),
+    },
+    {
+      name: 'read', description: 'a read', inputSchema: z.object({ ref: z.string() }), outputSchema: Out,
+      risk: 'read', timeoutMs: 1000, maxAttempts: 3, supportsIdempotency: false, approval: 'never', execute: act((i) => `read:${i.ref}`, false),
+    },
+  ] as ToolSpec[];
+}
+
+const CALLS = [
+  { name: 'pay', arguments: { ref: 'p1', amount: 10 } },
+  { name: 'pay', arguments: { ref: 'p2', amount: 90 } },
+  { name: 'mail', arguments: { ref: 'm1' } },
+  { name: 'move', arguments: { ref: 'v1', to: 'A' } },
+  { name: 'move', arguments: { ref: 'v2', to: 'B' } },
+  { name: 'read', arguments: { ref: 'r1' } },
+  { name: 'nope', arguments: {} },
+  { name: 'pay', arguments: { ref: 'p3', amount: 'x' } },
+];
+
+type Action =
+  | { kind: 'submit'; call: number; conflicting: boolean }
+  | { kind: 'step'; call: number }
+  | { kind: 'crash'; call: number; atWrite: number }
+  | { kind: 'cancel'; call: number }
+  | { kind: 'decide'; call: number; approve: boolean }
+  | { kind: 'tick'; seconds: number }
+  | { kind: 'sweep' }
+  | { kind: 'fault'; fault: Fault };
+
+const call = fc.integer({ min: 0, max: CALLS.length - 1 });
+const action: fc.Arbitrary<Action> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('submit' as const), call, conflicting: fc.constantFrom(false, false, false, false, false, true) }) },
+  { weight: 8, arbitrary: fc.record({ kind: fc.constant('step' as const), call }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const), call, atWrite: fc.integer({ min: 0, max: 2 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), call }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('decide' as const), call, approve: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('tick' as const), seconds: fc.constantFrom(1, 5, 30, 120, 4000) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('sweep' as const) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('fault' as const), fault: fc.constantFrom(...FAULTS) }) },
+);
+
+class Crash extends Error {}
+
+/** A store that dies at its n-th write: the step's effects so far happened, its later writes never do. */
+function crashing(store: Store, atWrite: number): Store {
+  let writes = 0;
+  const maybeCrash = () => {
+    if (writes++ === atWrite) throw new Crash('the process died');
+  };
+  return {
+    ...store,
+    async updateOperation(before, after, events) {
+      maybeCrash();
+      return store.updateOperation(before, after, events);
+    },
+  };
+}
+
+const agent: Principal = { id: 'agent', roles: ['agent'], tools: '*' };
+const SECRET = 'model-secret-0123456789abcdef';
+
+async function scenario(actions: Action[]): Promise<void> {
+  let clock = Date.parse('2026-11-30T12:00:00Z');
+  const store = memoryStore(() => clock);
+  const up = new Upstream();
+  /** Operations with a live execution (Step Functions would be driving them). */
+  const driven = new Set<string>();
+  const lifecycle: LifecyclePort = {
+    async start(operationId) {
+      driven.add(operationId);
+    },
+    async stop(name) {
+      driven.delete(name.replace(/-r\d+$/, ''));
+    },
+    async sendTaskSuccess() {},
+    async sendTaskFailure() {},
+  };
+  const base: Deps = {
+    store,
+    tools: makeRegistry(tools(up)),
+    config: async () => ({ principals: [{ id: 'agent', key: 'k'.repeat(16), roles: ['agent'], tools: '*' }, { id: 'approver', key: 'a'.repeat(16), roles: ['approver'], tools: [] }, { id: 'reviewer', key: 'r'.repeat(16), roles: ['reviewer'], tools: [] }], approvalSecret: SECRET, approvalTtlSeconds: 600 }),
+    lifecycle,
+    notifier: { approvalRequested: async () => undefined },
+    now: () => clock,
+    random: () => 0.5,
+    publicBaseUrl: 'http://runner',
+  };
+  const run: RunRecord = await createRun(base, agent, { maxToolCalls: 6, maxTurns: 50, maxSpendCents: 1_000_000, maxWallClockSeconds: 7200 });
+  const submitted = new Map<number, string>();
+
+  /** Runs the step the record names, as Step Functions would for a live execution. */
+  async function step(deps: Deps, operationId: string): Promise<void> {
+    const op = (await store.getOperation(operationId))!;
+    if (!driven.has(operationId)) return;
+    const next = nextStep(op, clock);
+    switch (next) {
+      case 'validate':
+        await routeStep(deps, operationId);
+        return;
+      case 'await_approval':
+        if (op.state === 'validated' || !op.approvalTaskToken) await requestApproval(deps, operationId, `tok_${operationId}_${clock}`);
+        return;
+      case 'expire_approval':
+        await expireApprovalStep(deps, operationId);
+        return;
+      case 'execute':
+      case 'retry':
+        if (next === 'retry' && op.plan?.notBefore && Date.parse(op.plan.notBefore) > clock) clock = Date.parse(op.plan.notBefore);
+        await executeStep(deps, operationId);
+        return;
+      case 'reconcile':
+      case 'reconcile_later':
+        if (op.plan?.notBefore && Date.parse(op.plan.notBefore) > clock) clock = Date.parse(op.plan.notBefore);
+        await reconcileStep(deps, operationId);
+        return;
+      case 'report':
+        await reportStep(deps, operationId);
+        return;
+      case 'done':
+        driven.delete(operationId);
+    }
+  }
+
+  for (const a of actions) {
+    const opId = 'call' in a ? submitted.get(a.call) : undefined;
+    switch (a.kind) {
+      case 'submit': {
+        const c = CALLS[a.call];
+        const args = a.conflicting ? { ...c.arguments, extra: 1 } : c.arguments;
+        const out = await submitToolCall(base, (await store.getRun(run.runId))!, agent, { callId: `call_${a.call}`, turn: 1 + (a.call % 3), name: c.name, arguments: args });
+        if (out.kind === 'created') submitted.set(a.call, out.op.operationId);
+        if (out.kind === 'replayed') expect(submitted.get(a.call)).toBe(out.op.operationId);
+        break;
+      }
+      case 'step':
+        if (opId) await step(base, opId);
+        break;
+      case 'crash':
+        if (opId && driven.has(opId)) {
+          await step({ ...base, store: crashing(store, a.atWrite) }, opId).catch((e) => {
+            if (!(e instanceof Crash)) throw e;
+            driven.delete(opId);
+          });
+        }
+        break;
+      case 'cancel':
+        if (opId) await cancelOperation(base, (await store.getOperation(opId))!);
+        break;
+      case 'decide':
+        if (opId) {
+          const op = (await store.getOperation(opId))!;
+          if (op.approval) {
+            const sig = signLink(SECRET, { approvalId: approvalIdFor(opId), approverId: 'approver', expiresAt: Date.parse(op.approval.expiresAt), inputHash: op.inputHash });
+            await decideApproval(base, approvalIdFor(opId), sig, a.approve ? 'approve' : 'reject');
+          }
+        }
+        break;
+      case 'tick':
+        clock += a.seconds * 1000;
+        break;
+      case 'sweep':
+        await sweep(base, 100);
+        break;
+      case 'fault':
+        up.faults.push(a.fault);
+        break;
+    }
+  }
+
+  // Drain: no more faults; time passes, the sweeper runs, executions go on, reviewers resolve nothing yet.
+  up.faults = [];
+  for (let round = 0; round < 60; round++) {
+    const ops = [...store.ops.values()];
+    if (ops.every((o) => !isActive(o) || (o.review?.required && o.envelope))) break;
+    for (const o of ops) {
+      if (o.state === 'awaiting_approval' && o.approval?.state === 'pending' && round > 3) clock = Math.max(clock, Date.parse(o.approval.expiresAt));
+      await step(base, o.operationId);
+    }
+    if (round % 4 === 3) {
+      clock += 10 * 60_000;
+      await sweep(base, 100);
+    }
+  }
+
+  const ops = [...store.ops.values()];
+  const events = store.events.get(run.runId) ?? [];
+  const finalRun = store.runs.get(run.runId)!;
+  for (const o of ops) {
+    const ref = (JSON.parse(o.rawArguments as string) as { ref?: string }).ref ?? '';
+    const effects = up.effects.get(ref) ?? 0;
+    // An effect at most once per operation.
+    expect(effects, `${o.toolName} ${ref} effects`).toBeLessThanOrEqual(1);
+    // Every operation reaches reported, or an open review whose envelope the model already has; none is left watched.
+    expect(o.state === 'reported' || Boolean(o.review?.required && o.envelope), `${o.operationId} ends ${o.state}`).toBe(true);
+    expect(!isActive(o) || Boolean(o.review?.required), `${o.operationId} still active`).toBe(true);
+    // A committed effect is always recorded: as the result, as a late result, or in front of a person.
+    if (effects > 0 && o.toolName !== 'read') {
+      const kept = o.outcome?.kind === 'succeeded' || o.lateOutcome?.kind === 'succeeded' || Boolean(o.review?.required);
+      expect(kept, `${o.operationId} (${o.toolName}) committed but ${o.state}/${o.outcome?.kind}`).toBe(true);
+    }
+    // Success is reported only for what happened.
+    if (o.envelope?.status === 'succeeded' && o.toolName !== 'read') expect(effects).toBe(1);
+  }
+  // Budgets never exceeded.
+  expect(finalRun.usage.toolCalls).toBeLessThanOrEqual(finalRun.budgets.maxToolCalls);
+  // Trace: seq strictly increasing per run.
+  for (let i = 1; i < events.length; i++) expect(events[i].seq).toBeGreaterThan(events[i - 1].seq);
+  // Cross-check: a resolver can settle every open review (the door a person uses stays open).
+  for (const o of ops.filter((x: OperationRecord) => x.review?.required)) {
+    expect((await resolveOperation(base, o, { id: 'reviewer', roles: ['reviewer'], tools: [] }, 'failed', 'checked')).ok).toBe(true);
+  }
+}
+
+describe('the lifecycle under any interleaving (model-based)', () => {
+  it(`keeps its invariants over ${RUNS} random schedules (seed ${SEED})`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(action, { minLength: 5, maxLength: 40 }), (actions) => scenario(actions)),
+      { numRuns: RUNS, seed: SEED, endOnFailure: true },
+    );
+  }, 600_000);
+});
