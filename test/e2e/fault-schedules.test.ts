@@ -36,7 +36,7 @@ describe('randomized fault schedules against charge_card', () => {
       const replies = await Promise.all(calls.map((c) => api.call(keys.agent, runId, c, 0)));
       const ops = await Promise.all(
         replies.map((r) =>
-          api.until(`operation ${r.body.operationId} to settle`, () => api.operation(keys.agent, r.body.operationId), (op) => Boolean(op.envelope), 90_000),
+          api.until(`operation ${r.body.operationId} to settle`, () => api.operation(keys.agent, r.body.operationId), (op) => op.state === 'reported' || Boolean(op.review?.required && op.envelope), 90_000),
         ),
       );
       const ledger = await sandbox.ledger();
