@@ -38,6 +38,7 @@ export interface Stack {
   deps: Deps;
   /** Operations resumed at boot: after a restart no execution survives, so every active one continues. */
   recovered: string[];
+  stateMachineArn: string;
   stop(): Promise<void>;
 }
 
@@ -163,5 +164,5 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   timer.unref();
   started.push(async () => clearInterval(timer));
 
-  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, stop };
+  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, stateMachineArn: engine.stateMachineArn, stop };
 }

@@ -17,12 +17,16 @@ export interface Keys {
 }
 
 export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'> {
+  /** Only on the embedded stack: the lifecycle's state machine, for reading execution histories. */
+  stateMachineArn?: string;
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
   keys: Keys;
   configPath: string;
   dataDir: string;
   api: Api;
+  /** Embedded only: stops the whole stack and starts it again on the same tables and data; returns the operations it resumed. */
+  restart?(): Promise<string[]>;
   /** Rewrites the principals file (the runner re-reads it on change). */
   editConfig(edit: (config: RunnerConfig) => void): void;
   sandbox: Sandbox;
@@ -63,23 +67,19 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
     approvalTtlSeconds: 86400,
   };
   writeFileSync(configPath, JSON.stringify(config));
-  const stack = await startStack({
-    dataDir,
-    configPath,
-    dynamoEndpoint: inject('dynamoEndpoint'),
-    tablePrefix: `t${randomBytes(5).toString('hex')}`,
-    sweepIntervalMs: 500,
-  });
+  const stackOptions = { dataDir, configPath, dynamoEndpoint: inject('dynamoEndpoint'), tablePrefix: `t${randomBytes(5).toString('hex')}`, sweepIntervalMs: 500 };
+  let stack = await startStack(stackOptions);
   if (options.seed !== undefined) stack.deps.random = seeded(options.seed);
   const editConfig = (edit: (c: RunnerConfig) => void) => {
     const current = JSON.parse(readFileSync(configPath, 'utf8')) as RunnerConfig;
     edit(current);
     writeFileSync(configPath, JSON.stringify(current));
   };
-  return {
+  const testStack: TestStack = {
     apiUrl: stack.apiUrl,
     sandboxUrl: stack.sandboxUrl,
     deps: stack.deps,
+    stateMachineArn: stack.stateMachineArn,
     keys,
     configPath,
     dataDir,
@@ -90,7 +90,15 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
       await stack.stop();
       rmSync(dataDir, { recursive: true, force: true });
     },
+    restart: async () => {
+      // The process dies (no execution survives); the tables and the sandbox state stay, as after a real restart.
+      await stack.stop();
+      stack = await startStack(stackOptions);
+      Object.assign(testStack, { apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, deps: stack.deps, stateMachineArn: stack.stateMachineArn, api: new Api(stack.apiUrl), sandbox: new Sandbox(stack.sandboxUrl) });
+      return stack.recovered;
+    },
   };
+  return testStack;
 }
 
 /** Small deterministic PRNG (mulberry32) so jittered delays repeat from a seed. */
