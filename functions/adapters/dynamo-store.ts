@@ -112,10 +112,15 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
       }),
     );
     const last = Number(out.Attributes?.next);
-    return events.map((e, i) => ({ ...e, seq: last - events.length + i + 1, at, runId, ...(expiresAtEpoch ? { expiresAtEpoch } : {}) }));
+    return events.map((e, i) => ({ ...e, seq: last - events.length + i + 1, at, runId }));
   }
 
-  const eventPuts = (events: TraceEvent[]): TransactItem[] => events.map((event) => ({ Put: { TableName: tables.events, Item: event } }));
+  /**
+   * The events of one write are one item, keyed by the first of their sequence numbers: one item per
+   * commit keeps transactions small (each item in a transaction costs two write units).
+   */
+  const eventPuts = (events: TraceEvent[], expiresAtEpoch: number | undefined): TransactItem[] =>
+    events.length ? [{ Put: { TableName: tables.events, Item: { runId: events[0].runId, seq: events[0].seq, events, ...(expiresAtEpoch ? { expiresAtEpoch } : {}) } } }] : [];
 
   /** Maps a cancelled transaction onto the domain's errors; `opIndex` is where the operation's put sits. */
   function transactionError(error: unknown, opIndex: number, runIndex: number | undefined): unknown {
@@ -162,7 +167,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
         },
-        ...eventPuts(traced),
+        ...eventPuts(traced, op.expiresAtEpoch),
       ];
       try {
         await doc.send(new TransactWriteCommand({ TransactItems: items }));
@@ -186,7 +191,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
       };
       try {
         if (traced.length) {
-          await doc.send(new TransactWriteCommand({ TransactItems: [{ Put: { ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }, ...eventPuts(traced)] }));
+          await doc.send(new TransactWriteCommand({ TransactItems: [{ Put: { ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }, ...eventPuts(traced, before.expiresAtEpoch)] }));
         } else {
           await doc.send(new PutCommand({ ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
         }
@@ -212,7 +217,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
         },
       };
       try {
-        await doc.send(new TransactWriteCommand({ TransactItems: [update, ...eventPuts(traced)] }));
+        await doc.send(new TransactWriteCommand({ TransactItems: [update, ...eventPuts(traced, run.expiresAtEpoch)] }));
       } catch (error) {
         throw transactionError(error, -1, 0);
       }
@@ -220,12 +225,13 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
     },
 
     async listEvents(runId) {
-      return queryAll<TraceEvent>({
+      const items = await queryAll<{ events: TraceEvent[] }>({
         TableName: tables.events,
         KeyConditionExpression: 'runId = :r AND seq > :counter',
         ExpressionAttributeValues: { ':r': runId, ':counter': COUNTER_SEQ },
         ConsistentRead: true,
       });
+      return items.flatMap((item) => item.events);
     },
 
     async listOperationsOfRun(runId) {

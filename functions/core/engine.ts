@@ -442,11 +442,12 @@ export interface StepOutput {
 }
 
 /** The one place a step's output is built, so a timer field can never be lost on any path. */
-export function stepOutput(op: OperationRecord, now: number): StepOutput {
+export function stepOutput(op: OperationRecord, now: number, approvalTtlSeconds?: number): StepOutput {
   const next = nextStep(op, now);
   const out: StepOutput = { operationId: op.operationId, next };
   if (next === 'await_approval') {
-    const expiresAt = op.approval?.expiresAt ? Date.parse(op.approval.expiresAt) : now;
+    // Not requested yet: the wait lasts the configured time to live, as the request will say.
+    const expiresAt = op.approval?.expiresAt ? Date.parse(op.approval.expiresAt) : now + (approvalTtlSeconds ?? 0) * 1000;
     out.Payload = { approvalTimeoutSeconds: Math.max(1, Math.ceil((expiresAt - now) / 1000)) };
   }
   if (next === 'retry' || next === 'reconcile_later') {

@@ -1,4 +1,4 @@
-import { transitionAll, type LifecycleEvent } from '../core/engine';
+import { accepts, transition, transitionAll, type LifecycleEvent, type Transition } from '../core/engine';
 import type { OperationRecord } from '../core/model';
 import { ContentionError, OperationConflictError, type Deps } from '../core/ports';
 import type { TraceEvent } from '../core/trace';
@@ -27,7 +27,7 @@ export async function advance<T>(deps: Deps, start: OperationRecord | string, de
   for (let round = 0; ; round++) {
     const decided = decide(op);
     if (!decided.events?.length) return { value: decided.value, op, changed: false, events: [] };
-    const next = transitionAll(op, decided.events, deps.now());
+    const next = withReport(transitionAll(op, decided.events, deps.now()), deps.now());
     try {
       const out = await deps.store.updateOperation(op, next.op, next.events);
       return { value: decided.value, op: out.op, changed: true, events: out.events };
@@ -44,6 +44,17 @@ export async function advance<T>(deps: Deps, start: OperationRecord | string, de
       throw error;
     }
   }
+}
+
+/**
+ * A settled outcome is reported in the same write that records it: the envelope is fixed once the outcome
+ * is, so the model can have it at once and the lifecycle needs no further write (Report remains for
+ * records written before this, and as the route's safety net).
+ */
+function withReport(t: Transition, now: number): Transition {
+  if (!accepts(t.op, 'report')) return t;
+  const reported = transition(t.op, { type: 'report' }, now);
+  return { op: reported.op, events: [...t.events, ...reported.events] };
 }
 
 export async function mustGet(deps: Deps, operationId: string): Promise<OperationRecord> {

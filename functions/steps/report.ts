@@ -5,7 +5,8 @@ import { lockKeyOf, releaseLockIfSettled } from './locks';
 
 /** Validate's Lambda: the entry of every execution, first or resumed; it routes by the durable record alone. */
 export async function routeStep(deps: Deps, operationId: string): Promise<StepOutput> {
-  return stepOutput(await mustGet(deps, operationId), deps.now());
+  const [op, config] = await Promise.all([mustGet(deps, operationId), deps.config()]);
+  return stepOutput(op, deps.now(), config.approvalTtlSeconds);
 }
 
 /** Report's Lambda: builds the envelope from the recorded outcome and marks it delivered to the model. */

@@ -51,6 +51,8 @@ describe('engine', () => {
     const expiresAt = new Date(now + 15_500).toISOString();
     expect(stepOutput(op({ state: 'awaiting_approval', approval: { approvalId: 'a', state: 'pending', expiresAt } }), now)).toEqual({ operationId: 'op_1', next: 'await_approval', Payload: { approvalTimeoutSeconds: 16 } });
     expect(stepOutput(op({ state: 'executing', attempts: 1, lastAttempt: finished, plan: { next: 'retry', notBefore: new Date(now + 2000).toISOString() } }), now)).toEqual({ operationId: 'op_1', next: 'retry', delaySeconds: 2 });
+    // Before the request exists, the wait lasts the configured time to live.
+    expect(stepOutput(op({ state: 'validated', approvalRequired: true }), now, 600)).toMatchObject({ next: 'await_approval', Payload: { approvalTimeoutSeconds: 600 } });
     expect(stepOutput(op({ state: 'outcome_unknown', plan: { next: 'reconcile_later', notBefore: new Date(now + 3000).toISOString() } }), now)).toMatchObject({ next: 'reconcile_later', delaySeconds: 3 });
   });
 
