@@ -84,7 +84,7 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
     configPath,
     dataDir,
     api: new Api(stack.apiUrl),
-    sandbox: new Sandbox(stack.sandboxUrl),
+    sandbox: new Sandbox(stack.sandboxUrl!),
     editConfig,
     stop: async () => {
       await stack.stop();
