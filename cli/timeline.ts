@@ -20,8 +20,9 @@ export interface TimelineEvent {
 export function formatTimeline(events: readonly TimelineEvent[]): string {
   if (events.length === 0) return 'no events\n';
   const ordered = [...events].sort((a, b) => a.seq - b.seq);
-  const start = Date.parse(ordered[0].at);
-  const end = Date.parse(ordered[ordered.length - 1].at);
+  const times = ordered.map((e) => Date.parse(e.at));
+  const start = Math.min(...times);
+  const end = Math.max(...times);
   const groups = new Map<string, TimelineEvent[]>();
   for (const event of ordered) {
     const key = event.operationId ?? '';
