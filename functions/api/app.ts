@@ -230,7 +230,9 @@ function publicRoutes(deps: Deps): Hono<Env> {
 
   open.get('/v1/health', (c) => c.json({ status: 'ok' }));
 
-  open.get('/v1/openapi.json', (c) => c.json(openApiDocument()));
+  // Built on first request, not at start: a cold Lambda that never serves it does not pay for it.
+  let reference: Record<string, unknown> | undefined;
+  open.get('/v1/openapi.json', (c) => c.json((reference ??= openApiDocument())));
 
   // Approval links authenticate by signature, not bearer key: approvers open them from a notification.
   open.get('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {

@@ -113,6 +113,34 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     rmSync(work, { recursive: true, force: true });
   });
 
+  it('gives TypeScript users working declarations under node16 resolution (the quick start typechecks)', async () => {
+    writeFileSync(
+      join(app, 'agent.ts'),
+      [
+        "import { createClient, ToolRunnerError, type ToolCallResult } from 'toolrunner/client';",
+        "import type { Envelope, ToolSpec } from 'toolrunner';",
+        "import tools from './tools.js';",
+        "const specs: ToolSpec[] = tools;",
+        "const runner = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.TOOLRUNNER_KEY ?? '' });",
+        "const { runId } = await runner.createRun({ budgets: { maxToolCalls: 20 } });",
+        "const answer: ToolCallResult = await runner.callTool(runId, { callId: 'call_1', turn: 1, name: 'save_note', arguments: { id: 'n1', text: 'hello' } });",
+        "const envelope: Envelope = answer.kind === 'envelope' ? answer.envelope : await runner.waitForOperation(answer.operationId);",
+        "// @ts-expect-error: a status the API never answers",
+        "const wrong: Envelope['status'] = 'done';",
+        "export { envelope, specs, wrong, ToolRunnerError };",
+      ].join('\n'),
+    );
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: false, typeRoots: [join(root, 'node_modules/@types')], types: ['node'] },
+        files: ['tools.ts', 'agent.ts'],
+      }),
+    );
+    const tsc = await run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', app], { cwd: app }).catch((e: { stdout: string }) => ({ stdout: e.stdout, failed: true }));
+    expect(tsc.stdout).toBe('');
+  }, 120_000);
+
   it('runs the user’s tools with `toolrunner start --tools`, serves them through the typed client, and stops on SIGTERM', async () => {
     const [port, sandboxPort] = [await freePort(), await freePort()];
     let started = Date.now();
