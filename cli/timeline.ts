@@ -102,6 +102,8 @@ export function describe(event: TimelineEvent): string {
   }
 }
 
+/** Enough of a hash to tell calls apart on one screen. */
 function short(hash: string): string {
-  return hash.length > 12 ? `${hash.slice(0, 12)}…` : hash;
+  const hex = hash.replace(/^sha256:/, '');
+  return hex.length > 12 ? `${hex.slice(0, 12)}…` : hex;
 }

@@ -7,7 +7,7 @@ const op = { runId: 'run_1', operationId: 'op_a', callId: 'call_1' };
 
 /** A charge that got a 503, backed off honouring Retry-After, waited for approval and succeeded late into a cancelled run. */
 const events: TimelineEvent[] = [
-  { seq: 1, at: at(0), ...op, type: 'operation.proposed', to: 'proposed', detail: { toolName: 'charge_card', turn: 1, inputHash: 'abcdef0123456789' } },
+  { seq: 1, at: at(0), ...op, type: 'operation.proposed', to: 'proposed', detail: { toolName: 'charge_card', turn: 1, inputHash: 'sha256:abcdef0123456789' } },
   { seq: 2, at: at(5), ...op, type: 'policy.decision', detail: { decision: 'allow', approval: 'required', risk: 'irreversible_write', costCents: 60000 } },
   { seq: 3, at: at(6), ...op, type: 'state.transition', from: 'proposed', to: 'validated' },
   { seq: 4, at: at(7), ...op, type: 'approval.requested', detail: { approvalId: 'apr_1', expiresAt: '2026-01-02T10:00:00.000Z' } },
