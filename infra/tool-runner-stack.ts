@@ -124,7 +124,7 @@ export class ToolRunnerStack extends Stack {
     // statement names the machine by ARN, limited to the two calls that hand a token back.
     fns.RequestApproval.addToRolePolicy(new iam.PolicyStatement({ actions: ['states:SendTaskSuccess', 'states:SendTaskFailure'], resources: [stateMachineArn] }));
 
-    // Errors API Gateway answers itself keep the API's error shape (DESIGN.md section 4).
+    // Errors API Gateway answers itself keep the API's error shape (docs/openapi.json).
     const gatewayErrors: [apigw.ResponseType, string, string, string][] = [
       [apigw.ResponseType.THROTTLED, '429', 'throttled', 'too many requests'],
       [apigw.ResponseType.REQUEST_TOO_LARGE, '413', 'payload_too_large', 'the body is too large'],

@@ -11,6 +11,7 @@ import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../functions/handlers/runtime';
 import { makeLifecycleHandlers } from '../functions/handlers/steps';
 import type { RunnerConfig } from '../functions/core/config';
+import type { ToolSpec } from '../functions/core/tool-spec';
 import type { Deps } from '../functions/core/ports';
 import { sweep } from '../functions/steps/resume';
 import { createSandbox } from '../sandbox/server';
@@ -30,11 +31,14 @@ export interface StackOptions {
   sweepIntervalMs?: number;
   /** A DynamoDB client for the handlers (for example with counting middleware, in the benchmark). */
   dynamoClient?: DynamoDBClient;
+  /** The tools to run instead of the demo tools; the sandbox (their upstream) is then not started. */
+  tools?: ToolSpec[];
 }
 
 export interface Stack {
   apiUrl: string;
-  sandboxUrl: string;
+  /** Absent when the stack runs the caller's tools rather than the demo tools. */
+  sandboxUrl?: string;
   deps: Deps;
   /** Operations resumed at boot: after a restart no execution survives, so every active one continues. */
   recovered: string[];
@@ -97,10 +101,13 @@ function closeServer(server: Server): Promise<void> {
 async function startParts(options: StackOptions, started: (() => Promise<void>)[], stop: () => Promise<void>): Promise<Stack> {
   mkdirSync(options.dataDir, { recursive: true });
   ensureConfig(options.configPath);
-  const sandbox = createSandbox(options.dataDir);
-  const sandboxPort = await listen(sandbox, options.sandboxPort ?? 0);
-  started.push(() => closeServer(sandbox));
-  const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+  let sandboxUrl: string | undefined;
+  if (!options.tools) {
+    const sandbox = createSandbox(options.dataDir);
+    const sandboxPort = await listen(sandbox, options.sandboxPort ?? 0);
+    started.push(() => closeServer(sandbox));
+    sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+  }
 
   let dynamoEndpoint = options.dynamoEndpoint;
   if (!dynamoEndpoint) {
@@ -138,7 +145,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     PUBLIC_BASE_URL: `http://127.0.0.1:${port || 3000}`,
     TOOLRUNNER_CONFIG: options.configPath,
   });
-  deps = depsFromEnv(env, { abortSignalFor: engine.abortSignalFor, dynamoClient: options.dynamoClient });
+  deps = depsFromEnv(env, { tools: options.tools, abortSignalFor: engine.abortSignalFor, dynamoClient: options.dynamoClient });
 
   const api = serve({ fetch: makeApp(deps).fetch, port, hostname: '127.0.0.1' }) as Server;
   const apiPort = await new Promise<number>((r, reject) => {

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { except } from 'hono/combine';
 import { z } from 'zod';
 import type { RunnerConfig } from '../core/config';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
@@ -15,8 +16,10 @@ import { resolveOperation } from '../steps/cancel';
 import { createRun, submitToolCall } from '../steps/submit';
 import { approvalPage, decisionPage } from './approval-page';
 import { operationView, runView } from './views';
+import { openApiDocument } from './openapi';
+import { CreateRunSchema, DecisionSchema, MAX_BODY_BYTES, ResolveSchema, ToolCallSchema, ToolFormatSchema } from './schemas';
 
-export const MAX_BODY_BYTES = 256 * 1024;
+export { MAX_BODY_BYTES };
 const MAX_WAIT_SECONDS = 25;
 const DEFAULT_WAIT_SECONDS = 10;
 /** Where no in-process notification exists (the API on its own Lambda), the waiter polls, backing off to this. */
@@ -24,28 +27,12 @@ const MAX_POLL_MS = 500;
 
 type Env = { Variables: { principal: Principal } };
 
-/** Errors are `{ error: { code, message } }` (DESIGN.md section 4); nothing else, and never a stack. */
+/** Errors are `{ error: { code, message } }` (the README's "Using it" and `docs/openapi.json`); nothing else, and never a stack. */
 class ApiError extends Error {
   constructor(readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429, readonly code: string, message: string) {
     super(message);
   }
 }
-
-const BudgetsSchema = z.strictObject({
-  maxTurns: z.number().int().min(1).max(10_000).optional(),
-  maxToolCalls: z.number().int().min(1).max(100_000).optional(),
-  maxWallClockSeconds: z.number().int().min(1).max(30 * 86400).optional(),
-  maxSpendCents: z.number().int().min(0).max(1_000_000_000).optional(),
-});
-const CreateRunSchema = z.strictObject({ budgets: BudgetsSchema.optional(), metadata: z.record(z.string(), z.unknown()).optional() });
-const ToolCallSchema = z.strictObject({
-  callId: z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'callId must be printable ASCII without spaces'),
-  turn: z.number().int().min(0).max(1_000_000),
-  name: z.string().min(1).max(128),
-  arguments: z.union([z.record(z.string(), z.unknown()), z.string().max(MAX_BODY_BYTES)]),
-});
-const ResolveSchema = z.strictObject({ outcome: z.enum(['succeeded', 'failed']), note: z.string().min(1).max(2000) });
-const DecisionSchema = z.strictObject({ decision: z.enum(['approve', 'reject']), reason: z.string().max(500).optional(), sig: z.string().min(1).max(2000).optional() });
 
 function keyDigest(key: string): Buffer {
   return createHash('sha256').update(key).digest();
@@ -103,48 +90,19 @@ export function makeApp(deps: Deps): Hono<Env> {
     }),
   );
 
-  app.get('/v1/health', (c) => c.json({ status: 'ok' }));
+  // Routes that skip authentication live on their own sub-app; only its paths are exempt from the bearer check.
+  const open = publicRoutes(deps);
+  app.route('/', open);
 
-  // Approval links authenticate by signature, not bearer key: approvers open them from a notification.
-  app.get('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {
-    const sig = c.req.query('sig');
-    const access = await openApproval(deps, c.req.param('approvalId'), sig);
-    c.header('Cache-Control', 'no-store');
-    if (!access.ok) return c.html(decisionPage('Approval unavailable', access.message), access.status);
-    return c.html(approvalPage(access.op, access.approver.id, sig!, `/v1/approvals/${access.op.approval!.approvalId}`));
-  });
-
-  app.post('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {
-    const approvalId = c.req.param('approvalId');
-    const isForm = (c.req.header('content-type') ?? '').includes('application/x-www-form-urlencoded');
-    c.header('Cache-Control', 'no-store');
-    let input: z.infer<typeof DecisionSchema>;
-    if (isForm) {
-      const form = await c.req.parseBody();
-      const parsed = DecisionSchema.safeParse({ decision: form.decision, reason: form.reason || undefined, sig: form.sig });
-      if (!parsed.success) return c.html(decisionPage('Not decided', 'The form was incomplete.'), 400);
-      input = parsed.data;
-    } else {
-      input = await jsonBody(c, DecisionSchema);
-    }
-    const result = await decideApproval(deps, approvalId, input.sig ?? c.req.query('sig'), input.decision, input.reason);
-    if (!result.ok) {
-      if (isForm) return c.html(decisionPage('Not decided', result.message), result.status);
-      throw new ApiError(result.status, result.code, result.message);
-    }
-    const state = result.op.approval?.state ?? 'pending';
-    if (isForm) return c.html(decisionPage(state === 'approved' ? 'Approved' : 'Rejected', `The operation was ${state}. You can close this page.`));
-    return c.json({ approvalId, operationId: result.op.operationId, state });
-  });
-
-  app.use('/v1/*', async (c, next) => {
+  const authenticate: MiddlewareHandler<Env> = async (c, next) => {
     const header = c.req.header('authorization') ?? '';
     const match = header.match(/^Bearer\s+(\S+)$/i);
     const principal = match ? principalForKey(await deps.config(), match[1]) : undefined;
     if (!principal) throw new ApiError(401, 'unauthenticated', 'a valid bearer key is required');
     c.set('principal', principal);
     await next();
-  });
+  };
+  app.use('/v1/*', except(pathsOf(open), authenticate));
 
   const requireRole = (c: Context<Env>, role: Principal['roles'][number]) => {
     if (!hasRole(c.get('principal'), role)) throw new ApiError(403, 'forbidden', `this route needs the ${role} role`);
@@ -272,8 +230,9 @@ export function makeApp(deps: Deps): Hono<Env> {
 
   app.get('/v1/tools', (c) => {
     requireRole(c, 'agent');
-    const format = (c.req.query('format') ?? 'neutral') as ToolFormat;
-    if (!['neutral', 'openai', 'anthropic', 'mcp'].includes(format)) throw new ApiError(400, 'invalid_request', 'format must be neutral, openai, anthropic or mcp');
+    const parsedFormat = ToolFormatSchema.safeParse(c.req.query('format') ?? 'neutral');
+    if (!parsedFormat.success) throw new ApiError(400, 'invalid_request', 'format must be neutral, openai, anthropic or mcp');
+    const format: ToolFormat = parsedFormat.data;
     const principal = c.get('principal');
     const visible = new Map([...deps.tools].filter(([name]) => principal.tools === '*' || principal.tools.includes(name)));
     return c.json({ format, tools: describeTools(visible, format) });
@@ -304,4 +263,54 @@ export function makeApp(deps: Deps): Hono<Env> {
   });
 
   return app;
+}
+
+/** Routes anyone may call: health, the API reference, and approval links (they authenticate by signature). */
+function publicRoutes(deps: Deps): Hono<Env> {
+  const open = new Hono<Env>();
+
+  open.get('/v1/health', (c) => c.json({ status: 'ok' }));
+
+  // Built on first request, not at start: a cold Lambda that never serves it does not pay for it.
+  let reference: Record<string, unknown> | undefined;
+  open.get('/v1/openapi.json', (c) => c.json((reference ??= openApiDocument())));
+
+  // Approval links authenticate by signature, not bearer key: approvers open them from a notification.
+  open.get('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {
+    const sig = c.req.query('sig');
+    const access = await openApproval(deps, c.req.param('approvalId'), sig);
+    c.header('Cache-Control', 'no-store');
+    if (!access.ok) return c.html(decisionPage('Approval unavailable', access.message), access.status);
+    return c.html(approvalPage(access.op, access.approver.id, sig!, `/v1/approvals/${access.op.approval!.approvalId}`));
+  });
+
+  open.post('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {
+    const approvalId = c.req.param('approvalId');
+    const isForm = (c.req.header('content-type') ?? '').includes('application/x-www-form-urlencoded');
+    c.header('Cache-Control', 'no-store');
+    let input: z.infer<typeof DecisionSchema>;
+    if (isForm) {
+      const form = await c.req.parseBody();
+      const parsed = DecisionSchema.safeParse({ decision: form.decision, reason: form.reason || undefined, sig: form.sig });
+      if (!parsed.success) return c.html(decisionPage('Not decided', 'The form was incomplete.'), 400);
+      input = parsed.data;
+    } else {
+      input = await jsonBody(c, DecisionSchema);
+    }
+    const result = await decideApproval(deps, approvalId, input.sig ?? c.req.query('sig'), input.decision, input.reason);
+    if (!result.ok) {
+      if (isForm) return c.html(decisionPage('Not decided', result.message), result.status);
+      throw new ApiError(result.status, result.code, result.message);
+    }
+    const state = result.op.approval?.state ?? 'pending';
+    if (isForm) return c.html(decisionPage(state === 'approved' ? 'Approved' : 'Rejected', `The operation was ${state}. You can close this page.`));
+    return c.json({ approvalId, operationId: result.op.operationId, state });
+  });
+
+  return open;
+}
+
+/** The path patterns a sub-app serves, for `except`: which requests skip a middleware follows from the sub-app. */
+function pathsOf(app: Hono<Env>): string[] {
+  return [...new Set(app.routes.map((r) => r.path))];
 }

@@ -1,9 +1,9 @@
-import { ensureError, TransportError, UpstreamHttpError } from './errors';
+import { ensureError, isTransportError, isUpstreamHttpError } from './errors';
 import type { Outcome } from './model';
 import type { ToolSpec } from './tool-spec';
 
 /**
- * The one place that turns whatever an attempt produced into an outcome class (error matrix, DESIGN.md section 8).
+ * The one place that turns whatever an attempt produced into an outcome class (the README's error matrix: "What the runner guarantees").
  * A write whose request may have reached the upstream is never "failed": it is outcome_unknown.
  */
 export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unknown } | { ok: false; thrown: unknown }): Outcome {
@@ -18,7 +18,7 @@ export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unkn
   const isWrite = spec.risk !== 'read';
   const replaySafe = !isWrite || spec.supportsIdempotency;
 
-  if (error instanceof UpstreamHttpError) {
+  if (isUpstreamHttpError(error)) {
     const upstreamStatus = error.status;
     if (error.status === 429) {
       return { kind: 'failed_retryable', code: 'rate_limited', message: 'the upstream is rate limiting', upstreamStatus, retryAfterSeconds: error.retryAfterSeconds };
@@ -34,7 +34,7 @@ export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unkn
     }
     return { kind: 'failed_permanent', code: 'permanent_failure', message: `the upstream refused the request (${error.status}${error.code ? ` ${error.code}` : ''})`, upstreamStatus };
   }
-  if (error instanceof TransportError) {
+  if (isTransportError(error)) {
     if (!error.requestSent) {
       return { kind: 'failed_retryable', code: 'upstream_unavailable', message: `the upstream could not be reached (${error.reason})` };
     }

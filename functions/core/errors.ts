@@ -40,6 +40,22 @@ export class TransportError extends Error {
   }
 }
 
+/**
+ * Recognizes the transport errors by name and shape as well as by class: a user's tools module may load its
+ * own copy of this module (a second install of the package, or a loader that namespaces modules), and its
+ * classes are then not ours.
+ */
+export function isUpstreamHttpError(error: Error): error is UpstreamHttpError {
+  return error instanceof UpstreamHttpError || (error.name === 'UpstreamHttpError' && typeof (error as Partial<UpstreamHttpError>).status === 'number');
+}
+
+export function isTransportError(error: Error): error is TransportError {
+  return (
+    error instanceof TransportError ||
+    (error.name === 'TransportError' && typeof (error as Partial<TransportError>).reason === 'string' && typeof (error as Partial<TransportError>).requestSent === 'boolean')
+  );
+}
+
 /** Anything thrown, as an Error (a thrown string or object must not crash classification). */
 export function ensureError(thrown: unknown): Error {
   if (thrown instanceof Error) return thrown;

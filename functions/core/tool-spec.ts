@@ -19,7 +19,7 @@ export type ReconcileResult<O> = { found: true; result: O } | { found: false };
 
 export type ApprovalPolicy<I> = 'never' | 'always' | ((input: I) => boolean);
 
-/** A tool and its whole policy, registered once (DESIGN.md section 5). */
+/** A tool and its whole policy, registered once (the README's "Registering a tool"). */
 export interface ToolSpec<I = any, O = any> {
   name: string;
   description: string;
@@ -57,9 +57,33 @@ export function checkToolSpec(spec: ToolSpec): void {
       `${spec.name}: an irreversible write without idempotency support or a reconcile function must declare maxAttempts: 1`,
     );
   }
-  if (!(spec.inputSchema instanceof z.ZodObject)) {
+  if (!isZodObject(spec.inputSchema)) {
     throw new ToolRegistrationError(`${spec.name}: inputSchema must be a zod object`);
   }
+  if (!isZodSchema(spec.outputSchema)) throw new ToolRegistrationError(`${spec.name}: outputSchema must be a zod schema`);
+  if (typeof spec.execute !== 'function') throw new ToolRegistrationError(`${spec.name}: execute must be a function`);
+}
+
+/**
+ * Structural, not `instanceof`: a user's tools module may bring its own copy of zod 4, whose classes are
+ * not the runner's. Every zod 4 schema carries its definition under `_zod.def`.
+ */
+function isZodObject(schema: unknown): boolean {
+  return isZodSchema(schema) && (schema as { _zod: { def: { type?: unknown } } })._zod.def.type === 'object';
+}
+
+function isZodSchema(schema: unknown): boolean {
+  const internals = (schema as { _zod?: { def?: unknown } } | null)?._zod;
+  return typeof internals?.def === 'object' && internals.def !== null && typeof (schema as { safeParse?: unknown }).safeParse === 'function';
+}
+
+/**
+ * Declares a tool and checks its policy at once, so a mistake fails where the tool is written rather than
+ * when the runner starts. The registry checks every tool again (`makeRegistry`).
+ */
+export function defineTool<I, O>(spec: ToolSpec<I, O>): ToolSpec<I, O> {
+  checkToolSpec(spec as ToolSpec);
+  return spec;
 }
 
 export function backoffOf(spec: ToolSpec): BackoffPolicy {

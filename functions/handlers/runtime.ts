@@ -10,7 +10,7 @@ import { consoleNotifier, snsNotifier } from '../adapters/notifier';
 import { sfnLifecycle } from '../adapters/sfn-lifecycle';
 import { powertoolsOnceGuard } from '../adapters/submission-guard';
 import { TABLE_ENV } from '../adapters/tables';
-import { makeRegistry } from '../core/tool-spec';
+import { makeRegistry, type ToolSpec } from '../core/tool-spec';
 import type { Deps } from '../core/ports';
 import { makeDemoTools } from '../tools/demo-tools';
 import { tracer } from './observability';
@@ -24,7 +24,8 @@ const EnvSchema = z
     TABLE_LOCKS: z.string().min(1),
     TABLE_IDEMPOTENCY: z.string().min(1),
     STATE_MACHINE_ARN: z.string().min(1),
-    SANDBOX_URL: z.string().url(),
+    /** Where the demo tools find the sandbox; without it there are no demo tools and `tools` must be given. */
+    SANDBOX_URL: z.string().url().optional(),
     PUBLIC_BASE_URL: z.string().url(),
     TOOLRUNNER_CONFIG: z.string().min(1).optional(),
     CONFIG_SECRET_ARN: z.string().min(1).optional(),
@@ -39,19 +40,32 @@ export function parseEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
   return parsed.data;
 }
 
+export interface DepsOptions extends Partial<Pick<Deps, 'abortSignalFor'>> {
+  /** The tools to register; by default the demo tools over SANDBOX_URL. */
+  tools?: ToolSpec[];
+  dynamoClient?: DynamoDBClient;
+}
+
+/** The given tools, else the demo tools when a sandbox is configured; a runner without tools is a mistake. */
+function toolsFor(env: RuntimeEnv, tools: ToolSpec[] | undefined): ToolSpec[] {
+  if (tools) return tools;
+  if (env.SANDBOX_URL) return makeDemoTools(env.SANDBOX_URL);
+  throw new Error('configuration error: no tools: pass tools or set SANDBOX_URL for the demo tools');
+}
+
 /**
  * Builds the dependencies from the environment. Endpoints come from the SDK's standard variables
  * (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SFN), so handlers never know where they run.
  */
-export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSignalFor'>> & { dynamoClient?: DynamoDBClient } = {}): Deps {
-  const { dynamoClient, ...rest } = extra;
+export function depsFromEnv(env: RuntimeEnv, options: DepsOptions = {}): Deps {
+  const { dynamoClient, tools, ...rest } = options;
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
   const { store, watch } = watchedStore(makeDynamoStore(makeDocumentClient(dynamo), tables));
   return {
     store,
     watch,
-    tools: makeRegistry(makeDemoTools(env.SANDBOX_URL)),
+    tools: makeRegistry(toolsFor(env, tools)),
     config: env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!),
     lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({})), env.STATE_MACHINE_ARN),
     notifier: env.APPROVAL_TOPIC_ARN ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN) : consoleNotifier(),

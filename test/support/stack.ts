@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import type { RunnerConfig } from '../../functions/core/config';
+import { createClient, type ToolRunnerClient } from '../../functions/client';
 import type { TraceEvent } from '../../functions/core/trace';
 import { startStack, type Stack } from '../../local/stack';
 import { deployedTarget, isEmbedded, Target } from './target';
@@ -84,7 +85,7 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
     configPath,
     dataDir,
     api: new Api(stack.apiUrl),
-    sandbox: new Sandbox(stack.sandboxUrl),
+    sandbox: new Sandbox(stack.sandboxUrl!),
     editConfig,
     stop: async () => {
       await stack.stop();
@@ -94,7 +95,7 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
       // The process dies (no execution survives); the tables and the sandbox state stay, as after a real restart.
       await stack.stop();
       stack = await startStack(stackOptions);
-      Object.assign(testStack, { apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, deps: stack.deps, stateMachineArn: stack.stateMachineArn, api: new Api(stack.apiUrl), sandbox: new Sandbox(stack.sandboxUrl) });
+      Object.assign(testStack, { apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, deps: stack.deps, stateMachineArn: stack.stateMachineArn, api: new Api(stack.apiUrl), sandbox: new Sandbox(stack.sandboxUrl!) });
       return stack.recovered;
     },
   };
@@ -119,9 +120,24 @@ export interface Reply<T = any> {
   body: T;
 }
 
-/** A plain HTTP client for the runner's API, as an agent would use it. */
+/**
+ * The runner's API for tests: typed calls go through the package's client (`toolrunner/client`), so every
+ * answer is also checked against the API's response schemas; `request` stays raw for tests of malformed
+ * input, status codes and headers.
+ */
 export class Api {
+  private readonly clients = new Map<string, ToolRunnerClient>();
   constructor(readonly baseUrl: string) {}
+
+  /** The typed client for one principal's key. */
+  client(key: string): ToolRunnerClient {
+    let client = this.clients.get(key);
+    if (!client) {
+      client = createClient({ baseUrl: this.baseUrl, apiKey: key });
+      this.clients.set(key, client);
+    }
+    return client;
+  }
 
   async request<T = any>(method: string, path: string, options: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
     const res = await fetch(`${this.baseUrl}${path}`, {
@@ -144,9 +160,7 @@ export class Api {
   }
 
   async createRun(key: string, budgets?: Record<string, number>): Promise<string> {
-    const res = await this.request('POST', '/v1/runs', { key, body: budgets ? { budgets } : {} });
-    if (res.status !== 201) throw new Error(`createRun: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body.runId;
+    return (await this.client(key).createRun(budgets ? { budgets } : {})).runId;
   }
 
   call(key: string, runId: string, call: { callId: string; turn?: number; name: string; arguments: unknown }, wait = 25): Promise<Reply> {
@@ -154,13 +168,11 @@ export class Api {
   }
 
   async trace(key: string, runId: string): Promise<TraceEvent[]> {
-    const res = await this.request('GET', `/v1/runs/${runId}/trace`, { key });
-    if (res.status !== 200) throw new Error(`trace: ${res.status}`);
-    return res.body.events;
+    return (await this.client(key).getTrace(runId)) as TraceEvent[];
   }
 
   async operation(key: string, operationId: string): Promise<any> {
-    return (await this.request('GET', `/v1/operations/${operationId}`, { key })).body;
+    return this.client(key).getOperation(operationId);
   }
 
   /** Polls (with a deadline, never a fixed sleep) until the predicate holds. */

@@ -11,7 +11,7 @@ const op = (over: Partial<OperationRecord>): OperationRecord => ({
 const finished = { attempt: 1, outcome: { kind: 'failed_retryable', code: 'upstream_unavailable', message: '' } as const, latencyMs: 1, finishedAt: '' };
 
 describe('lifecycle states', () => {
-  it('allows only the moves of the lifecycle', () => {
+  it('allows only the moves of the lifecycle table', () => {
     expect(canTransition('proposed', 'validated')).toBe(true);
     expect(canTransition('proposed', 'executing')).toBe(false);
     expect(canTransition('outcome_unknown', 'rejected')).toBe(false);

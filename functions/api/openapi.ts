@@ -1,0 +1,237 @@
+import { z } from 'zod';
+import {
+  ApprovalsSchema,
+  CreateRunSchema,
+  DecisionResultSchema,
+  DecisionSchema,
+  EnvelopeSchema,
+  ErrorSchema,
+  HealthSchema,
+  OperationSchema,
+  PendingSchema,
+  ResolveSchema,
+  RunSchema,
+  ToolCallSchema,
+  ToolFormatSchema,
+  ToolsSchema,
+  TraceEventSchema,
+  TraceSchema,
+} from './schemas';
+
+/** Named schemas of the document: requests as the routes accept them, responses as they answer. */
+const REQUESTS = { CreateRun: CreateRunSchema, ToolCall: ToolCallSchema, Resolve: ResolveSchema, Decision: DecisionSchema } as const;
+const RESPONSES = {
+  Error: ErrorSchema,
+  Health: HealthSchema,
+  Run: RunSchema,
+  Envelope: EnvelopeSchema,
+  Pending: PendingSchema,
+  Operation: OperationSchema,
+  TraceEvent: TraceEventSchema,
+  Trace: TraceSchema,
+  Tools: ToolsSchema,
+  Approvals: ApprovalsSchema,
+  DecisionResult: DecisionResultSchema,
+} as const;
+type SchemaName = keyof typeof REQUESTS | keyof typeof RESPONSES;
+
+type Role = 'agent' | 'approver' | 'reviewer' | 'admin';
+
+interface Route {
+  method: 'get' | 'post';
+  path: string;
+  summary: string;
+  /** Who may call it; `public` routes take no bearer key. */
+  access: Role[] | 'public' | 'link';
+  body?: SchemaName;
+  /** The body may also be an HTML form (the approval page posts one). */
+  form?: boolean;
+  query?: { name: string; required: boolean; schema: object; description: string }[];
+  headers?: { name: string; schema: object; description: string }[];
+  responses: Record<number, { description: string; schema?: SchemaName; html?: boolean; headers?: Record<string, string> }>;
+}
+
+const ref = (name: SchemaName) => ({ $ref: `#/components/schemas/${name}` });
+const error = (description: string) => ({ description, schema: 'Error' as const });
+
+/** Every route of `app.ts`; a test checks this list against the app's own routes. */
+export const ROUTES: Route[] = [
+  { method: 'get', path: '/v1/health', summary: 'Liveness', access: 'public', responses: { 200: { description: 'the API serves', schema: 'Health' } } },
+  { method: 'get', path: '/v1/openapi.json', summary: 'This document', access: 'public', responses: { 200: { description: 'the OpenAPI 3.1 document of the API' } } },
+  {
+    method: 'post',
+    path: '/v1/runs',
+    summary: 'Create a run with budgets',
+    access: ['agent'],
+    body: 'CreateRun',
+    responses: { 201: { description: 'the run', schema: 'Run' }, 400: error('malformed body') },
+  },
+  { method: 'get', path: '/v1/runs/{runId}', summary: 'A run with its status, budgets and usage', access: ['agent'], responses: { 200: { description: 'the run', schema: 'Run' }, 404: error('no such run') } },
+  {
+    method: 'post',
+    path: '/v1/runs/{runId}/cancel',
+    summary: 'Close the run; operations in flight are cancelled',
+    access: ['agent'],
+    responses: { 200: { description: 'the run, cancelled', schema: 'Run' }, 404: error('no such run') },
+  },
+  {
+    method: 'post',
+    path: '/v1/runs/{runId}/tool-calls',
+    summary: 'Submit a tool call; the same (runId, callId) is one logical operation',
+    access: ['agent'],
+    body: 'ToolCall',
+    headers: [{ name: 'Prefer', schema: { type: 'string', pattern: '^wait=\\d+$' }, description: '`wait=N`: wait up to N seconds (0 to 25, default 10) for the envelope' }],
+    responses: {
+      200: { description: 'the envelope, once the call is reported', schema: 'Envelope', headers: { 'Idempotent-Replayed': '`true` when this (runId, callId) was submitted before' } },
+      202: { description: 'not reported yet: it waits for a person or took longer than the wait', schema: 'Pending' },
+      400: error('malformed body'),
+      404: error('no such run'),
+      409: error('`call_id_conflict` (the callId was used with other arguments) or `run_closed` (the run was cancelled)'),
+      413: error('body over 256 KiB'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1/runs/{runId}/trace',
+    summary: 'The run’s trace events in order',
+    access: ['agent', 'reviewer'],
+    responses: { 200: { description: 'events ordered by seq', schema: 'Trace' }, 404: error('no such run') },
+  },
+  {
+    method: 'get',
+    path: '/v1/operations/{operationId}',
+    summary: 'An operation and, once reported, its envelope',
+    access: ['agent', 'reviewer'],
+    responses: { 200: { description: 'the operation', schema: 'Operation' }, 404: error('no such operation') },
+  },
+  {
+    method: 'post',
+    path: '/v1/operations/{operationId}/cancel',
+    summary: 'Cancel one operation',
+    access: ['agent'],
+    responses: { 200: { description: 'the operation, cancelled', schema: 'Operation' }, 409: error('`invalid_state`: it already finished') },
+  },
+  {
+    method: 'post',
+    path: '/v1/operations/{operationId}/resolve',
+    summary: 'Settle an outcome_unknown operation by a person',
+    access: ['reviewer'],
+    body: 'Resolve',
+    responses: { 200: { description: 'the operation, settled', schema: 'Operation' }, 409: error('`invalid_state`: it is not outcome_unknown') },
+  },
+  {
+    method: 'get',
+    path: '/v1/tools',
+    summary: 'The caller’s tools with JSON Schema, in a provider’s tool-definition shape',
+    access: ['agent'],
+    query: [{ name: 'format', required: false, schema: z.toJSONSchema(ToolFormatSchema), description: 'default `neutral`' }],
+    responses: { 200: { description: 'tool definitions', schema: 'Tools' }, 400: error('unknown format') },
+  },
+  {
+    method: 'get',
+    path: '/v1/approvals',
+    summary: 'Pending approvals the caller may decide, each with a link signed for the caller',
+    access: ['approver'],
+    query: [{ name: 'status', required: false, schema: { type: 'string', enum: ['pending'] }, description: 'only `pending`' }],
+    responses: { 200: { description: 'pending approvals', schema: 'Approvals' } },
+  },
+  {
+    method: 'get',
+    path: '/v1/approvals/{approvalId}',
+    summary: 'The approval page: shows the exact operation; opening it decides nothing',
+    access: 'link',
+    query: [{ name: 'sig', required: true, schema: { type: 'string' }, description: 'the link’s signature' }],
+    responses: { 200: { description: 'HTML page with the frozen arguments and approve/reject buttons', html: true }, 403: { description: 'bad signature or the requester’s own operation', html: true } },
+  },
+  {
+    method: 'post',
+    path: '/v1/approvals/{approvalId}',
+    summary: 'Decide an approval, once, before it expires',
+    access: 'link',
+    body: 'Decision',
+    form: true,
+    responses: { 200: { description: 'the decision (HTML when posted as a form)', schema: 'DecisionResult' }, 403: error('bad signature or the requester’s own operation'), 409: error('`invalid_state`: already decided or expired') },
+  },
+];
+
+/** A zod schema as a JSON Schema 2020-12 fragment (the dialect of OpenAPI 3.1), without its `$schema`. */
+function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
+  return rest;
+}
+
+function operationOf(route: Route): Record<string, unknown> {
+  const pathParams = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+  const parameters = [
+    ...pathParams,
+    ...(route.query ?? []).map((q) => ({ name: q.name, in: 'query', required: q.required, description: q.description, schema: stripDialect(q.schema) })),
+    ...(route.headers ?? []).map((h) => ({ name: h.name, in: 'header', required: false, description: h.description, schema: h.schema })),
+  ];
+  const responses: Record<string, unknown> = {};
+  for (const [status, r] of Object.entries(route.responses)) {
+    responses[status] = {
+      description: r.description,
+      ...(r.headers ? { headers: Object.fromEntries(Object.entries(r.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) } : {}),
+      ...(r.html ? { content: { 'text/html': { schema: { type: 'string' } } } } : r.schema ? { content: { 'application/json': { schema: ref(r.schema) } } } : {}),
+    };
+  }
+  if (Array.isArray(route.access)) {
+    responses['401'] ??= { description: 'no valid bearer key', content: { 'application/json': { schema: ref('Error') } } };
+    responses['403'] ??= { description: 'the caller lacks the role or does not own the record', content: { 'application/json': { schema: ref('Error') } } };
+  }
+  const who = route.access === 'public' ? 'Anyone.' : route.access === 'link' ? 'The holder of a signed approval link (no bearer key).' : `Roles: ${route.access.join(', ')} (owners see their own records; admins see all).`;
+  return {
+    operationId: operationIdOf(route),
+    summary: route.summary,
+    description: who,
+    ...(route.access === 'public' || route.access === 'link' ? { security: [] } : {}),
+    ...(parameters.length ? { parameters } : {}),
+    ...(route.body
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: ref(route.body) },
+              ...(route.form ? { 'application/x-www-form-urlencoded': { schema: ref(route.body) } } : {}),
+            },
+          },
+        }
+      : {}),
+    responses,
+  };
+}
+
+function stripDialect(schema: object): object {
+  const { $schema: _dialect, ...rest } = schema as Record<string, unknown>;
+  return rest;
+}
+
+function operationIdOf(route: Route): string {
+  const words = route.path.replace(/^\/v1\//, '').split(/[/.-]/).filter((w) => w && !w.startsWith('{'));
+  const name = words.map((w, i) => (i === 0 ? w : w[0].toUpperCase() + w.slice(1))).join('');
+  const byId = route.path.endsWith('}') ? 'ById' : '';
+  return `${route.method}${name[0].toUpperCase()}${name.slice(1)}${byId}`;
+}
+
+/** The OpenAPI 3.1 document of every route, generated from the schemas that validate requests. */
+export function openApiDocument(): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of ROUTES) (paths[route.path] ??= {})[route.method] = operationOf(route);
+  const schemas = {
+    ...Object.fromEntries(Object.entries(REQUESTS).map(([name, s]) => [name, jsonSchemaOf(s, 'input')])),
+    ...Object.fromEntries(Object.entries(RESPONSES).map(([name, s]) => [name, jsonSchemaOf(s, 'output')])),
+  };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'toolrunner API',
+      version: '1',
+      description:
+        'JSON in and out. Errors are `{ "error": { "code", "message" } }`: 400 invalid_request, 401 unauthenticated, 403 forbidden, 404 not_found, 409 call_id_conflict | run_closed | invalid_state, 413 payload_too_large, 429 throttled. Unknown tools, invalid arguments, forbidden tools and exhausted budgets are envelopes, not HTTP errors.',
+    },
+    servers: [{ url: 'http://127.0.0.1:3000', description: 'npm start / toolrunner start' }],
+    security: [{ bearer: [] }],
+    paths,
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a principal’s key from the principals file or secret' } }, schemas },
+  };
+}

@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import { OperationState } from '../core/lifecycle';
+
+/**
+ * The API's shapes in one place: the request schemas validate what the routes accept (`app.ts`), and with
+ * the response schemas they generate the OpenAPI document (`openapi.ts`) and check answers in the typed
+ * client (`functions/client`). Response schemas are loose objects: a newer runner may add fields.
+ */
+
+export const MAX_BODY_BYTES = 256 * 1024;
+
+export const BudgetsSchema = z.strictObject({
+  maxTurns: z.number().int().min(1).max(10_000).optional(),
+  maxToolCalls: z.number().int().min(1).max(100_000).optional(),
+  maxWallClockSeconds: z.number().int().min(1).max(30 * 86400).optional(),
+  maxSpendCents: z.number().int().min(0).max(1_000_000_000).optional(),
+});
+export const CreateRunSchema = z.strictObject({ budgets: BudgetsSchema.optional(), metadata: z.record(z.string(), z.unknown()).optional() });
+export const ToolCallSchema = z.strictObject({
+  callId: z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'callId must be printable ASCII without spaces'),
+  turn: z.number().int().min(0).max(1_000_000),
+  name: z.string().min(1).max(128),
+  arguments: z.union([z.record(z.string(), z.unknown()), z.string().max(MAX_BODY_BYTES)]),
+});
+export const ResolveSchema = z.strictObject({ outcome: z.enum(['succeeded', 'failed']), note: z.string().min(1).max(2000) });
+export const DecisionSchema = z.strictObject({ decision: z.enum(['approve', 'reject']), reason: z.string().max(500).optional(), sig: z.string().min(1).max(2000).optional() });
+
+export type CreateRunBody = z.input<typeof CreateRunSchema>;
+export type ToolCallBody = z.input<typeof ToolCallSchema>;
+export type ResolveBody = z.input<typeof ResolveSchema>;
+
+export const ToolFormatSchema = z.enum(['neutral', 'openai', 'anthropic', 'mcp']);
+
+export const ErrorSchema = z.looseObject({ error: z.looseObject({ code: z.string(), message: z.string() }) });
+
+export const HealthSchema = z.looseObject({ status: z.literal('ok') });
+
+export const RunSchema = z.looseObject({
+  runId: z.string(),
+  status: z.enum(['open', 'cancelled', 'budget_exhausted', 'expired']),
+  budgets: z.looseObject({ maxTurns: z.number(), maxToolCalls: z.number(), maxWallClockSeconds: z.number(), maxSpendCents: z.number() }),
+  usage: z.looseObject({ turns: z.number(), toolCalls: z.number(), spendCents: z.number(), wallClockSeconds: z.number() }),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  createdAt: z.string(),
+  deadlineAt: z.string(),
+});
+
+/** The only thing the model sees. */
+export const EnvelopeSchema = z.looseObject({
+  status: z.enum(['succeeded', 'rejected', 'failed', 'outcome_unknown', 'budget_exhausted', 'cancelled']),
+  code: z.string().optional(),
+  call_id: z.string(),
+  logical_operation_id: z.string(),
+  message: z.string(),
+  result: z.unknown().optional(),
+  allowed_next_actions: z.array(z.string()),
+});
+
+/** A call that is not reported yet: it waits for a person or took longer than `Prefer: wait`. */
+export const PendingSchema = z.looseObject({ operationId: z.string(), state: z.enum(Object.values(OperationState) as [OperationState, ...OperationState[]]), statusUrl: z.string() });
+
+export const OperationSchema = z.looseObject({
+  operationId: z.string(),
+  runId: z.string(),
+  callId: z.string(),
+  turn: z.number(),
+  toolName: z.string(),
+  state: z.enum(Object.values(OperationState) as [OperationState, ...OperationState[]]),
+  risk: z.enum(['read', 'reversible_write', 'irreversible_write']).optional(),
+  inputHash: z.string(),
+  idempotencyKey: z.string().optional(),
+  attempts: z.number(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  approval: z
+    .looseObject({ approvalId: z.string(), state: z.enum(['pending', 'approved', 'rejected', 'expired']), expiresAt: z.string(), decidedBy: z.string().optional(), decidedAt: z.string().optional() })
+    .optional(),
+  outcome: z.looseObject({ kind: z.string(), code: z.string().optional(), retryable: z.boolean().optional() }).optional(),
+  review: z.looseObject({ required: z.boolean(), reason: z.string(), resolvedBy: z.string().optional(), note: z.string().optional() }).optional(),
+  envelope: EnvelopeSchema.optional(),
+  lateOutcome: z.looseObject({ kind: z.string(), code: z.string().optional() }).optional(),
+});
+
+export const TraceEventSchema = z.looseObject({
+  seq: z.number().int(),
+  at: z.string(),
+  runId: z.string(),
+  operationId: z.string().optional(),
+  callId: z.string().optional(),
+  type: z.string(),
+  from: z.string().optional(),
+  to: z.string().optional(),
+  attempt: z.number().int().optional(),
+  detail: z.record(z.string(), z.unknown()).optional(),
+});
+export const TraceSchema = z.looseObject({ events: z.array(TraceEventSchema) });
+
+export const ToolsSchema = z.looseObject({ format: ToolFormatSchema, tools: z.array(z.record(z.string(), z.unknown())) });
+
+export const ApprovalSchema = z.looseObject({
+  approvalId: z.string(),
+  operationId: z.string(),
+  runId: z.string(),
+  toolName: z.string(),
+  arguments: z.unknown().optional(),
+  inputHash: z.string(),
+  requestedBy: z.string(),
+  expiresAt: z.string(),
+  url: z.string(),
+});
+export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema) });
+
+export const DecisionResultSchema = z.looseObject({ approvalId: z.string(), operationId: z.string(), state: z.string() });
+
+export type Run = z.infer<typeof RunSchema>;
+export type Operation = z.infer<typeof OperationSchema>;
+export type Pending = z.infer<typeof PendingSchema>;
+export type TraceEventView = z.infer<typeof TraceEventSchema>;
+export type Approval = z.infer<typeof ApprovalSchema>;

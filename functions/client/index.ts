@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import {
+  ApprovalsSchema,
+  EnvelopeSchema,
+  ErrorSchema,
+  OperationSchema,
+  PendingSchema,
+  RunSchema,
+  ToolsSchema,
+  TraceSchema,
+  type Approval,
+  type CreateRunBody,
+  type Operation,
+  type Pending,
+  type Run,
+  type TraceEventView,
+} from '../api/schemas';
+import type { Envelope } from '../core/envelope';
+
+export type { Approval, CreateRunBody, Envelope, Operation, Pending, Run };
+export type TraceEvent = TraceEventView;
+export type ToolFormat = 'neutral' | 'openai' | 'anthropic' | 'mcp';
+
+/** An HTTP error from the runner (`{ error: { code, message } }`), or an answer the client cannot read. */
+export class ToolRunnerError extends Error {
+  override name = 'ToolRunnerError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface ClientOptions {
+  /** The runner's base URL, e.g. `http://127.0.0.1:3000`. */
+  baseUrl: string;
+  /** A principal's bearer key. */
+  apiKey: string;
+  /** Defaults to the global `fetch`. */
+  fetch?: typeof fetch;
+}
+
+export interface ToolCall {
+  callId: string;
+  turn: number;
+  name: string;
+  /** An object, or the JSON string a model produced. */
+  arguments: Record<string, unknown> | string;
+}
+
+export type ToolCallResult = { kind: 'envelope'; envelope: Envelope; replayed: boolean } | { kind: 'pending'; operationId: string; state: string; statusUrl: string };
+
+/** The answer of the policy preview: what validation would decide, without creating an operation. */
+export const PreviewSchema = z.looseObject({ decision: z.enum(['allow', 'deny', 'require_approval']), code: z.string().optional(), message: z.string(), inputHash: z.string() });
+export type Preview = z.infer<typeof PreviewSchema>;
+
+/** An operation waiting for a person's resolution. */
+export const ReviewsSchema = z.looseObject({
+  reviews: z.array(z.looseObject({ operationId: z.string(), runId: z.string(), toolName: z.string(), reason: z.string(), since: z.string(), resolveUrl: z.string() })),
+});
+export type Review = z.infer<typeof ReviewsSchema>['reviews'][number];
+
+const WAIT_MAX_SECONDS = 25;
+
+/** A typed client for the runner's HTTP API; answers are checked with the API's own schemas. */
+export function createClient(options: ClientOptions) {
+  const baseUrl = options.baseUrl.replace(/\/$/, '');
+  const doFetch = options.fetch ?? fetch;
+
+  async function request<S extends z.ZodType>(method: string, path: string, schema: S, init: { body?: unknown; headers?: Record<string, string> } = {}): Promise<{ status: number; headers: Headers; body: z.infer<S> }> {
+    let res: Response;
+    try {
+      res = await doFetch(`${baseUrl}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${options.apiKey}`,
+          accept: 'application/json',
+          ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...init.headers,
+        },
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      });
+    } catch (error) {
+      throw new ToolRunnerError(0, 'network_error', `${method} ${path}: ${(error as Error).message}`);
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      throw new ToolRunnerError(res.status, 'invalid_response', `${method} ${path}: the answer is not JSON (${res.status})`);
+    }
+    if (!res.ok) {
+      const error = ErrorSchema.safeParse(json);
+      if (error.success) throw new ToolRunnerError(res.status, error.data.error.code, error.data.error.message);
+      throw new ToolRunnerError(res.status, 'http_error', `${method} ${path}: HTTP ${res.status}`);
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      throw new ToolRunnerError(res.status, 'invalid_response', `${method} ${path}: unexpected answer: ${parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
+    }
+    return { status: res.status, headers: res.headers, body: parsed.data };
+  }
+
+  const id = (value: string) => encodeURIComponent(value);
+
+  const client = {
+    async createRun(body: CreateRunBody = {}): Promise<Run> {
+      return (await request('POST', '/v1/runs', RunSchema, { body })).body;
+    },
+    async getRun(runId: string): Promise<Run> {
+      return (await request('GET', `/v1/runs/${id(runId)}`, RunSchema)).body;
+    },
+    async cancelRun(runId: string): Promise<Run> {
+      return (await request('POST', `/v1/runs/${id(runId)}/cancel`, RunSchema)).body;
+    },
+    /**
+     * Submits a tool call and waits up to `waitSeconds` (0 to 25, default 10) for its envelope. The same
+     * `callId` again answers the same operation (`replayed: true`); other arguments throw `call_id_conflict`.
+     */
+    async callTool(runId: string, call: ToolCall, opts: { waitSeconds?: number } = {}): Promise<ToolCallResult> {
+      const wait = Math.min(WAIT_MAX_SECONDS, Math.max(0, Math.floor(opts.waitSeconds ?? 10)));
+      const res = await request('POST', `/v1/runs/${id(runId)}/tool-calls`, z.union([EnvelopeSchema, PendingSchema]), { body: call, headers: { prefer: `wait=${wait}` } });
+      if (res.status === 202) {
+        const pending = PendingSchema.parse(res.body);
+        return { kind: 'pending', operationId: pending.operationId, state: pending.state, statusUrl: pending.statusUrl };
+      }
+      return { kind: 'envelope', envelope: EnvelopeSchema.parse(res.body) as Envelope, replayed: res.headers.get('idempotent-replayed') === 'true' };
+    },
+    async getOperation(operationId: string): Promise<Operation> {
+      return (await request('GET', `/v1/operations/${id(operationId)}`, OperationSchema)).body;
+    },
+    /**
+     * Polls the operation with growing pauses until it carries an envelope; throws `ToolRunnerError`
+     * with code `timeout` (status 0) when `timeoutSeconds` (default 60) pass first.
+     */
+    async waitForOperation(operationId: string, opts: { timeoutSeconds?: number } = {}): Promise<Envelope> {
+      const deadline = Date.now() + (opts.timeoutSeconds ?? 60) * 1000;
+      let pauseMs = 100;
+      for (;;) {
+        const op = await client.getOperation(operationId);
+        if (op.envelope) return op.envelope as Envelope;
+        const left = deadline - Date.now();
+        if (left <= 0) throw new ToolRunnerError(0, 'timeout', `operation ${operationId} is still ${op.state}`);
+        await new Promise((r) => setTimeout(r, Math.min(pauseMs, left)));
+        pauseMs = Math.min(pauseMs * 2, 2000);
+      }
+    },
+    async cancelOperation(operationId: string): Promise<Operation> {
+      return (await request('POST', `/v1/operations/${id(operationId)}/cancel`, OperationSchema)).body;
+    },
+    async getTrace(runId: string): Promise<TraceEvent[]> {
+      return (await request('GET', `/v1/runs/${id(runId)}/trace`, TraceSchema)).body.events;
+    },
+    /** The caller's tools in a provider's tool-definition shape (default `neutral`). */
+    async listTools(format: ToolFormat = 'neutral'): Promise<Record<string, unknown>[]> {
+      return (await request('GET', `/v1/tools?format=${id(format)}`, ToolsSchema)).body.tools;
+    },
+    /** What validation would decide for this call (tool, schema, authorization, budget, approval), with no operation. */
+    async previewToolCall(runId: string, call: { name: string; arguments: Record<string, unknown> | string }): Promise<Preview> {
+      return (await request('POST', `/v1/runs/${id(runId)}/tool-calls/preview`, PreviewSchema, { body: call })).body;
+    },
+    /** Pending approvals the caller (an approver) may decide. */
+    async listApprovals(): Promise<Approval[]> {
+      return (await request('GET', '/v1/approvals?status=pending', ApprovalsSchema)).body.approvals;
+    },
+    /** Operations waiting for a person's resolution (a reviewer's queue). */
+    async listReviews(): Promise<Review[]> {
+      return (await request('GET', '/v1/reviews?status=open', ReviewsSchema)).body.reviews;
+    },
+  };
+  return client;
+}
+
+export type ToolRunnerClient = ReturnType<typeof createClient>;

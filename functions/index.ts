@@ -1,0 +1,11 @@
+/**
+ * The package's main entry (`toolrunner`): what a tools module needs to declare tools the runner can run.
+ * `toolrunner start --tools PATH` loads a module whose default export is an array of these specs.
+ */
+export { defineTool, ToolRegistrationError } from './core/tool-spec';
+export type { ApprovalPolicy, ReconcileResult, ToolContext, ToolSpec } from './core/tool-spec';
+export type { Envelope } from './core/envelope';
+export type { Risk } from './core/model';
+export type { TraceEvent, TraceType } from './core/trace';
+export { requestJson, retryAfterSeconds, type JsonRequest } from './tools/http';
+export { TransportError, UpstreamHttpError } from './core/errors';

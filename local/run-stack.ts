@@ -1,0 +1,74 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import type { ToolSpec } from '../functions/core/tool-spec';
+import { ensureConfig, startStack } from './stack';
+
+/** Local runtime knobs, shared by `npm start` and `toolrunner start` (the README's "Local knobs"). */
+export const Knobs = z.object({
+  PORT: z.coerce.number().int().min(1).max(65535).default(3000),
+  SANDBOX_PORT: z.coerce.number().int().min(1).max(65535).default(3001),
+  TOOLRUNNER_DATA_DIR: z.string().min(1).default('.local/'),
+  TOOLRUNNER_CONFIG: z.string().min(1).default('toolrunner.local.json'),
+});
+
+/**
+ * Starts the embedded stack from the knobs, prints the keys file, a try-it line and `ready: ...`, and
+ * stops it cleanly on SIGINT or SIGTERM (exit 0). `command` names the caller in messages. Exits with 2 on
+ * a bad knob and 1 when the stack fails to start; messages only, never a stack trace.
+ */
+export async function runEmbeddedStack(command: string, options: { tools?: ToolSpec[] } = {}): Promise<void> {
+  const parsed = Knobs.safeParse(process.env);
+  if (!parsed.success) {
+    console.error(`${command}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    process.exit(2);
+  }
+  const knobs = parsed.data;
+  const configPath = resolve(knobs.TOOLRUNNER_CONFIG);
+  let stack: Awaited<ReturnType<typeof startStack>>;
+  let created: boolean;
+  try {
+    created = ensureConfig(configPath).created;
+    stack = await startStack({
+      dataDir: resolve(knobs.TOOLRUNNER_DATA_DIR),
+      configPath,
+      port: knobs.PORT,
+      sandboxPort: knobs.SANDBOX_PORT,
+      tools: options.tools,
+    });
+  } catch (error) {
+    console.error(`${command} failed: ${(error as Error).message}`);
+    process.exit(1);
+  }
+
+  const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
+  console.log(`keys: ${configPath}${created ? ' (created with random keys)' : ''}`);
+  if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
+  const firstTool = [...stack.deps.tools.keys()][0];
+  if (agent) {
+    console.log('try:');
+    console.log(`  RUN=$(curl -s -X POST ${stack.apiUrl}/v1/runs -H 'Authorization: Bearer ${agent.key}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`);
+    if (stack.sandboxUrl) {
+      console.log(`  curl -s -X POST ${stack.apiUrl}/v1/runs/$RUN/tool-calls -H 'Authorization: Bearer ${agent.key}' -H 'Content-Type: application/json' -d '{"callId":"call_1","turn":1,"name":"get_order","arguments":{"orderId":"ord_1"}}'`);
+    } else if (firstTool) {
+      console.log(`  curl -s ${stack.apiUrl}/v1/tools -H 'Authorization: Bearer ${agent.key}'    # then POST /v1/runs/$RUN/tool-calls with "name":"${firstTool}"`);
+    }
+  }
+  console.log(`ready: api=${stack.apiUrl}${stack.sandboxUrl ? ` sandbox=${stack.sandboxUrl}` : ''}`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: shutting down`);
+    try {
+      await stack.stop();
+      process.exit(0);
+    } catch (error) {
+      console.error(`shutdown failed: ${(error as Error).message}`);
+      process.exit(1);
+    }
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}

@@ -1,0 +1,59 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = resolve(import.meta.dirname, '../..');
+/** tsx's loader by absolute URL: the CLI runs in a folder outside the repo, where `--import tsx` would not resolve. */
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const dir = mkdtempSync(join(tmpdir(), 'toolrunner-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The CLI from its sources, as `node --import tsx cli/main.ts`; the built one is tested from the installed package. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((r) => {
+    execFile(process.execPath, ['--import', tsxLoader, join(root, 'cli/main.ts'), ...args], { cwd: dir, env: { ...process.env, TOOLRUNNER_TOOLS: '', ...env } }, (error, stdout, stderr) =>
+      r({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at /);
+
+describe('toolrunner command', () => {
+  it('refuses a tools module whose policy could repeat a side effect, naming the tool, before starting anything', async () => {
+    writeFileSync(
+      join(dir, 'risky.mjs'),
+      `export default [{ name: 'wire_money', description: 'x', inputSchema: { _zod: { def: { type: 'object' } }, safeParse() {} }, outputSchema: { _zod: { def: { type: 'unknown' } }, safeParse() {} },
+        risk: 'irreversible_write', timeoutMs: 1000, maxAttempts: 3, supportsIdempotency: false, approval: 'never', execute: async () => ({}) }];`,
+    );
+    const res = await cli(['start', '--tools', 'risky.mjs']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('wire_money: an irreversible write without idempotency support or a reconcile function must declare maxAttempts: 1');
+    expect(res.stdout).not.toContain('ready:');
+    noStack(res.stderr);
+  });
+
+  it('says what is wrong with a missing module or one without an array default export', async () => {
+    const missing = await cli(['start'], { TOOLRUNNER_TOOLS: 'nope.ts' });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/no tools module at .*nope\.ts/);
+    writeFileSync(join(dir, 'single.mjs'), 'export default { name: "x" };');
+    const single = await cli(['start', '--tools', 'single.mjs']);
+    expect(single).toMatchObject({ code: 2 });
+    expect(single.stderr).toContain('the default export must be a non-empty array of tool specs');
+    noStack(`${missing.stderr}${single.stderr}`);
+  });
+
+  it('prints usage for an unknown command and asks trace for its key', async () => {
+    const unknown = await cli(['deploy']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('toolrunner start [--tools PATH]');
+    const trace = await cli(['trace', 'run_1'], { TOOLRUNNER_KEY: '' });
+    expect(trace.code).toBe(2);
+    expect(trace.stderr).toContain('TOOLRUNNER_KEY');
+  });
+});
