@@ -28,6 +28,7 @@ const HANDLERS: Record<LifecycleFunction | 'Api' | 'Sweeper', { file: string; ti
   Execute: { file: 'execute.ts', timeout: Duration.minutes(5), memory: 512 },
   Reconcile: { file: 'reconcile.ts', timeout: Duration.minutes(2) },
   Report: { file: 'report.ts', timeout: Duration.seconds(30) },
+  Handoff: { file: 'handoff.ts', timeout: Duration.seconds(30) },
   // API Gateway gives up at 29 s; long-polls stop at 25 s.
   Api: { file: 'api.ts', timeout: Duration.seconds(29), memory: 512 },
   Sweeper: { file: 'sweeper.ts', timeout: Duration.minutes(1) },

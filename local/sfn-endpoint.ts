@@ -64,6 +64,12 @@ const Inputs = {
  * Step Functions JSON API (the subset the runner uses), so handlers use the real @aws-sdk/client-sfn.
  * Task tokens are minted here, because the engine does not supply `$$.Task.Token`.
  */
+export interface LocalMachine {
+  name: string;
+  definition: string;
+  type: 'STANDARD' | 'EXPRESS';
+}
+
 export class LocalStepFunctions {
   private readonly executions = new Map<string, Execution>();
   private readonly tokens = new Map<string, PendingToken>();
@@ -71,18 +77,23 @@ export class LocalStepFunctions {
   private readonly finished: string[] = [];
   private static readonly KEEP_FINISHED = 1000;
   private server?: Server;
+  /** The first machine's ARN (the Standard lifecycle). */
   readonly stateMachineArn: string;
-  private readonly machine: StateMachine;
-  private readonly definition: { States: Record<string, { Type: string; Resource?: string }> };
+  private readonly machines = new Map<string, { machine: StateMachine; definition: { States: Record<string, { Type: string; Resource?: string }> }; type: LocalMachine['type'] }>();
 
   constructor(
-    definitionJson: string,
+    machines: LocalMachine[],
     private readonly functions: Record<string, LocalFunction>,
-    name = 'toolrunner-invocation',
   ) {
-    this.stateMachineArn = `arn:aws:states:us-east-1:000000000000:stateMachine:${name}`;
-    this.definition = JSON.parse(definitionJson);
-    this.machine = new StateMachine(this.definition as never, { validationOptions: { checkArn: true, checkPaths: true } });
+    for (const m of machines) {
+      const definition = JSON.parse(m.definition);
+      this.machines.set(this.arnOf(m.name), { machine: new StateMachine(definition as never, { validationOptions: { checkArn: true, checkPaths: true } }), definition, type: m.type });
+    }
+    this.stateMachineArn = this.arnOf(machines[0].name);
+  }
+
+  arnOf(name: string): string {
+    return `arn:aws:states:us-east-1:000000000000:stateMachine:${name}`;
   }
 
   /** The signal of the operation's current execution: StopExecution aborts its in-flight attempt. */
@@ -119,7 +130,15 @@ export class LocalStepFunctions {
   private async dispatch(action: string, body: unknown): Promise<unknown> {
     switch (action) {
       case 'StartExecution':
-        return this.start(Inputs.StartExecution.parse(body));
+        return this.start(Inputs.StartExecution.parse(body)).started;
+      case 'StartSyncExecution': {
+        const req = Inputs.StartExecution.parse(body);
+        if (this.machines.get(req.stateMachineArn)?.type !== 'EXPRESS') throw new SfnError('StateMachineTypeNotSupported', 'StartSyncExecution needs an EXPRESS state machine');
+        const { started, done } = this.start(req);
+        await done;
+        const e = this.executions.get(started.executionArn)!;
+        return { executionArn: e.arn, stateMachineArn: req.stateMachineArn, name: e.name, status: e.status, startDate: e.startDate, stopDate: e.stopDate, input: e.input, output: e.output, error: e.error, cause: e.cause };
+      }
       case 'DescribeExecution': {
         const e = this.find(Inputs.DescribeExecution.parse(body).executionArn);
         return { executionArn: e.arn, stateMachineArn: this.stateMachineArn, name: e.name, status: e.status, startDate: e.startDate, stopDate: e.stopDate, input: e.input, output: e.output, error: e.error, cause: e.cause };
@@ -189,14 +208,17 @@ export class LocalStepFunctions {
   }
 
   /** Idempotent by name, as on AWS: same name and input returns the running execution; otherwise it exists already. */
-  private start(req: z.infer<typeof Inputs.StartExecution>): { executionArn: string; startDate: number } {
-    if (req.stateMachineArn !== this.stateMachineArn) throw new SfnError('StateMachineDoesNotExist', `no state machine ${req.stateMachineArn}`);
+  private start(req: z.infer<typeof Inputs.StartExecution>): { started: { executionArn: string; startDate: number }; done: Promise<unknown> } {
+    const target = this.machines.get(req.stateMachineArn);
+    if (!target) throw new SfnError('StateMachineDoesNotExist', `no state machine ${req.stateMachineArn}`);
     const name = req.name ?? randomBytes(16).toString('hex');
-    const arn = `${this.stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
+    // Express executions are not unique by name (as on AWS): each gets its own ARN.
+    const base = `${req.stateMachineArn.replace(':stateMachine:', target.type === 'EXPRESS' ? ':express:' : ':execution:')}:${name}`;
+    const arn = target.type === 'EXPRESS' ? `${base}:${randomBytes(8).toString('hex')}` : base;
     const input = req.input ?? '{}';
     const existing = this.executions.get(arn);
     if (existing) {
-      if (existing.status === 'RUNNING' && existing.input === input) return { executionArn: arn, startDate: existing.startDate };
+      if (existing.status === 'RUNNING' && existing.input === input) return { started: { executionArn: arn, startDate: existing.startDate }, done: Promise.resolve() };
       throw new SfnError('ExecutionAlreadyExists', `execution ${name} already exists`);
     }
     const controller = new AbortController();
@@ -210,15 +232,15 @@ export class LocalStepFunctions {
       this.tokens.set(token, { execution: arn, closed: false });
       return token;
     };
-    const run = this.machine.run(parsedInput, {
-      overrides: { taskResourceLocalHandlers: this.localHandlers(arn) as never },
+    const run = target.machine.run(parsedInput, {
+      overrides: { taskResourceLocalHandlers: this.localHandlers(arn, target.definition) as never },
       context: { Execution: { Id: arn, Name: name }, Task: { get Token() { return mintToken(); } } },
     });
     execution.abort = run.abort;
     void (async () => {
       for await (const event of run.eventLogs) execution.history.push(historyEvent(event as EngineEvent));
     })().catch(() => undefined);
-    run.result.then(
+    const done = run.result.then(
       (output) => {
         if (execution.status !== 'RUNNING') return;
         execution.status = 'SUCCEEDED';
@@ -238,13 +260,13 @@ export class LocalStepFunctions {
       if (this.byOperation.get(parsedInput?.operationId) === controller) this.byOperation.delete(parsedInput.operationId);
       this.retire(arn);
     });
-    return { executionArn: arn, startDate: execution.startDate };
+    return { started: { executionArn: arn, startDate: execution.startDate }, done };
   }
 
   /** lambda:invoke states call the function and mirror AWS's `{ Payload, StatusCode }`; .waitForTaskToken waits for the token. */
-  private localHandlers(executionArn: string): Record<string, (input: unknown) => Promise<unknown>> {
+  private localHandlers(executionArn: string, definition: { States: Record<string, { Type: string; Resource?: string }> }): Record<string, (input: unknown) => Promise<unknown>> {
     const handlers: Record<string, (input: unknown) => Promise<unknown>> = {};
-    for (const [stateName, state] of Object.entries(this.definition.States)) {
+    for (const [stateName, state] of Object.entries(definition.States)) {
       if (state.Type !== 'Task') continue;
       const waits = state.Resource?.endsWith('.waitForTaskToken');
       handlers[stateName] = async (input) => {

@@ -15,7 +15,7 @@ import type { ToolSpec } from '../functions/core/tool-spec';
 import type { Deps } from '../functions/core/ports';
 import { sweep } from '../functions/steps/resume';
 import { createSandbox } from '../sandbox/server';
-import { LIFECYCLE_FUNCTIONS, placeholderOf, readDefinition, substitute, type LifecycleFunction } from '../statemachines/definition';
+import { LIFECYCLE_FUNCTIONS, placeholderOf, readDefinition, readExpressDefinition, substitute, type LifecycleFunction } from '../statemachines/definition';
 import { ensureTables, localClient, startDynamoLocal } from './dynamodb-local';
 import { LocalStepFunctions, type LocalFunction } from './sfn-endpoint';
 
@@ -125,8 +125,16 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   let deps!: Deps;
   const current = () => deps;
   const handlers: Record<LifecycleFunction, LocalFunction> = makeLifecycleHandlers(current);
-  const definition = substitute(readDefinition(), Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)])));
-  const engine = new LocalStepFunctions(definition, Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers[n]])), `${prefix}-invocation`);
+  const substitutions = Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)]));
+  // Both machines, as deployed; TOOLRUNNER_EXPRESS=off runs every call on Standard (the e2e suite checks both paths).
+  const express = process.env.TOOLRUNNER_EXPRESS !== 'off';
+  const engine = new LocalStepFunctions(
+    [
+      { name: `${prefix}-invocation`, definition: substitute(readDefinition(), substitutions), type: 'STANDARD' },
+      ...(express ? [{ name: `${prefix}-invocation-express`, definition: substitute(readExpressDefinition(), substitutions), type: 'EXPRESS' as const }] : []),
+    ],
+    Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers[n]])),
+  );
   const sfnEndpoint = await engine.listen();
   started.push(() => engine.close());
 
@@ -141,6 +149,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   const env = parseEnv({
     ...Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [name, tables[id as keyof TableNames]])),
     STATE_MACHINE_ARN: engine.stateMachineArn,
+    ...(express ? { EXPRESS_STATE_MACHINE_ARN: engine.arnOf(`${prefix}-invocation-express`) } : {}),
     SANDBOX_URL: sandboxUrl,
     PUBLIC_BASE_URL: `http://127.0.0.1:${port || 3000}`,
     TOOLRUNNER_CONFIG: options.configPath,

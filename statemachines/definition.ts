@@ -3,6 +3,8 @@ import { fileURLToPath } from 'node:url';
 
 /** The one lifecycle definition, deployed by CDK and run unchanged by the embedded engine. */
 export const ASL_PATH = fileURLToPath(new URL('./invocation.asl.json', import.meta.url));
+/** Its Express variant, generated from it (statemachines/express.ts, `npm run asl:express`). */
+export const EXPRESS_ASL_PATH = fileURLToPath(new URL('./invocation-express.asl.json', import.meta.url));
 
 /**
  * The registry of lifecycle steps: the Lambda behind each `${<Name>FunctionArn}` placeholder, its handler
@@ -15,6 +17,7 @@ export const LIFECYCLE_STEPS = {
   Execute: { entry: 'execute.ts', timeoutSeconds: 900 },
   Reconcile: { entry: 'reconcile.ts', timeoutSeconds: 300 },
   Report: { entry: 'report.ts', timeoutSeconds: 30 },
+  Handoff: { entry: 'handoff.ts', timeoutSeconds: 30 },
 } as const satisfies Record<string, { entry: string; timeoutSeconds: number }>;
 
 export type LifecycleFunction = keyof typeof LIFECYCLE_STEPS;
@@ -24,6 +27,10 @@ export const placeholderOf = (name: LifecycleFunction) => `${name}FunctionArn`;
 
 export function readDefinition(): string {
   return readFileSync(ASL_PATH, 'utf8');
+}
+
+export function readExpressDefinition(): string {
+  return readFileSync(EXPRESS_ASL_PATH, 'utf8');
 }
 
 /** Every `${Name}` in the definition, in order of first appearance. */

@@ -4,23 +4,37 @@ import {
   SendTaskFailureCommand,
   SendTaskSuccessCommand,
   StartExecutionCommand,
+  StartSyncExecutionCommand,
   StopExecutionCommand,
   type SFNClient,
 } from '@aws-sdk/client-sfn';
-import type { LifecyclePort } from '../steps/deps';
+import type { LifecyclePort } from '../core/ports';
 
-/** The lifecycle engine through the real Step Functions API (AWS, LocalStack, or the embedded endpoint). */
-export function sfnLifecycle(client: SFNClient, stateMachineArn: string): LifecyclePort {
+/**
+ * The lifecycle engine through the real Step Functions API (AWS, LocalStack, or the embedded endpoint).
+ * With an Express machine, calls that need no approval run there and are answered synchronously.
+ */
+export function sfnLifecycle(client: SFNClient, stateMachineArn: string, expressStateMachineArn?: string): LifecyclePort {
   const executionArn = (name: string) => `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
   return {
-    async start(operationId, name) {
+    async start(input, name, machine = 'standard') {
+      const arn = machine === 'express' && expressStateMachineArn ? expressStateMachineArn : stateMachineArn;
       try {
-        await client.send(new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify({ operationId }) }));
+        await client.send(new StartExecutionCommand({ stateMachineArn: arn, name, input: JSON.stringify(input) }));
       } catch (error) {
         // Same name, different input or already closed: the execution for this name exists, which is what we want.
         if (!(error instanceof ExecutionAlreadyExists)) throw error;
       }
     },
+    ...(expressStateMachineArn
+      ? {
+          async startSync(input, name) {
+            const out = await client.send(new StartSyncExecutionCommand({ stateMachineArn: expressStateMachineArn, name, input: JSON.stringify(input) }));
+            // A failed or timed-out Express execution leaves the operation to its lease: the sweeper resumes it.
+            if (out.status !== 'SUCCEEDED') console.error(JSON.stringify({ level: 'warn', message: 'express execution did not succeed', name, status: out.status, error: out.error }));
+          },
+        }
+      : {}),
     async stop(name, cause) {
       try {
         await client.send(new StopExecutionCommand({ executionArn: executionArn(name), cause }));

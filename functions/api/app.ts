@@ -156,22 +156,23 @@ export function makeApp(deps: Deps): Hono<Env> {
     requireRole(c, 'agent');
     const run = await ownRun(c);
     const call = await jsonBody(c, ToolCallSchema);
-    const submitted = await submitToolCall(deps, run, c.get('principal'), call);
+    const waitSeconds = preferredWaitSeconds(c.req.header('prefer'));
+    const submitted = await submitToolCall(deps, run, c.get('principal'), call, { waitSeconds });
     if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
     if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
     if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
-    const op = await waitForSettled(submitted.op, preferredWaitSeconds(c.req.header('prefer')));
+    const op = await waitForSettled(submitted.op, waitSeconds, submitted.kind === 'created' ? submitted.finished : undefined);
     const envelope = envelopeOf(op);
     if (envelope) return c.json(envelope, 200);
     return c.json({ operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` }, 202);
   });
 
   /**
-   * Long-poll: until the model's envelope is decided (recorded; Report marks it delivered off the critical
-   * path), the call waits for a person, or the wait is over. Notified in-process where the steps run beside
-   * the API; polled with backoff elsewhere.
+   * Long-poll: until the model's envelope is decided, the call waits for a person, or the wait is over.
+   * Three ways to learn it without polling: the synchronous (Express) execution's end, an in-process
+   * notification where the steps run beside the API, and otherwise a poll with backoff.
    */
-  async function waitForSettled(op: OperationRecord, seconds: number): Promise<OperationRecord> {
+  async function waitForSettled(op: OperationRecord, seconds: number, finished?: Promise<void>): Promise<OperationRecord> {
     const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
     if (done(op) || seconds === 0) return op;
     let current = op;
@@ -185,18 +186,27 @@ export function makeApp(deps: Deps): Hono<Env> {
       // Read once after subscribing: a change committed before the subscription is not missed.
       const read = await deps.store.getOperation(op.operationId);
       if (read && read.version > current.version) current = read;
+      let ended = false;
+      void finished?.then(() => {
+        ended = true;
+        wake();
+      });
       for (let pollMs = 50; !done(current) && deps.now() < deadline; pollMs = Math.min(MAX_POLL_MS, pollMs * 2)) {
-        const waitMs = Math.min(deadline - deps.now(), deps.watch ? deadline - deps.now() : pollMs);
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.max(0, waitMs));
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        if (!deps.watch && !done(current)) {
+        const waitMs = Math.min(deadline - deps.now(), deps.watch || finished ? deadline - deps.now() : pollMs);
+        if (!ended) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, Math.max(0, waitMs));
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+        if ((ended || !deps.watch) && !done(current)) {
           const polled = await deps.store.getOperation(op.operationId);
           if (polled && polled.version > current.version) current = polled;
+          // The execution ended: what it decided is in the record now; no need to wait any longer.
+          if (ended) break;
         }
       }
       return current;

@@ -68,9 +68,18 @@ export interface Store {
   releaseLock(lockKey: string, owner: string): Promise<void>;
 }
 
+/** Which state machine runs an execution: Standard (approvals, long waits) or its Express variant. */
+export type Machine = 'standard' | 'express';
+
 /** The lifecycle engine as the steps need it: Step Functions on AWS, the embedded engine locally. */
 export interface LifecyclePort {
-  start(operationId: string, executionName: string): Promise<void>;
+  /** Starts an execution (idempotent by name); `input` says where it enters (see the ASL's Route). */
+  start(input: { operationId: string; next: string }, executionName: string, machine?: Machine): Promise<void>;
+  /**
+   * Runs an Express execution to its end and resolves then (StartSyncExecution): the caller learns the
+   * result without polling. Absent where no Express machine is deployed.
+   */
+  startSync?(input: { operationId: string; next: string }, executionName: string): Promise<void>;
   stop(executionName: string, cause: string): Promise<void>;
   sendTaskSuccess(taskToken: string, output: unknown): Promise<void>;
   sendTaskFailure(taskToken: string, error: string, cause: string): Promise<void>;

@@ -24,6 +24,8 @@ const EnvSchema = z
     TABLE_LOCKS: z.string().min(1),
     TABLE_IDEMPOTENCY: z.string().min(1),
     STATE_MACHINE_ARN: z.string().min(1),
+    /** The Express variant; without it every call runs on the Standard machine. */
+    EXPRESS_STATE_MACHINE_ARN: z.string().min(1).optional(),
     /** Where the demo tools find the sandbox; without it there are no demo tools and `tools` must be given. */
     SANDBOX_URL: z.string().url().optional(),
     PUBLIC_BASE_URL: z.string().url(),
@@ -67,7 +69,8 @@ export function depsFromEnv(env: RuntimeEnv, options: DepsOptions = {}): Deps {
     watch,
     tools: makeRegistry(toolsFor(env, tools)),
     config: env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!),
-    lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({})), env.STATE_MACHINE_ARN),
+    // Against a custom endpoint (the embedded engine, LocalStack) StartSyncExecution must not get its `sync-` host prefix.
+    lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({ disableHostPrefix: Boolean(process.env.AWS_ENDPOINT_URL_SFN) })), env.STATE_MACHINE_ARN, env.EXPRESS_STATE_MACHINE_ARN),
     notifier: env.APPROVAL_TOPIC_ARN ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN) : consoleNotifier(),
     now: () => Date.now(),
     random: Math.random,

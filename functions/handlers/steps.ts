@@ -4,7 +4,7 @@ import type { Deps } from '../core/ports';
 import { expireApprovalStep, requestApproval } from '../steps/approval';
 import { executeStep } from '../steps/execute';
 import { reconcileStep } from '../steps/reconcile';
-import { reportStep, routeStep } from '../steps/report';
+import { handoffStep, reportStep, routeStep } from '../steps/report';
 import { sweep } from '../steps/resume';
 import type { LifecycleFunction } from '../../statemachines/definition';
 import { lazyDeps } from './runtime';
@@ -49,6 +49,7 @@ export const STEPS = {
   Execute: executeStep,
   Reconcile: reconcileStep,
   Report: reportStep,
+  Handoff: handoffStep,
 } as const satisfies Record<Exclude<LifecycleFunction, 'RequestApproval'>, Step>;
 
 /** Every lifecycle handler by registry name: what the embedded stack runs and each Lambda entry exports. */
@@ -60,5 +61,6 @@ export function makeLifecycleHandlers(deps: () => Deps = lazyDeps): Record<Lifec
     Execute: makeStepHandler('Execute', STEPS.Execute, deps),
     Reconcile: makeStepHandler('Reconcile', STEPS.Reconcile, deps),
     Report: makeStepHandler('Report', STEPS.Report, deps),
+    Handoff: makeStepHandler('Handoff', STEPS.Handoff, deps),
   };
 }

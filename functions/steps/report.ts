@@ -1,6 +1,7 @@
 import { accepts, stepOutput, type StepOutput } from '../core/engine';
 import type { Deps } from '../core/ports';
 import { advance, mustGet } from './advance';
+import { executionNameOf } from './deps';
 import { lockKeyOf, releaseLockIfSettled } from './locks';
 
 /** Validate's Lambda: the entry of every execution, first or resumed; it routes by the durable record alone. */
@@ -15,4 +16,15 @@ export async function reportStep(deps: Deps, operationId: string): Promise<StepO
   const tool = deps.tools.get(out.op.toolName);
   if (tool && out.op.frozenArguments) await releaseLockIfSettled(deps, lockKeyOf(tool, JSON.parse(out.op.frozenArguments)), out.op);
   return stepOutput(out.op, deps.now());
+}
+
+/**
+ * Handoff's Lambda (Express machine only): the operation needs what Express cannot give (a person's
+ * decision, a long wait), so the Standard machine continues it from its record, under the same name.
+ */
+export async function handoffStep(deps: Deps, operationId: string): Promise<StepOutput> {
+  const [op, config] = await Promise.all([mustGet(deps, operationId), deps.config()]);
+  const input = stepOutput(op, deps.now(), config.approvalTtlSeconds);
+  if (input.next !== 'done') await deps.lifecycle.start(input, executionNameOf(op), 'standard');
+  return { operationId, next: 'done' };
 }

@@ -25,7 +25,7 @@ export async function resumeOperation(deps: Deps, operationId: string, onlyIfLea
   });
   if (!claimed.value) return false;
   await deps.lifecycle.stop(executionNameOf({ operationId, resumes: claimed.op.resumes - 1 }), 'superseded by a resumed execution').catch(() => undefined);
-  await deps.lifecycle.start(operationId, executionNameOf(claimed.op));
+  await deps.lifecycle.start({ operationId, next: 'validate' }, executionNameOf(claimed.op), 'standard');
   return true;
 }
 

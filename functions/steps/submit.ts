@@ -1,6 +1,6 @@
 import { admitCall, DEFAULT_BUDGETS } from '../core/budgets';
 import { hashValue, parseArguments, sha256 } from '../core/canonical';
-import { nextStep, transitionAll, type LifecycleEvent } from '../core/engine';
+import { stepOutput, transitionAll, type LifecycleEvent } from '../core/engine';
 import { envelopeFor } from '../core/envelope';
 import { newIdempotencyKey, newRunId, operationIdFor } from '../core/ids';
 import { moveTo } from '../core/lifecycle';
@@ -49,7 +49,8 @@ export interface ToolCallRequest {
 }
 
 export type SubmitResult =
-  | { kind: 'created' | 'replayed'; op: OperationRecord }
+  | { kind: 'created'; op: OperationRecord; /** Resolves when a synchronous (Express) execution ends. */ finished?: Promise<void> }
+  | { kind: 'replayed'; op: OperationRecord }
   | { kind: 'conflict' }
   | { kind: 'run_closed' };
 
@@ -73,7 +74,7 @@ function firstAttemptAtSubmission(tool: ToolSpec): boolean {
  * atomic write, then starts its lifecycle. The operation id is derived from (runId, callId), so concurrent
  * duplicates race on one conditional put and exactly one wins; the others become replays.
  */
-export async function submitToolCall(deps: Deps, run: RunRecord, caller: Principal, call: ToolCallRequest): Promise<SubmitResult> {
+export async function submitToolCall(deps: Deps, run: RunRecord, caller: Principal, call: ToolCallRequest, options: { waitSeconds?: number } = {}): Promise<SubmitResult> {
   const inputHash = argumentsHash(call.arguments);
   const operationId = operationIdFor(run.runId, call.callId);
   const config = await deps.config();
@@ -121,8 +122,7 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
     }
     try {
       const created = await deps.store.createOperation({ run: current, runChange, op: change.op, events: change.events });
-      if (nextStep(created.op, now) !== 'done') await deps.lifecycle.start(operationId, executionNameOf(created.op));
-      return { kind: 'created', op: created.op };
+      return { kind: 'created', op: created.op, ...(await startLifecycle(deps, created.op, config.approvalTtlSeconds, options.waitSeconds ?? 0)) };
     } catch (error) {
       if (error instanceof OperationExistsError) continue;
       if (error instanceof RunChangedError || error instanceof ContentionError) {
@@ -133,6 +133,30 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
       throw error;
     }
   }
+}
+
+/**
+ * Starts the operation's first execution where it enters the lifecycle (the Route state, with the step the
+ * submission decided). A call that needs no person runs on the Express machine, synchronously when the
+ * caller waits for it; anything else, and everything where no Express machine exists, on Standard.
+ */
+async function startLifecycle(deps: Deps, op: OperationRecord, approvalTtlSeconds: number, waitSeconds: number): Promise<{ finished?: Promise<void> }> {
+  const input = stepOutput(op, deps.now(), approvalTtlSeconds);
+  if (input.next === 'done') return {};
+  const name = executionNameOf(op);
+  if (input.next !== 'execute') {
+    await deps.lifecycle.start(input, name, 'standard');
+    return {};
+  }
+  if (waitSeconds > 0 && deps.lifecycle.startSync) {
+    // Not awaited here: the request waits for it only as long as the caller asked to (Prefer: wait).
+    const finished = deps.lifecycle.startSync(input, name).catch((error: Error) => {
+      console.error(JSON.stringify({ level: 'warn', message: 'synchronous execution failed to start or finish', operationId: op.operationId, error: error.message }));
+    });
+    return { finished };
+  }
+  await deps.lifecycle.start(input, name, 'express');
+  return {};
 }
 
 function proposal(run: RunRecord, caller: Principal, call: ToolCallRequest, operationId: string, inputHash: string, now: number) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ASL_ERROR_NAMES } from '../../functions/core/errors';
-import { readDefinition } from '../../statemachines/definition';
+import { readDefinition, readExpressDefinition } from '../../statemachines/definition';
+import { expressDefinition, STANDARD_ONLY } from '../../statemachines/express';
 
 const asl = JSON.parse(readDefinition()) as { StartAt: string; States: Record<string, any> };
 const states = Object.entries(asl.States);
@@ -37,7 +38,35 @@ describe('the lifecycle definition', () => {
   });
 
   it('has the lifecycle states of functions/core/lifecycle.ts', () => {
-    for (const name of ['Validate', 'AwaitApproval', 'Execute', 'Reconcile', 'Record', 'Report']) expect(asl.States[name]).toBeDefined();
+    for (const name of ['Validate', 'AwaitApproval', 'Execute', 'Reconcile', 'Report']) expect(asl.States[name]).toBeDefined();
     expect(asl.States.AwaitApproval.Resource).toBe('arn:aws:states:::lambda:invoke.waitForTaskToken');
+  });
+});
+
+describe('the Express variant', () => {
+  const expressText = readExpressDefinition();
+  const express = JSON.parse(expressText) as { StartAt: string; TimeoutSeconds: number; States: Record<string, any> };
+
+  it('is generated from the Standard definition and current (npm run asl:express)', () => {
+    expect(expressText).toBe(expressDefinition(readDefinition()));
+  });
+
+  it('shares every state it has with Standard unchanged, except Route and its own Handoff', () => {
+    for (const [name, state] of Object.entries(express.States)) {
+      if (name === 'Route' || name === 'Handoff') continue;
+      expect(state, name).toEqual(asl.States[name]);
+    }
+    expect(express.StartAt).toBe(asl.StartAt);
+    // Every Standard route is kept; only the person and the long waits go to Handoff.
+    const targets = (d: { States: Record<string, any> }) => d.States.Route.Choices.map((c: { StringEquals?: string; Next: string }) => c.StringEquals && [c.StringEquals, c.Next]).filter(Boolean);
+    for (const [next, target] of targets(asl)) {
+      const mapped = targets(express).find(([n]: [string]) => n === next)?.[1];
+      expect(mapped, next).toBe(STANDARD_ONLY.includes(target) ? 'Handoff' : target);
+    }
+  });
+
+  it('fits Express: no task-token wait, and the whole execution within five minutes', () => {
+    expect(JSON.stringify(express)).not.toContain('waitForTaskToken');
+    expect(express.TimeoutSeconds).toBeLessThanOrEqual(300);
   });
 });

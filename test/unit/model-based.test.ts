@@ -140,8 +140,8 @@ async function scenario(actions: Action[]): Promise<void> {
   /** Operations with a live execution (Step Functions would be driving them). */
   const driven = new Set<string>();
   const lifecycle: LifecyclePort = {
-    async start(operationId) {
-      driven.add(operationId);
+    async start(input) {
+      driven.add(input.operationId);
     },
     async stop(name) {
       driven.delete(name.replace(/-r\d+$/, ''));

@@ -1,0 +1,3 @@
+import { makeStepHandler, STEPS } from './steps';
+
+export const handler = makeStepHandler('Handoff', STEPS.Handoff);
