@@ -4,13 +4,19 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { ensureConfig, startStack } from './stack';
 
-/** Local runtime knobs (DESIGN.md section 9, normative). */
+/** Local runtime knobs (normative: scripts outside the repo drive `npm start` with them). */
 const Knobs = z.object({
   PORT: z.coerce.number().int().min(1).max(65535).default(3000),
   SANDBOX_PORT: z.coerce.number().int().min(1).max(65535).default(3001),
   TOOLRUNNER_DATA_DIR: z.string().min(1).default('.local/'),
   TOOLRUNNER_CONFIG: z.string().min(1).default('toolrunner.local.json'),
 });
+
+function printTry(apiUrl: string, key: string): void {
+  console.log('try:');
+  console.log(`  RUN=$(curl -s -X POST ${apiUrl}/v1/runs -H 'Authorization: Bearer ${key}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`);
+  console.log(`  curl -s -X POST ${apiUrl}/v1/runs/$RUN/tool-calls -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' -d '{"callId":"call_1","turn":1,"name":"get_order","arguments":{"orderId":"ord_1"}}'`);
+}
 
 async function main(): Promise<void> {
   const parsed = Knobs.safeParse(process.env);
@@ -23,14 +29,15 @@ async function main(): Promise<void> {
   const { created } = ensureConfig(configPath);
   const stack = await startStack({ dataDir: resolve(knobs.TOOLRUNNER_DATA_DIR), configPath, port: knobs.PORT, sandboxPort: knobs.SANDBOX_PORT });
 
-  const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
-  console.log(`keys: ${configPath}${created ? ' (created with random keys)' : ''}`);
-  if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
-  if (agent) {
-    console.log('try:');
-    console.log(`  RUN=$(curl -s -X POST ${stack.apiUrl}/v1/runs -H 'Authorization: Bearer ${agent.key}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`);
-    console.log(`  curl -s -X POST ${stack.apiUrl}/v1/runs/$RUN/tool-calls -H 'Authorization: Bearer ${agent.key}' -H 'Content-Type: application/json' -d '{"callId":"call_1","turn":1,"name":"get_order","arguments":{"orderId":"ord_1"}}'`);
+  if (created) {
+    // The only time keys reach the terminal: the file was just made, and whoever started it needs them once.
+    const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
+    console.log(`keys: ${configPath} (created with random keys; they are printed this once only)`);
+    if (agent) printTry(stack.apiUrl, agent.key);
+  } else {
+    console.log(`keys: ${configPath} (not printed; read them from that file)`);
   }
+  if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
   console.log(`ready: api=${stack.apiUrl} sandbox=${stack.sandboxUrl}`);
 
   let stopping = false;
