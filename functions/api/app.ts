@@ -77,10 +77,13 @@ async function jsonBody<T>(c: Context, schema: z.ZodType<T>, optional = false): 
 }
 
 /**
- * Tool-call `arguments` sent as a JSON string get the same bounds as an object would. A string that is not
- * JSON at all is left alone: it becomes an `invalid_arguments` envelope, which the model can act on.
+ * Tool-call `arguments`, as an object or as a JSON string, at most 128 KiB; a JSON string gets the same
+ * bounds as an object would. A string that is not JSON at all is left alone: it becomes an
+ * `invalid_arguments` envelope, which the model can act on.
  */
 function assertArgumentsBounded(args: unknown): void {
+  const text = typeof args === 'string' ? args : JSON.stringify(args);
+  if (Buffer.byteLength(text) > JSON_BOUNDS.maxArgumentsBytes) throw new ApiError(400, 'invalid_request', `arguments: over ${JSON_BOUNDS.maxArgumentsBytes / 1024} KiB`);
   if (typeof args !== 'string') return;
   const bounded = parseBoundedJson(args, ['arguments'], JSON_BOUNDS.maxDepth - 1);
   if (!bounded.ok && bounded.reason === 'bounds') throw new ApiError(400, 'invalid_request', bounded.message);
@@ -218,9 +221,10 @@ export function makeApp(deps: Deps): Hono<Env> {
 
   app.post('/v1/runs/:runId/tool-calls', async (c) => {
     requireRole(c, 'agent');
-    const run = await ownRun(c);
+    // The body is bounded and parsed before the run is read: hostile input never costs a store read.
     const call = await jsonBody(c, ToolCallSchema);
     assertArgumentsBounded(call.arguments);
+    const run = await ownRun(c);
     const submitted = await submitOnce(deps, run, call);
     if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
     if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
@@ -252,8 +256,8 @@ export function makeApp(deps: Deps): Hono<Env> {
 
   app.post('/v1/operations/:operationId/resolve', async (c) => {
     requireRole(c, 'reviewer');
-    const op = await visibleOperation(c, true);
     const body = await jsonBody(c, ResolveSchema);
+    const op = await visibleOperation(c, true);
     const result = await resolveOperation(deps, op, c.get('principal'), body.outcome, body.note);
     if (!result.ok) throw new ApiError(409, 'invalid_state', `only an outcome_unknown operation can be resolved; this one is ${result.op.state}`);
     return c.json(operationView(result.op));

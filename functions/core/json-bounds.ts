@@ -10,6 +10,11 @@ export const JSON_BOUNDS = {
   maxIdLength: 128,
   /** Keys longer than this are never a tool's argument name; DynamoDB's own limit is 64 KiB. */
   maxKeyLength: 1024,
+  /**
+   * Tool-call arguments are stored twice on one DynamoDB item (as sent, and frozen after validation);
+   * an item holds at most 400 KB, so each copy gets at most 128 KiB.
+   */
+  maxArgumentsBytes: 128 * 1024,
   /** Below this magnitude DynamoDB cannot store a number (its range is 1e-130 to 1e126). */
   minNonZeroMagnitude: 1e-130,
 } as const;
