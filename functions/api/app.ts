@@ -160,8 +160,10 @@ export function makeApp(deps: Deps): Hono<Env> {
       input = await jsonBody(c, DecisionSchema);
     }
     const sig = input.sig ?? c.req.query('sig');
-    if (sig !== undefined && sig.length > MAX_SIG_CHARS) throw new ApiError(403, 'forbidden', 'this approval link is not valid');
-    const result = await decideApproval(deps, approvalId, sig, input.decision, input.reason);
+    const result =
+      sig !== undefined && sig.length > MAX_SIG_CHARS
+        ? ({ ok: false, status: 403, code: 'forbidden', message: 'this approval link is not valid' } as const)
+        : await decideApproval(deps, approvalId, sig, input.decision, input.reason);
     if (!result.ok) {
       if (isForm) return c.html(decisionPage('Not decided', result.message), result.status);
       throw new ApiError(result.status, result.code, result.message);
