@@ -88,7 +88,7 @@ export class StateFile {
     } catch {
       this.state = initialState();
       // Once, at start, before any request: nothing is waiting on the event loop yet.
-      writeFileSync(this.tmp, JSON.stringify(this.state));
+      writeFileSync(this.tmp, JSON.stringify(this.state), { mode: 0o600 });
       renameSync(this.tmp, path);
     }
   }
@@ -117,7 +117,8 @@ export class StateFile {
   private write(): Promise<void> {
     const text = JSON.stringify(this.state);
     const tracked: Promise<void> = (async () => {
-      await writeFile(this.tmp, text);
+      // The ledger holds customers' details: owner-only, like DynamoDB Local's files beside it.
+      await writeFile(this.tmp, text, { mode: 0o600 });
       await rename(this.tmp, this.path);
       this.writes++;
     })().finally(() => {

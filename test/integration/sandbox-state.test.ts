@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -23,6 +23,8 @@ describe('the sandbox state file', () => {
     const onDisk = JSON.parse(readFileSync(path, 'utf8'));
     expect(onDisk.ledger).toHaveLength(200);
     expect(onDisk.ledger[199].id).toBe('em_199');
+    // The ledger holds customers' details: owner-only.
+    expect(statSync(path).mode & 0o777).toBe(0o600);
   });
 
   it('a change made while a write is in flight is on disk once durable() resolves', async () => {
