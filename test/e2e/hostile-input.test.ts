@@ -49,6 +49,15 @@ describe('hostile input gets a clear answer, never a 500', () => {
     expect((await api.request('POST', '/v1/runs', { key: keys.agent, raw: `{"metadata":${nested(30)}}` })).status).toBe(201);
   });
 
+  it('arguments right at the bound (32 levels with the body) reach the store and end as an envelope; one level more is 400', async () => {
+    const { api, keys } = stack;
+    const path = `/v1/runs/${runId}/tool-calls`;
+    const atBound = await api.request('POST', path, { key: keys.agent, raw: toolCall('call_at_bound', nested(31)), headers: { prefer: 'wait=25' } });
+    expect(atBound.status).toBe(200);
+    expect(atBound.body).toMatchObject({ status: 'rejected', code: 'invalid_arguments' });
+    expectInvalid(await api.request('POST', path, { key: keys.agent, raw: toolCall('call_over_bound', nested(32)), headers: { prefer: 'wait=0' } }), /nested deeper than 32 levels/);
+  });
+
   it('__proto__ in arguments can no longer make three different payloads replay one another', async () => {
     const { api, keys } = stack;
     for (const amount of [1, 2, 3]) {
