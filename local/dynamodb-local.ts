@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
@@ -18,25 +18,35 @@ function dynamoLocalDistribution(): string {
 const LAUNCHER = join(dirname(fileURLToPath(import.meta.url)), 'LoopbackDynamoDbLocal.java');
 
 /**
+ * Running the launcher from source needs the JDK's compiler module; a bare JRE lacks it. Checked once,
+ * so a JRE-only machine still starts (with a warning) instead of failing.
+ */
+let canLaunchFromSource: boolean | undefined;
+function jdkCompilerPresent(): boolean {
+  if (canLaunchFromSource === undefined) {
+    try {
+      canLaunchFromSource = execFileSync('java', ['--list-modules'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes('jdk.compiler');
+    } catch {
+      canLaunchFromSource = false;
+    }
+  }
+  return canLaunchFromSource;
+}
+
+/**
  * The java command line. Not the package's own `spawn`, which can only run the jar as is: DynamoDB Local
  * then listens on every interface, unauthenticated. The launcher (local/LoopbackDynamoDbLocal.java) binds
  * 127.0.0.1 only; `-cors` names one origin instead of the default `*`, so no web page can script it.
  */
 function javaArgs(port: number, dir: string | undefined): string[] {
   const dist = dynamoLocalDistribution();
-  return [
-    `-Djava.library.path=${join(dist, 'DynamoDBLocal_lib')}`,
-    '-cp',
-    `${join(dist, 'DynamoDBLocal.jar')}:${join(dist, 'DynamoDBLocal_lib', '*')}`,
-    LAUNCHER,
-    ...(dir ? ['-dbPath', dir] : ['-inMemory']),
-    '-port',
-    String(port),
-    '-sharedDb',
-    '-cors',
-    `http://127.0.0.1:${port}`,
-    '-disableTelemetry',
-  ];
+  const options = [...(dir ? ['-dbPath', dir] : ['-inMemory']), '-port', String(port), '-sharedDb', '-cors', `http://127.0.0.1:${port}`, '-disableTelemetry'];
+  const libraryPath = `-Djava.library.path=${join(dist, 'DynamoDBLocal_lib')}`;
+  if (!jdkCompilerPresent()) {
+    console.error('warning: no JDK compiler module (jdk.compiler): DynamoDB Local listens on every interface; install a JDK 17+ to bind it to 127.0.0.1');
+    return [libraryPath, '-jar', join(dist, 'DynamoDBLocal.jar'), ...options];
+  }
+  return [libraryPath, '-cp', `${join(dist, 'DynamoDBLocal.jar')}:${join(dist, 'DynamoDBLocal_lib', '*')}`, LAUNCHER, ...options];
 }
 
 /** Owner-only: the directory 0700 and what is already in it 0600 (files from before this was enforced). */
