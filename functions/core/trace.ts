@@ -1,4 +1,4 @@
-/** Trace event types (DESIGN.md section 6, normative). */
+/** Trace event types (normative). */
 export const TraceType = {
   operationProposed: 'operation.proposed',
   stateTransition: 'state.transition',

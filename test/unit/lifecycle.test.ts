@@ -8,7 +8,7 @@ const op = (over: Partial<OperationRecord>): OperationRecord => ({
 });
 
 describe('lifecycle', () => {
-  it('allows only the moves of DESIGN.md section 3', () => {
+  it('allows only the normative lifecycle moves', () => {
     expect(canTransition('proposed', 'validated')).toBe(true);
     expect(canTransition('proposed', 'executing')).toBe(false);
     expect(canTransition('outcome_unknown', 'rejected')).toBe(false);
