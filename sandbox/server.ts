@@ -49,6 +49,7 @@ export function createSandbox(dataDir: string): Server {
       if (!parsed.success) return send(res, 400, { error: { code: 'invalid_request', message: parsed.error.issues.map((i) => i.message).join('; ') } });
       state.faults.push(parsed.data);
       file.save();
+      await file.durable();
       return send(res, 201, parsed.data);
     }
     if (method === 'GET' && path === '/_sandbox/faults') return send(res, 200, state.faults);
@@ -56,15 +57,21 @@ export function createSandbox(dataDir: string): Server {
     if (method === 'POST' && path === '/_sandbox/reset') {
       file.state = initialState();
       file.save();
+      await file.durable();
       return send(res, 200, { status: 'reset' });
     }
 
     const route = routeOf(method, path);
     if (!route) return send(res, 404, { error: { code: 'not_found', message: `no route ${method} ${path}` } });
     const fault = takeFault(route.key, `${method} ${path}`);
-    if (fault && fault.mode !== 'commit_then_timeout') return applyFault(res, fault);
+    if (fault && fault.mode !== 'commit_then_timeout') {
+      await file.durable();
+      return applyFault(res, fault);
+    }
 
     const answer = route.run(body, url, req);
+    // Whatever the route committed (a charge, an email, a used-up fault) is on disk before anyone hears of it.
+    await file.durable();
     if (fault?.mode === 'commit_then_timeout') return hold(res, fault.delayMs ?? 60_000, answer);
     return send(res, answer.status, answer.body, answer.headers);
   }

@@ -1,4 +1,5 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 
@@ -64,21 +65,68 @@ export function initialState(): SandboxState {
   return { nextId: 1, charges: [], idempotency: {}, orders, ledger: [], faults: [] };
 }
 
-/** State on disk, rewritten atomically (temp file + rename) after every change, so a kill loses nothing committed. */
+/**
+ * State on disk, rewritten atomically (temp file + rename) so a kill never leaves half a file.
+ * Writes are asynchronous and coalesced: at most one in flight and one pending, the pending one taking a
+ * snapshot only when it starts, so a burst of changes costs two writes, not one per change, and the event
+ * loop never waits on the disk. Handlers `await durable()` before answering, so a committed side effect is
+ * on disk before its response is sent: a SIGKILL after the answer loses nothing the client was told about.
+ */
 export class StateFile {
   state: SandboxState;
+  /** Completed writes, for tests and diagnostics. */
+  writes = 0;
+  private inFlight: Promise<void> | undefined;
+  private pending: Promise<void> | undefined;
+  private readonly tmp: string;
+
   constructor(private readonly path: string) {
+    this.tmp = `${path}.tmp`;
     mkdirSync(dirname(path), { recursive: true });
     try {
       this.state = JSON.parse(readFileSync(path, 'utf8')) as SandboxState;
     } catch {
       this.state = initialState();
-      this.save();
+      // Once, at start, before any request: nothing is waiting on the event loop yet.
+      writeFileSync(this.tmp, JSON.stringify(this.state), { mode: 0o600 });
+      renameSync(this.tmp, path);
     }
   }
+
+  /** Schedules a write of the current state; `durable()` says when it (and every earlier change) is on disk. */
   save(): void {
-    const tmp = `${this.path}.tmp`;
-    writeFileSync(tmp, JSON.stringify(this.state));
-    renameSync(tmp, this.path);
+    if (!this.inFlight) {
+      this.write();
+      return;
+    }
+    // The write in flight took its snapshot before this change: one more write after it carries every change since.
+    this.pending ??= this.inFlight
+      .catch(() => undefined)
+      .then(() => {
+        this.pending = undefined;
+        return this.write();
+      });
+    this.pending.catch(() => undefined);
+  }
+
+  /** Resolves once every change saved so far is on disk; rejects if that write failed. */
+  durable(): Promise<void> {
+    return this.pending ?? this.inFlight ?? Promise.resolve();
+  }
+
+  private write(): Promise<void> {
+    const text = JSON.stringify(this.state);
+    const tracked: Promise<void> = (async () => {
+      // The ledger holds customers' details: owner-only, like DynamoDB Local's files beside it.
+      await writeFile(this.tmp, text, { mode: 0o600 });
+      await rename(this.tmp, this.path);
+      this.writes++;
+    })().finally(() => {
+      if (this.inFlight === tracked) this.inFlight = undefined;
+    });
+    // Callers that do not wait must not turn a failed write into an unhandled rejection; `durable()` still reports it.
+    tracked.catch(() => undefined);
+    this.inFlight = tracked;
+    return tracked;
   }
 }

@@ -15,18 +15,52 @@ function resolve(raw: unknown, origin: string): ResolvedConfig {
   return { ...parsed.data, approvalSecret: parsed.data.approvalSecret ?? processSecret };
 }
 
+/** What went wrong with a configuration document, without echoing any of it (it holds keys). */
+function describeProblem(text: string): string {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return 'not valid JSON (perhaps caught mid-write)';
+  }
+  const parsed = RunnerConfigSchema.safeParse(raw);
+  return parsed.success ? 'valid' : `invalid at ${parsed.error.issues.map((i) => i.path.join('.') || '(root)').slice(0, 5).join(', ')}`;
+}
+
 /**
  * The local principals file, re-read whenever its modification time changes, so that a revoked
  * permission applies to the very next check (authorization runs again before every attempt).
+ * A file caught mid-write or edited into an invalid state does not take the API down: the last valid
+ * configuration keeps serving, and the problem is logged once per bad version of the file, not per request.
+ * Only the very first read has nothing to fall back on, and throws.
  */
-export function fileConfigSource(path: string): ConfigSource {
-  let cached: { mtimeMs: number; size: number; config: ResolvedConfig } | undefined;
+export function fileConfigSource(path: string, log: (line: string) => void = (line) => console.error(line)): ConfigSource {
+  let version: string | undefined;
+  let valid: ResolvedConfig | undefined;
   return async () => {
-    const info = await stat(path);
-    if (!cached || cached.mtimeMs !== info.mtimeMs || cached.size !== info.size) {
-      cached = { mtimeMs: info.mtimeMs, size: info.size, config: resolve(JSON.parse(await readFile(path, 'utf8')), path) };
+    let current: string;
+    let text: string | undefined;
+    try {
+      const info = await stat(path);
+      current = `${info.mtimeMs}:${info.size}`;
+      if (current === version && valid) return valid;
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      current = `unreadable:${(error as NodeJS.ErrnoException).code ?? 'error'}`;
     }
-    return cached.config;
+    if (current === version) {
+      if (valid) return valid;
+      throw new Error(`${path}: no valid configuration yet`);
+    }
+    version = current;
+    const problem = text === undefined ? 'unreadable' : describeProblem(text);
+    if (problem === 'valid') {
+      valid = resolve(JSON.parse(text!), path);
+      return valid;
+    }
+    if (!valid) throw new Error(`${path}: ${problem}`);
+    log(JSON.stringify({ level: 'warn', message: 'configuration file is unusable; the last valid configuration keeps serving', path, problem }));
+    return valid;
   };
 }
 

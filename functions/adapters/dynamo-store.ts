@@ -257,17 +257,37 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
       return items.map(fromItem);
     },
 
-    async listPendingApprovals(limit) {
-      const items = await queryAll<Record<string, unknown>>(
-        {
-          TableName: tables.operations,
-          IndexName: INDEX.pendingApprovals,
-          KeyConditionExpression: 'approvalPendingKey = :p',
-          ExpressionAttributeValues: { ':p': 'pending' },
-        },
-        limit,
-      );
-      return items.map(fromItem);
+    async listPendingApprovals({ approverId, now, limit, after }) {
+      const items: OperationRecord[] = [];
+      let ExclusiveStartKey: Record<string, unknown> | undefined = after;
+      for (;;) {
+        const page = await doc.send(
+          new QueryCommand({
+            TableName: tables.operations,
+            IndexName: INDEX.pendingApprovals,
+            KeyConditionExpression: 'approvalPendingKey = :p',
+            // Why: the requester (and the run's owner) may not approve the operation, and an expired approval cannot
+            // be decided; filtering here (not after a fixed-size read) means every approver sees every approval across pages.
+            FilterExpression: 'principalId <> :me AND (attribute_not_exists(requestedBy) OR requestedBy <> :me) AND #approval.expiresAt > :now',
+            ExpressionAttributeNames: { '#approval': 'approval' },
+            ExpressionAttributeValues: { ':p': 'pending', ':me': approverId, ':now': now },
+            ExclusiveStartKey,
+            // Why: Limit counts items read before the filter; reading a little more than needed keeps pages few.
+            Limit: Math.min(1000, Math.max(50, 2 * (limit - items.length))),
+          }),
+        );
+        const found = page.Items ?? [];
+        for (const [i, item] of found.entries()) {
+          items.push(fromItem(item));
+          if (items.length < limit) continue;
+          if (i === found.length - 1 && !page.LastEvaluatedKey) return { items };
+          // Resume right after the last item handed out; it carries the index key and the table key.
+          const last = items[limit - 1];
+          return { items, nextKey: { approvalPendingKey: 'pending', createdAt: last.createdAt, operationId: last.operationId } };
+        }
+        if (!page.LastEvaluatedKey) return { items };
+        ExclusiveStartKey = page.LastEvaluatedKey;
+      }
     },
 
     async acquireLock(lockKey, owner, leaseMs, now) {

@@ -5,16 +5,17 @@ import { except } from 'hono/combine';
 import { z } from 'zod';
 import type { RunnerConfig } from '../core/config';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
+import { isSaneId, JSON_BOUNDS, parseBoundedJson } from '../core/json-bounds';
 import { hasRole } from '../core/policy';
 import { hashValue } from '../core/canonical';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
 import { approvalUrl, decideApproval, openApproval } from '../steps/approval';
-import { cancelOperation, cancelRun } from '../steps/cancel';
+import { cancelOperation, cancelRun, resolveOperation } from '../steps/cancel';
 import { envelopeOf } from '../core/engine';
 import type { Deps } from '../core/ports';
-import { resolveOperation } from '../steps/cancel';
 import { createRun, submitToolCall } from '../steps/submit';
-import { approvalPage, decisionPage } from './approval-page';
+import { approvalPage, decisionPage, PAGE_SECURITY_HEADERS } from './approval-page';
+import { decodeCursor, encodeCursor } from './cursor';
 import { operationView, runView } from './views';
 import { openApiDocument } from './openapi';
 import { CreateRunSchema, DecisionSchema, MAX_BODY_BYTES, ResolveSchema, ToolCallSchema, ToolFormatSchema } from './schemas';
@@ -34,6 +35,10 @@ class ApiError extends Error {
   }
 }
 
+const MAX_SIG_CHARS = 2000;
+const DEFAULT_APPROVALS_PAGE = 50;
+const MAX_APPROVALS_PAGE = 100;
+
 function keyDigest(key: string): Buffer {
   return createHash('sha256').update(key).digest();
 }
@@ -51,17 +56,40 @@ async function jsonBody<T>(c: Context, schema: z.ZodType<T>, optional = false): 
     if (optional) return schema.parse({});
     throw new ApiError(400, 'invalid_request', 'a JSON body is required');
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new ApiError(400, 'invalid_request', 'the body is not valid JSON');
-  }
-  const parsed = schema.safeParse(value);
+  // Bounds first: hostile depth, numbers and keys are answered here, before any schema or store sees them.
+  const bounded = parseBoundedJson(text);
+  if (!bounded.ok) throw new ApiError(400, 'invalid_request', bounded.reason === 'syntax' ? 'the body is not valid JSON' : bounded.message);
+  const parsed = schema.safeParse(bounded.value);
   if (!parsed.success) {
     throw new ApiError(400, 'invalid_request', parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   }
   return parsed.data;
+}
+
+/**
+ * Tool-call `arguments`, as an object or as a JSON string, at most 128 KiB; a JSON string gets the same
+ * bounds as an object would. A string that is not JSON at all is left alone: it becomes an
+ * `invalid_arguments` envelope, which the model can act on.
+ */
+function assertArgumentsBounded(args: unknown): void {
+  const text = typeof args === 'string' ? args : JSON.stringify(args);
+  if (Buffer.byteLength(text) > JSON_BOUNDS.maxArgumentsBytes) throw new ApiError(400, 'invalid_request', `arguments: over ${JSON_BOUNDS.maxArgumentsBytes / 1024} KiB`);
+  if (typeof args !== 'string') return;
+  const bounded = parseBoundedJson(args, ['arguments'], JSON_BOUNDS.maxDepth - 1);
+  if (!bounded.ok && bounded.reason === 'bounds') throw new ApiError(400, 'invalid_request', bounded.message);
+}
+
+/** A path id: anything the API could not have issued names nothing (404), whatever its length. */
+function pathId(c: Context, name: string, what: string): string {
+  const id = c.req.param(name);
+  if (!isSaneId(id)) throw new ApiError(404, 'not_found', `no such ${what}`);
+  return id;
+}
+
+/** Approval pages show untrusted text: no scripts, no framing, no referrer carrying the signed link. */
+function securePage(c: Context): void {
+  c.header('Cache-Control', 'no-store');
+  for (const [name, value] of Object.entries(PAGE_SECURITY_HEADERS)) c.header(name, value);
 }
 
 /** `Prefer: wait=N`, 0 to 25 seconds, default 10. */
@@ -116,14 +144,14 @@ export function makeApp(deps: Deps): Hono<Env> {
   }
 
   async function ownRun(c: Context<Env>, allowReviewer = false): Promise<RunRecord> {
-    const run = await deps.store.getRun(c.req.param('runId')!);
+    const run = await deps.store.getRun(pathId(c, 'runId', 'run'));
     if (!run) throw new ApiError(404, 'not_found', 'no such run');
     assertVisible(c, run.principalId, 'run', allowReviewer);
     return run;
   }
 
   async function visibleOperation(c: Context<Env>, allowReviewer: boolean): Promise<OperationRecord> {
-    const op = await deps.store.getOperation(c.req.param('operationId')!);
+    const op = await deps.store.getOperation(pathId(c, 'operationId', 'operation'));
     if (!op) throw new ApiError(404, 'not_found', 'no such operation');
     assertVisible(c, op.principalId, 'operation', allowReviewer);
     return op;
@@ -154,8 +182,10 @@ export function makeApp(deps: Deps): Hono<Env> {
 
   app.post('/v1/runs/:runId/tool-calls', async (c) => {
     requireRole(c, 'agent');
-    const run = await ownRun(c);
+    // The body is bounded and parsed before the run is read: hostile input never costs a store read.
     const call = await jsonBody(c, ToolCallSchema);
+    assertArgumentsBounded(call.arguments);
+    const run = await ownRun(c);
     const waitSeconds = preferredWaitSeconds(c.req.header('prefer'));
     const submitted = await submitToolCall(deps, run, c.get('principal'), call, { waitSeconds });
     if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
@@ -226,8 +256,8 @@ export function makeApp(deps: Deps): Hono<Env> {
 
   app.post('/v1/operations/:operationId/resolve', async (c) => {
     requireRole(c, 'reviewer');
-    const op = await visibleOperation(c, true);
     const body = await jsonBody(c, ResolveSchema);
+    const op = await visibleOperation(c, true);
     const result = await resolveOperation(deps, op, c.get('principal'), body.outcome, body.note);
     if (!result.ok) throw new ApiError(409, 'invalid_state', `only an outcome_unknown operation can be resolved; this one is ${result.op.state}`);
     return c.json(operationView(result.op));
@@ -251,24 +281,28 @@ export function makeApp(deps: Deps): Hono<Env> {
   app.get('/v1/approvals', async (c) => {
     requireRole(c, 'approver');
     if ((c.req.query('status') ?? 'pending') !== 'pending') throw new ApiError(400, 'invalid_request', 'only status=pending is supported');
+    const limitText = c.req.query('limit');
+    const limit = limitText === undefined ? DEFAULT_APPROVALS_PAGE : /^\d{1,3}$/.test(limitText) ? Number(limitText) : NaN;
+    if (!(limit >= 1 && limit <= MAX_APPROVALS_PAGE)) throw new ApiError(400, 'invalid_request', `limit must be an integer from 1 to ${MAX_APPROVALS_PAGE}`);
+    const cursorText = c.req.query('cursor');
+    const after = cursorText === undefined ? undefined : decodeCursor(cursorText);
+    if (cursorText !== undefined && !after) throw new ApiError(400, 'invalid_request', 'cursor is not one this API handed out');
     const principal = c.get('principal');
     const config = await deps.config();
-    const pending = await deps.store.listPendingApprovals(200);
-    const now = deps.now();
+    const page = await deps.store.listPendingApprovals({ approverId: principal.id, now: new Date(deps.now()).toISOString(), limit, after });
     return c.json({
-      approvals: pending
-        .filter((op) => op.principalId !== principal.id && Date.parse(op.approval!.expiresAt) > now)
-        .map((op) => ({
-          approvalId: op.approval!.approvalId,
-          operationId: op.operationId,
-          runId: op.runId,
-          toolName: op.toolName,
-          arguments: op.frozenArguments ? JSON.parse(op.frozenArguments) : undefined,
-          inputHash: op.inputHash,
-          requestedBy: op.principalId,
-          expiresAt: op.approval!.expiresAt,
-          url: approvalUrl(deps, config.approvalSecret, op, principal.id),
-        })),
+      approvals: page.items.map((op) => ({
+        approvalId: op.approval!.approvalId,
+        operationId: op.operationId,
+        runId: op.runId,
+        toolName: op.toolName,
+        arguments: op.frozenArguments ? JSON.parse(op.frozenArguments) : undefined,
+        inputHash: op.inputHash,
+        requestedBy: op.requestedBy ?? op.principalId,
+        expiresAt: op.approval!.expiresAt,
+        url: approvalUrl(deps, config.approvalSecret, op, principal.id),
+      })),
+      nextCursor: page.nextKey ? encodeCursor(page.nextKey as Parameters<typeof encodeCursor>[0]) : undefined,
     });
   });
 
@@ -287,17 +321,24 @@ function publicRoutes(deps: Deps): Hono<Env> {
 
   // Approval links authenticate by signature, not bearer key: approvers open them from a notification.
   open.get('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {
+    securePage(c);
+    const approvalId = c.req.param('approvalId');
+    if (!isSaneId(approvalId)) return c.html(decisionPage('Approval unavailable', 'no such approval'), 404);
     const sig = c.req.query('sig');
-    const access = await openApproval(deps, c.req.param('approvalId'), sig);
-    c.header('Cache-Control', 'no-store');
+    if (sig !== undefined && sig.length > MAX_SIG_CHARS) return c.html(decisionPage('Approval unavailable', 'this approval link is not valid'), 403);
+    const access = await openApproval(deps, approvalId, sig);
     if (!access.ok) return c.html(decisionPage('Approval unavailable', access.message), access.status);
-    return c.html(approvalPage(access.op, access.approver.id, sig!, `/v1/approvals/${access.op.approval!.approvalId}`));
+    return c.html(approvalPage(access.op, access.approver.id, sig!, `/v1/approvals/${access.op.approval!.approvalId}`, deps.tools.get(access.op.toolName)));
   });
 
   open.post('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {
     const approvalId = c.req.param('approvalId');
     const isForm = (c.req.header('content-type') ?? '').includes('application/x-www-form-urlencoded');
-    c.header('Cache-Control', 'no-store');
+    securePage(c);
+    if (!isSaneId(approvalId)) {
+      if (isForm) return c.html(decisionPage('Not decided', 'no such approval'), 404);
+      throw new ApiError(404, 'not_found', 'no such approval');
+    }
     let input: z.infer<typeof DecisionSchema>;
     if (isForm) {
       const form = await c.req.parseBody();
@@ -307,7 +348,11 @@ function publicRoutes(deps: Deps): Hono<Env> {
     } else {
       input = await jsonBody(c, DecisionSchema);
     }
-    const result = await decideApproval(deps, approvalId, input.sig ?? c.req.query('sig'), input.decision, input.reason);
+    const sig = input.sig ?? c.req.query('sig');
+    const result =
+      sig !== undefined && sig.length > MAX_SIG_CHARS
+        ? ({ ok: false, status: 403, code: 'forbidden', message: 'this approval link is not valid' } as const)
+        : await decideApproval(deps, approvalId, sig, input.decision, input.reason);
     if (!result.ok) {
       if (isForm) return c.html(decisionPage('Not decided', result.message), result.status);
       throw new ApiError(result.status, result.code, result.message);

@@ -1,10 +1,58 @@
-import type { OperationRecord } from '../core/model';
+import type { OperationRecord, Risk } from '../core/model';
+import type { ToolSpec } from '../core/tool-spec';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/**
+ * Headers of every approval page. The page needs no script at all; it must not be framed (clickjacking
+ * the Approve button) and must not leak its signed URL through a Referer.
+ */
+export const PAGE_SECURITY_HEADERS = {
+  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'X-Content-Type-Options': 'nosniff',
+} as const;
 
 /** Everything that comes from arguments or records goes through here before it reaches HTML. */
 export function escapeHtml(value: unknown): string {
   return String(value).replace(/[&<>"']/g, (ch) => ESCAPES[ch]);
+}
+
+/**
+ * Characters that change how text around them reads without being seen: C0/C1 controls (but tab and
+ * newline), bidirectional overrides and isolates, zero-width characters, line/paragraph separators, the
+ * byte-order mark, interlinear annotations and tag characters. A right-to-left override can make "gpj.exe" read "exe.jpg".
+ */
+const INVISIBLE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFEFF\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/gu;
+
+/** Escapes for HTML and shows invisible and direction-changing characters as `<U+202E>`. */
+export function visibleText(value: unknown): string {
+  return escapeHtml(value).replace(INVISIBLE, (ch) => `<span class="cc">&lt;U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}&gt;</span>`);
+}
+
+const RISK_TEXT: Record<Risk, string> = {
+  read: 'reads data; changes nothing',
+  reversible_write: 'changes data in a way that can be undone',
+  irreversible_write: 'has an effect that cannot be undone',
+};
+
+/** Why a person is asked: the tool's approval policy, in words. */
+function approvalReason(tool: ToolSpec | undefined): string {
+  if (!tool) return 'This tool is no longer registered; its policy asked for approval when the call was made.';
+  if (tool.approval === 'always') return 'The policy of this tool asks a person to approve every call.';
+  return 'A rule in the policy of this tool asks a person to approve a call with these arguments.';
+}
+
+/** The tool's own summary for people, if it has one; a failing hook must not take the page down. */
+function summaryLines(tool: ToolSpec | undefined, args: unknown): string[] {
+  if (!tool?.describeForApproval) return [];
+  try {
+    const parsed = tool.inputSchema.safeParse(args);
+    return parsed.success ? tool.describeForApproval(parsed.data).map(String) : [];
+  } catch {
+    return [];
+  }
 }
 
 function layout(title: string, body: string): string {
@@ -15,15 +63,23 @@ function layout(title: string, body: string): string {
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-weight:600}dd{margin:0;overflow-wrap:anywhere}
 pre{background:#f4f4f4;padding:.75rem;overflow:auto;white-space:pre-wrap;word-break:break-all}
 button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem}.approve{background:#0a7d32;color:#fff;border:0}
-.reject{background:#b3261e;color:#fff;border:0}.risk{font-weight:700;color:#b3261e}</style></head>
+.reject{background:#b3261e;color:#fff;border:0}.risk{font-weight:700;color:#b3261e}
+.cc{background:#fde7a9;color:#7a4b00;font-family:monospace;border-radius:2px}</style></head>
 <body>${body}</body></html>`;
 }
 
 /** The approval page: shows the exact frozen operation; decides nothing on GET; works without JavaScript. */
-export function approvalPage(op: OperationRecord, approverId: string, sig: string, action: string): string {
-  const args = op.frozenArguments ? JSON.stringify(JSON.parse(op.frozenArguments), null, 2) : '';
+export function approvalPage(op: OperationRecord, approverId: string, sig: string, action: string, tool?: ToolSpec): string {
+  const parsedArgs: unknown = op.frozenArguments ? JSON.parse(op.frozenArguments) : undefined;
+  const args = parsedArgs === undefined ? '' : JSON.stringify(parsedArgs, null, 2);
   const approval = op.approval!;
   const pending = op.state === 'awaiting_approval' && approval.state === 'pending';
+  const risk = op.risk ?? tool?.risk;
+  const summary = summaryLines(tool, parsedArgs);
+  const decided =
+    approval.decidedBy || approval.decidedAt
+      ? `<p id="decision">Decided (${visibleText(approval.state)}) by <strong>${visibleText(approval.decidedBy ?? 'unknown')}</strong> at <time datetime="${escapeHtml(approval.decidedAt ?? '')}">${visibleText(approval.decidedAt ?? 'an unknown time')}</time>.</p>`
+      : '';
   const form = pending
     ? `<form method="post" action="${escapeHtml(action)}">
 <input type="hidden" name="sig" value="${escapeHtml(sig)}">
@@ -31,26 +87,29 @@ export function approvalPage(op: OperationRecord, approverId: string, sig: strin
 <button class="approve" type="submit" name="decision" value="approve">Approve</button>
 <button class="reject" type="submit" name="decision" value="reject">Reject</button>
 </form>`
-    : `<p><strong>${approval.state === 'pending' ? `This operation is ${escapeHtml(op.state)}` : `This approval is ${escapeHtml(approval.state)}`}.</strong> Nothing more to decide.</p>`;
+    : `<p><strong>${approval.state === 'pending' ? `This operation is ${visibleText(op.state)}` : `This approval is ${visibleText(approval.state)}`}.</strong> Nothing more to decide.</p>${decided}`;
   return layout(
     `Approve ${op.toolName}?`,
-    `<h1>Approve <code>${escapeHtml(op.toolName)}</code>?</h1>
+    `<h1>Approve <code>${visibleText(op.toolName)}</code>?</h1>
+${summary.length ? `<ul id="summary">${summary.map((line) => `<li>${visibleText(line)}</li>`).join('')}</ul>` : ''}
+<h2>Why you are asked</h2>
+<p id="reason">${visibleText(approvalReason(tool))} Risk: <span class="risk">${visibleText(risk ?? 'unknown')}</span>${risk && risk in RISK_TEXT ? ` (${RISK_TEXT[risk as Risk]})` : ''}.</p>
 <dl>
-<dt>Tool</dt><dd><code>${escapeHtml(op.toolName)}</code></dd>
-<dt>Risk</dt><dd class="risk">${escapeHtml(op.risk ?? 'unknown')}</dd>
-<dt>Requested by</dt><dd>${escapeHtml(op.principalId)}</dd>
-<dt>Run</dt><dd><code>${escapeHtml(op.runId)}</code></dd>
-<dt>Operation</dt><dd><code>${escapeHtml(op.operationId)}</code></dd>
-<dt>Expires</dt><dd><time datetime="${escapeHtml(approval.expiresAt)}">${escapeHtml(approval.expiresAt)}</time></dd>
-<dt>You are</dt><dd>${escapeHtml(approverId)}</dd>
-<dt>Arguments hash</dt><dd><code>${escapeHtml(op.inputHash)}</code></dd>
+<dt>Tool</dt><dd><code>${visibleText(op.toolName)}</code></dd>
+<dt>Risk</dt><dd class="risk">${visibleText(risk ?? 'unknown')}</dd>
+<dt>Requested by</dt><dd>${visibleText(op.principalId)}</dd>
+<dt>Run</dt><dd><code>${visibleText(op.runId)}</code></dd>
+<dt>Operation</dt><dd><code>${visibleText(op.operationId)}</code></dd>
+<dt>Expires</dt><dd><time datetime="${escapeHtml(approval.expiresAt)}">${visibleText(approval.expiresAt)}</time></dd>
+<dt>You are</dt><dd>${visibleText(approverId)}</dd>
+<dt>Arguments hash</dt><dd><code>${visibleText(op.inputHash)}</code></dd>
 </dl>
 <h2>Exact arguments</h2>
-<pre id="arguments">${escapeHtml(args)}</pre>
+<pre id="arguments">${visibleText(args)}</pre>
 ${form}`,
   );
 }
 
 export function decisionPage(title: string, message: string): string {
-  return layout(title, `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>`);
+  return layout(title, `<h1>${visibleText(title)}</h1><p>${visibleText(message)}</p>`);
 }

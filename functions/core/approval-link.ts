@@ -22,16 +22,38 @@ export function signLink(secret: string, claims: LinkClaims): string {
 
 export type LinkCheck = { ok: true; approverId: string; expiresAt: number } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
-export function verifyLink(secret: string, sig: string, expected: { approvalId: string; inputHash: string }, now: number): LinkCheck {
-  const [payload, given] = sig.split('.');
-  if (!payload || !given) return { ok: false, reason: 'malformed' };
-  let claims: { a?: unknown; e?: unknown };
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+/** A SHA-256 HMAC in base64url is always 43 characters. */
+const MAC_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+const MAX_PAYLOAD_CHARS = 1024;
+
+/** The payload's claims, or undefined for anything that is not exactly `{ a: string, e: integer }`. */
+function decodeClaims(payload: string): { a: string; e: number } | undefined {
+  if (payload.length > MAX_PAYLOAD_CHARS || !BASE64URL.test(payload)) return undefined;
+  let claims: unknown;
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
-    return { ok: false, reason: 'malformed' };
+    return undefined;
   }
-  if (typeof claims.a !== 'string' || typeof claims.e !== 'number') return { ok: false, reason: 'malformed' };
+  // `null`, arrays, numbers and strings all parse; only a plain object can carry claims.
+  if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) return undefined;
+  const { a, e } = claims as { a?: unknown; e?: unknown };
+  if (typeof a !== 'string' || typeof e !== 'number' || !Number.isSafeInteger(e)) return undefined;
+  return { a, e };
+}
+
+/**
+ * Checks a link's signature: exactly `payload.mac`, nothing before or after, the MAC compared in
+ * constant time. Any malformed input is a refusal, never an exception.
+ */
+export function verifyLink(secret: string, sig: string, expected: { approvalId: string; inputHash: string }, now: number): LinkCheck {
+  const parts = sig.split('.');
+  if (parts.length !== 2) return { ok: false, reason: 'malformed' };
+  const [payload, given] = parts;
+  if (!MAC_PATTERN.test(given)) return { ok: false, reason: 'malformed' };
+  const claims = decodeClaims(payload);
+  if (!claims) return { ok: false, reason: 'malformed' };
   const want = Buffer.from(mac(secret, { ...expected, approverId: claims.a, expiresAt: claims.e }));
   const got = Buffer.from(given);
   if (want.length !== got.length || !timingSafeEqual(want, got)) return { ok: false, reason: 'bad_signature' };

@@ -44,11 +44,6 @@ export class ContentionError extends Error {
   override name = 'ContentionError';
 }
 
-export interface PendingApprovalsPage {
-  items: OperationRecord[];
-  cursor?: string;
-}
-
 export interface Store {
   getRun(runId: string): Promise<RunRecord | undefined>;
   getOperation(operationId: string): Promise<OperationRecord | undefined>;
@@ -62,7 +57,14 @@ export interface Store {
   listEvents(runId: string): Promise<TraceEvent[]>;
   listOperationsOfRun(runId: string): Promise<OperationRecord[]>;
   listExpiredLeases(now: string, limit: number): Promise<OperationRecord[]>;
-  listPendingApprovals(limit: number): Promise<OperationRecord[]>;
+  /**
+   * One page of pending, unexpired approvals that `approverId` did not request, oldest first. `after` is
+   * the `nextKey` of the previous page; a `nextKey` means there may be more.
+   */
+  listPendingApprovals(query: { approverId: string; now: string; limit: number; after?: Record<string, string> }): Promise<{
+    items: OperationRecord[];
+    nextKey?: Record<string, string>;
+  }>;
   /** Takes or renews a lease on a resource for one owner (an operation); false while another owner holds it. */
   acquireLock(lockKey: string, owner: string, leaseMs: number, now: number): Promise<boolean>;
   releaseLock(lockKey: string, owner: string): Promise<void>;

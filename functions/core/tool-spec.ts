@@ -36,6 +36,11 @@ export interface ToolSpec<I = any, O = any> {
   lockKey?: (input: I) => string;
   costCents?: (input: I) => number;
   approval: ApprovalPolicy<I>;
+  /**
+   * Lines a person reads on the approval page, in their terms (an amount with its currency rather than
+   * raw cents). Optional; the exact arguments are always shown as well.
+   */
+  describeForApproval?: (input: I) => string[];
   execute: (ctx: ToolContext, input: I) => Promise<O>;
 }
 

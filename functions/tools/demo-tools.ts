@@ -2,6 +2,20 @@ import { z } from 'zod';
 import type { ToolSpec } from '../core/tool-spec';
 import { requestJson } from './http';
 
+/**
+ * An amount in a currency's minor units (cents) as a person reads it: 123456 EUR is "€1,234.56",
+ * 5000 JPY is "¥5,000". An unknown currency code still shows the amount, never throws.
+ */
+export function formatMinorUnits(amount: number, currency: string): string {
+  try {
+    const format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
+    const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+    return format.format(amount / 10 ** digits);
+  } catch {
+    return `${amount} minor units of ${currency}`;
+  }
+}
+
 /** The demo tools over the sandbox upstreams (`docs/sandbox.md`; the tests rely on these names and arguments). */
 export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
   const url = (path: string) => `${sandboxUrl.replace(/\/$/, '')}${path}`;
@@ -39,6 +53,11 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
     supportsIdempotency: true,
     costCents: (input) => input.amount,
     approval: (input) => input.amount >= 50_000,
+    describeForApproval: (input) => [
+      `Charge ${formatMinorUnits(input.amount, input.currency)} (${input.amount} in minor units of ${input.currency}) to customer ${input.customer}.`,
+      'Charges of 50000 minor units or more need a person to approve.',
+      ...(input.description ? [`Description: ${input.description}`] : []),
+    ],
     execute: (ctx, input) =>
       requestJson(ctx, { method: 'POST', url: url('/v1/charges'), body: input, headers: { 'Idempotency-Key': ctx.idempotencyKey } }) as Promise<z.infer<typeof Charge>>,
     reconcile: async (ctx, _input) => {

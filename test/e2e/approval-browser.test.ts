@@ -26,7 +26,8 @@ describe('the approval page in a real browser', () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent, { maxSpendCents: 1_000_000 });
     const hostile = '<script>document.title="owned"</script><img src=x onerror="document.title=\'owned\'">';
-    const args = { amount: 123_456, currency: 'EUR', customer: 'cus_browser', description: hostile };
+    // A right-to-left override makes the rest of a line read backwards; the page must show it, not obey it.
+    const args = { amount: 123_456, currency: 'EUR', customer: 'cus_browser', description: `${hostile} refund \u202Egpj.exe` };
     const submitted = await api.call(keys.agent, runId, { callId: 'call_browser', name: 'charge_card', arguments: args });
     expect(submitted.body.state).toBe('awaiting_approval');
     const { body } = await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver });
@@ -37,10 +38,20 @@ describe('the approval page in a real browser', () => {
     const page = await context.newPage();
     const response = await page.goto(approval.url);
     expect(response?.status()).toBe(200);
+    const headers = response!.headers();
+    expect(headers['content-security-policy']).toMatch(/default-src 'none'/);
+    expect(headers['content-security-policy']).toMatch(/frame-ancestors 'none'/);
+    expect(headers['x-frame-options']).toBe('DENY');
+    expect(headers['referrer-policy']).toBe('no-referrer');
     expect(await page.title()).toBe('Approve charge_card?');
     const text = await page.locator('body').innerText();
     for (const fact of ['charge_card', 'irreversible_write', 'agent', '123456', 'EUR', 'cus_browser', approval.expiresAt, approval.inputHash]) expect(text).toContain(fact);
     expect(await page.locator('#arguments').innerText()).toContain(JSON.stringify(hostile).slice(1, -1));
+    // What a person reads: the amount with its currency, why they are asked, the override made visible.
+    expect(await page.locator('#summary').innerText()).toContain('Charge €1,234.56 (123456 in minor units of EUR) to customer cus_browser.');
+    expect(await page.locator('#reason').innerText()).toMatch(/A rule in the policy of this tool asks a person to approve a call with these arguments\. Risk: irreversible_write \(has an effect that cannot be undone\)/);
+    expect(await page.locator('#arguments').innerText()).toContain('refund <U+202E>gpj.exe');
+    expect(text).not.toContain('\u202E');
     expect(await page.locator('img').count()).toBe(0);
     expect(await page.locator('script').count()).toBe(0);
     // Opening the link decided nothing.
@@ -63,6 +74,7 @@ describe('the approval page in a real browser', () => {
     const again = await browser.newPage();
     await again.goto(approval.url);
     expect(await again.locator('body').innerText()).toContain('This approval is approved');
+    expect(await again.locator('#decision').innerText()).toBe(`Decided (approved) by approver at ${op.approval.decidedAt}.`);
     expect(await again.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     await again.close();
   });

@@ -86,8 +86,14 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
     async listExpiredLeases(now, limit) {
       return clone([...ops.values()].filter((o) => isActive(o) && (o.leaseUntil ?? o.updatedAt) < now).slice(0, limit));
     },
-    async listPendingApprovals(limit) {
-      return clone([...ops.values()].filter((o) => o.state === 'awaiting_approval' && o.approval?.state === 'pending').slice(0, limit));
+    async listPendingApprovals({ approverId, now, limit, after }) {
+      const pending = [...ops.values()]
+        .filter((o) => o.state === 'awaiting_approval' && o.approval?.state === 'pending' && o.principalId !== approverId && o.requestedBy !== approverId && o.approval.expiresAt > now)
+        .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.operationId.localeCompare(b.operationId));
+      const start = after ? pending.findIndex((o) => o.operationId === after.operationId) + 1 : 0;
+      const items = pending.slice(start, start + limit);
+      const last = items.at(-1);
+      return { items: clone(items), ...(last && start + limit < pending.length ? { nextKey: { approvalPendingKey: 'pending', createdAt: last.createdAt, operationId: last.operationId } } : {}) };
     },
     async acquireLock(key, owner, leaseMs, now) {
       const held = locks.get(key);

@@ -24,3 +24,23 @@ describe('canonical JSON and hashes', () => {
     }).toThrow();
   });
 });
+
+describe('canonical JSON under hostile input', () => {
+  it('keeps __proto__ as an ordinary key, so different payloads never hash alike', () => {
+    const payloads = ['{"__proto__":{"amount":1}}', '{"__proto__":{"amount":2}}', '{"__proto__":null}', '{}'].map((t) => JSON.parse(t));
+    expect(canonicalJson(payloads[0])).toBe('{"__proto__":{"amount":1}}');
+    expect(new Set(payloads.map(hashValue)).size).toBe(4);
+  });
+
+  it('serializes 100,000 levels of nesting without overflowing the stack', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = { a: [deep] };
+    expect(canonicalJson(deep)).toHaveLength(100_000 * '{"a":[]}'.length + 1);
+    expect(() => deepFreeze(deep)).not.toThrow();
+  });
+
+  it('orders keys exactly as the first version did, so stored hashes stay valid', () => {
+    expect(canonicalJson({ b: 1, 10: 2, 9: 3, a: undefined, c: [undefined] })).toBe('{"9":3,"10":2,"b":1,"c":[null]}');
+    expect(hashValue({ amount: 4200, currency: 'EUR', customer: 'cus_9' })).toBe(hashValue(JSON.parse('{"customer":"cus_9","currency":"EUR","amount":4200}')));
+  });
+});

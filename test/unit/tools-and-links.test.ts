@@ -65,6 +65,13 @@ describe('approval links', () => {
     expect(verifyLink('s'.repeat(32), 'garbage', claims, 1_000)).toEqual({ ok: false, reason: 'malformed' });
     const forged = `${Buffer.from(JSON.stringify({ a: 'mallory', e: 2000 })).toString('base64url')}.${sig.split('.')[1]}`;
     expect(verifyLink('s'.repeat(32), forged, claims, 1_000)).toEqual({ ok: false, reason: 'bad_signature' });
+    // Trailing garbage, a second MAC, or anything around the two parts: refused.
+    for (const bad of [`${sig}.garbage`, `${sig}.`, `.${sig}`, `${sig}${sig}`, `${sig} `, `${sig}==`]) expect(verifyLink('s'.repeat(32), bad, claims, 1_000)).toEqual({ ok: false, reason: 'malformed' });
+    // Payloads that decode to JSON but not to an object of claims: refused, never thrown.
+    for (const payload of ['null', '[]', '1', '"x"', 'true', '{"a":"alice","e":2000.5}', '{"a":"alice","e":1e400}', '{"a":null,"e":2000}']) {
+      const odd = `${Buffer.from(payload).toString('base64url')}.${sig.split('.')[1]}`;
+      expect(verifyLink('s'.repeat(32), odd, claims, 1_000)).toEqual({ ok: false, reason: 'malformed' });
+    }
   });
 
   it('escapes everything that reaches HTML', () => {

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+
+/** Where the next page of pending approvals starts: the index key and table key of the last item given. */
+const PendingApprovalKeySchema = z.strictObject({
+  approvalPendingKey: z.literal('pending'),
+  createdAt: z.string().min(1).max(64),
+  operationId: z.string().regex(/^op_[A-Za-z0-9_-]{1,64}$/),
+});
+export type PendingApprovalKey = z.infer<typeof PendingApprovalKeySchema>;
+
+const MAX_CURSOR_CHARS = 512;
+
+/** Opaque to clients: base64url of the key, so they cannot depend on the table's layout. */
+export function encodeCursor(key: PendingApprovalKey): string {
+  return Buffer.from(JSON.stringify(key)).toString('base64url');
+}
+
+/** The key a cursor names, or undefined for anything this API did not hand out. */
+export function decodeCursor(cursor: string): PendingApprovalKey | undefined {
+  if (cursor.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const parsed = PendingApprovalKeySchema.safeParse(raw);
+  return parsed.success ? parsed.data : undefined;
+}
