@@ -36,6 +36,8 @@ export interface Store {
   listOperationsOfRun(runId: string): Promise<OperationRecord[]>;
   listExpiredLeases(now: string, limit: number): Promise<OperationRecord[]>;
   listPendingApprovals(limit: number): Promise<OperationRecord[]>;
+  /** Operations waiting for a reviewer's resolution (outcome_unknown, review required), oldest first. */
+  listOpenReviews(limit: number): Promise<OperationRecord[]>;
   acquireLock(lockKey: string, owner: string, leaseMs: number, now: number): Promise<boolean>;
   releaseLock(lockKey: string, owner: string): Promise<void>;
 }
@@ -52,12 +54,18 @@ function toItem(op: OperationRecord): Record<string, unknown> {
     activeKey: active ? 'active' : undefined,
     leaseUntil: active ? op.leaseUntil ?? op.updatedAt : undefined,
     approvalPendingKey: op.state === 'awaiting_approval' && op.approval?.state === 'pending' ? 'pending' : undefined,
+    reviewOpenKey: isOpenReview(op) ? 'open' : undefined,
   };
 }
 
 function fromItem(item: Record<string, unknown>): OperationRecord {
-  const { activeKey: _a, approvalPendingKey: _p, ...op } = item;
+  const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, ...op } = item;
   return op as unknown as OperationRecord;
+}
+
+/** Waits for a person: the outcome is unknown and neither reconciliation nor a reviewer settled it. */
+function isOpenReview(op: OperationRecord): boolean {
+  return op.state === 'outcome_unknown' && op.review?.required === true;
 }
 
 export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames): Store {
@@ -181,6 +189,19 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
           IndexName: INDEX.pendingApprovals,
           KeyConditionExpression: 'approvalPendingKey = :p',
           ExpressionAttributeValues: { ':p': 'pending' },
+        },
+        limit,
+      );
+      return items.map(fromItem);
+    },
+
+    async listOpenReviews(limit) {
+      const items = await queryAll<Record<string, unknown>>(
+        {
+          TableName: tables.operations,
+          IndexName: INDEX.openReviews,
+          KeyConditionExpression: 'reviewOpenKey = :o',
+          ExpressionAttributeValues: { ':o': 'open' },
         },
         limit,
       );

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { RunnerConfig } from '../core/config';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
 import { hasRole } from '../core/policy';
+import { TOOL_FORMATS } from '../core/provider-shapes';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
 import { approvalUrl, decideApproval, openApproval } from '../steps/approval';
 import { cancelOperation, cancelRun } from '../steps/cancel';
@@ -12,6 +13,8 @@ import type { Deps } from '../steps/deps';
 import { resolveOperation } from '../steps/resolve';
 import { createRun, submitOnce } from '../steps/submit';
 import { approvalPage, decisionPage } from './approval-page';
+import { previewRoutes } from './preview';
+import { reviewRoutes } from './reviews';
 import { operationView, runView } from './views';
 
 export const MAX_BODY_BYTES = 256 * 1024;
@@ -232,7 +235,7 @@ export function makeApp(deps: Deps): Hono<Env> {
   app.get('/v1/tools', (c) => {
     requireRole(c, 'agent');
     const format = (c.req.query('format') ?? 'neutral') as ToolFormat;
-    if (!['neutral', 'openai', 'anthropic', 'mcp'].includes(format)) throw new ApiError(400, 'invalid_request', 'format must be neutral, openai, anthropic or mcp');
+    if (!TOOL_FORMATS.includes(format)) throw new ApiError(400, 'invalid_request', `format must be one of ${TOOL_FORMATS.join(', ')}`);
     const principal = c.get('principal');
     const visible = new Map([...deps.tools].filter(([name]) => principal.tools === '*' || principal.tools.includes(name)));
     return c.json({ format, tools: describeTools(visible, format) });
@@ -262,5 +265,7 @@ export function makeApp(deps: Deps): Hono<Env> {
     });
   });
 
+  app.route('/', previewRoutes(deps));
+  app.route('/', reviewRoutes(deps));
   return app;
 }
