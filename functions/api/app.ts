@@ -13,6 +13,7 @@ import type { Deps } from '../steps/deps';
 import { resolveOperation } from '../steps/resolve';
 import { createRun, submitOnce } from '../steps/submit';
 import { approvalPage, decisionPage } from './approval-page';
+import { mcpRoutes, mcpWaitMs } from '../mcp/server';
 import { previewRoutes } from './preview';
 import { reviewRoutes } from './reviews';
 import { operationView, runView } from './views';
@@ -267,5 +268,6 @@ export function makeApp(deps: Deps): Hono<Env> {
 
   app.route('/', previewRoutes(deps));
   app.route('/', reviewRoutes(deps));
+  app.route('/', mcpRoutes({ api: (request) => app.fetch(request), waitMs: mcpWaitMs() }));
   return app;
 }
