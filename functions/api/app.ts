@@ -14,6 +14,7 @@ import { resolveOperation } from '../steps/resolve';
 import { createRun, submitOnce } from '../steps/submit';
 import { approvalPage, decisionPage } from './approval-page';
 import { mcpRoutes, mcpWaitMs } from '../mcp/server';
+import { toolsReady } from '../tools/mcp-upstream';
 import { previewRoutes } from './preview';
 import { reviewRoutes } from './reviews';
 import { operationView, runView } from './views';
@@ -233,8 +234,9 @@ export function makeApp(deps: Deps): Hono<Env> {
     return c.json({ events: await deps.store.listEvents(run.runId) });
   });
 
-  app.get('/v1/tools', (c) => {
+  app.get('/v1/tools', async (c) => {
     requireRole(c, 'agent');
+    await toolsReady(deps.tools);
     const format = (c.req.query('format') ?? 'neutral') as ToolFormat;
     if (!TOOL_FORMATS.includes(format)) throw new ApiError(400, 'invalid_request', `format must be one of ${TOOL_FORMATS.join(', ')}`);
     const principal = c.get('principal');

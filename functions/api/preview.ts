@@ -6,6 +6,7 @@ import type { Principal } from '../core/model';
 import { hasRole } from '../core/policy';
 import type { Deps } from '../steps/deps';
 import { principalIn } from '../steps/deps';
+import { toolsReady } from '../tools/mcp-upstream';
 
 type Env = { Variables: { principal: Principal } };
 
@@ -36,6 +37,7 @@ export function previewRoutes(deps: Deps): Hono<Env> {
     if (run.status === 'cancelled') return error(c, 409, 'run_closed', 'the run was cancelled');
 
     const config = await deps.config();
+    await toolsReady(deps.tools);
     const parsed = parseArguments(body.data.arguments);
     const decision = previewCall({
       tool: deps.tools.get(body.data.name),

@@ -12,6 +12,7 @@ import { TABLE_ENV } from '../adapters/tables';
 import { makeRegistry } from '../core/tool-spec';
 import type { Deps } from '../steps/deps';
 import { makeDemoTools } from '../tools/demo-tools';
+import { withMcpUpstreams } from '../tools/mcp-upstream';
 import { tracer } from './observability';
 
 /** Environment, parsed once with zod: the same variables on AWS, LocalStack and the embedded stack. */
@@ -46,10 +47,12 @@ export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSig
   const { dynamoClient, ...rest } = extra;
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
+  const config = env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!);
   return {
     store: makeDynamoStore(makeDocumentClient(dynamo), tables),
-    tools: makeRegistry(makeDemoTools(env.SANDBOX_URL)),
-    config: env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!),
+    // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
+    tools: withMcpUpstreams(makeRegistry(makeDemoTools(env.SANDBOX_URL)), config),
+    config,
     lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({})), env.STATE_MACHINE_ARN),
     notifier: env.APPROVAL_TOPIC_ARN ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN) : consoleNotifier(),
     now: () => Date.now(),
