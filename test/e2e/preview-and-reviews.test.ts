@@ -49,6 +49,16 @@ describe('policy preview', () => {
   });
 });
 
+describe('tool shapes over HTTP', () => {
+  it('serves the Responses API shape and strict Chat Completions parameters', async () => {
+    const { api, keys } = stack;
+    const responses = await api.request('GET', '/v1/tools?format=openai-responses', { key: keys.agent });
+    expect(responses.body.tools.find((t: any) => t.name === 'charge_card')).toMatchObject({ type: 'function', strict: true, parameters: { required: ['amount', 'currency', 'customer', 'description'] } });
+    const chat = await api.request('GET', '/v1/tools?format=openai', { key: keys.agent });
+    expect(chat.body.tools.find((t: any) => t.function.name === 'charge_card').function.parameters.properties.description.type).toEqual(['string', 'null']);
+  });
+});
+
 describe('review queue', () => {
   it('lists an unknown-outcome email until a reviewer resolves it', async () => {
     const { api, keys, sandbox } = stack;
