@@ -24,6 +24,8 @@ const ErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.st
 const RunSchema = z.looseObject({ runId: z.string(), status: z.string(), usage: z.looseObject({ turns: z.number() }) });
 const OperationSchema = z.looseObject({
   operationId: z.string(),
+  createdAt: z.string().optional(),
+  updatedAt: z.string().optional(),
   runId: z.string(),
   callId: z.string(),
   state: z.string(),
@@ -55,6 +57,8 @@ export interface RunnerHttp {
   submit(runId: string, call: { callId: string; turn: number; name: string; arguments: unknown }, waitSeconds: number): Promise<Submission>;
   getOperation(operationId: string): Promise<OperationView>;
   cancelOperation(operationId: string): Promise<OperationView>;
+  /** The run's operations in the order they were proposed, read from its trace. */
+  operationIdsOfRun(runId: string): Promise<string[]>;
 }
 
 export function runnerHttp(options: { baseUrl: string; key: string; fetch?: FetchLike }): RunnerHttp {
@@ -110,6 +114,10 @@ export function runnerHttp(options: { baseUrl: string; key: string; fetch?: Fetc
     },
     async cancelOperation(operationId) {
       return expectOk(await call('POST', `/v1/operations/${encodeURIComponent(operationId)}/cancel`), OperationSchema);
+    },
+    async operationIdsOfRun(runId) {
+      const trace = expectOk(await call('GET', `/v1/runs/${encodeURIComponent(runId)}/trace`), z.object({ events: z.array(z.looseObject({ type: z.string(), operationId: z.string().optional() })) }));
+      return trace.events.filter((e) => e.type === 'operation.proposed' && e.operationId).map((e) => e.operationId!);
     },
   };
 }

@@ -5,6 +5,7 @@ import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema, typ
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { runnerHttp, RunnerHttpError, type FetchLike, type RunnerHttp } from '../agents/http';
+import { operationTaskStore, submitAsTask } from './tasks';
 import { callTool, CHECK_OPERATION } from './tool-calls';
 
 export interface McpOptions {
@@ -95,9 +96,21 @@ async function runForSession(http: RunnerHttp, requested: string | undefined): P
 }
 
 function makeServer(http: RunnerHttp, session: { runId: string; waitMs: number; nextTurn(): number }): Server {
-  const server = new Server({ name: 'toolrunner', version: '0.1.0' }, { capabilities: { tools: {} }, instructions: `Every tool call runs in toolrunner run ${session.runId}.` });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [...(await http.listTools<Tool>('mcp')), CHECK_OPERATION] }));
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => callTool({ ...session, http }, request.params, extra));
+  const server = new Server(
+    { name: 'toolrunner', version: '0.1.0' },
+    {
+      capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      instructions: `Every tool call runs in toolrunner run ${session.runId}.`,
+      taskStore: operationTaskStore(http, session.runId),
+    },
+  );
+  // Tools may run as tasks (the operation is the task); clients without tasks get the pending answer instead.
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [...(await http.listTools<Tool>('mcp')).map((tool) => ({ ...tool, execution: { taskSupport: 'optional' as const } })), CHECK_OPERATION],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    request.params.task && request.params.name !== CHECK_OPERATION.name ? submitAsTask({ ...session, http }, request.params, extra) : callTool({ ...session, http }, request.params, extra),
+  );
   return server;
 }
 

@@ -62,11 +62,7 @@ export async function callTool(
   extra: { sessionId?: string; requestId: string | number; signal: AbortSignal },
 ): Promise<CallToolResult> {
   if (request.name === CHECK_OPERATION_TOOL) return checkOperation(session, request.arguments);
-  const meta = CallMeta.safeParse(request._meta ?? {});
-  const given = meta.success ? meta.data : {};
-  // Derived ids are stable for one session and request id, so a client's resend of the same request is a replay.
-  const callId = given['toolrunner/callId'] ?? `mcp_${extra.sessionId ?? 'nosession'}_${String(extra.requestId)}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 128);
-  const turn = given['toolrunner/turn'] ?? session.nextTurn();
+  const { callId, turn } = callIdentity(session, request, extra);
   const deadline = Date.now() + session.waitMs;
 
   // A short first wait answers fast calls in one round trip; longer waits poll so cancellation is seen.
@@ -78,6 +74,15 @@ export async function callTool(
   const op = await waitForOperation(session.http, submitted.operationId, { deadline, signal: extra.signal, stopWhenAwaitingApproval: true });
   if (extra.signal.aborted && !op.envelope) return cancelled(session, op.operationId);
   return operationResult(op);
+}
+
+/** The runner's callId and turn for one `tools/call`, from its `_meta` or derived. */
+export function callIdentity(session: SessionContext, request: { _meta?: Record<string, unknown> }, extra: { sessionId?: string; requestId: string | number }): { callId: string; turn: number } {
+  const meta = CallMeta.safeParse(request._meta ?? {});
+  const given = meta.success ? meta.data : {};
+  // Derived ids are stable for one session and request id, so a client's resend of the same request is a replay.
+  const callId = given['toolrunner/callId'] ?? `mcp_${extra.sessionId ?? 'nosession'}_${String(extra.requestId)}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 128);
+  return { callId, turn: given['toolrunner/turn'] ?? session.nextTurn() };
 }
 
 /** `notifications/cancelled` for a call in flight: exactly `POST /v1/operations/{id}/cancel`. */

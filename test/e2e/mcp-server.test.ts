@@ -155,3 +155,54 @@ describe('MCP server at /mcp', () => {
     expect(op.envelope).toMatchObject({ status: 'cancelled', code: 'cancelled' });
   });
 });
+
+describe('MCP tasks: the operation is the task', () => {
+  it('a task waits through approval (input_required) and ends with the envelope; tasks/get reads the operation', async () => {
+    const { client } = await connect(stack.keys.agent);
+    const { tools } = await client.listTools();
+    expect(tools.find((t) => t.name === 'charge_card')!.execution).toEqual({ taskSupport: 'optional' });
+
+    const statuses: string[] = [];
+    let taskId: string | undefined;
+    let result: any;
+    let approving: Promise<void> | undefined;
+    const stream = client.experimental.tasks.callToolStream({ name: 'charge_card', arguments: { amount: 70_000, currency: 'USD', customer: 'cus_task' } });
+    for await (const message of stream) {
+      if (message.type === 'taskCreated' || message.type === 'taskStatus') {
+        taskId = message.task.taskId;
+        statuses.push(message.task.status);
+        // The approver decides at the runner's link once the task says it needs a person.
+        if (message.task.status === 'input_required') approving ??= decideApproval(stack, taskId, 'approve');
+      } else if (message.type === 'result') result = message.result;
+      else if (message.type === 'error') throw message.error;
+    }
+    await approving;
+    expect(taskId).toMatch(/^op_/);
+    expect(statuses).toContain('input_required');
+    expect(statuses).not.toContain('completed');
+    expect(result).toMatchObject({ isError: false, structuredContent: { status: 'succeeded', logical_operation_id: taskId, result: { amount: 70_000 } } });
+    expect(await client.experimental.tasks.getTask(taskId!)).toMatchObject({ taskId, status: 'completed' });
+    expect((await client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toContain(taskId);
+
+    // The task is the operation: a new session of the same key (a reconnect) reads it too; another key's cannot.
+    const { client: again } = await connect(stack.keys.agent);
+    expect(await again.experimental.tasks.getTask(taskId!)).toMatchObject({ taskId, status: 'completed' });
+
+    const { client: other } = await connect(stack.keys.other);
+    await expect(other.experimental.tasks.getTask(taskId!)).rejects.toThrow(/not found/i);
+  });
+
+  it('tasks/cancel cancels the operation', async () => {
+    const { client } = await connect(stack.keys.agent);
+    await client.listTools();
+    await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
+    const stream = client.experimental.tasks.callToolStream({ name: 'charge_card', arguments: { amount: 300, currency: 'USD', customer: 'c' } });
+    const first = await stream.next();
+    expect(first.value).toMatchObject({ type: 'taskCreated' });
+    const taskId = (first.value as any).task.taskId as string;
+    await stack.api.until('the attempt to start', () => stack.api.operation(stack.keys.agent, taskId), (op) => op.state === 'executing');
+    expect(await client.experimental.tasks.cancelTask(taskId)).toMatchObject({ taskId, status: 'cancelled' });
+    expect(await stack.api.operation(stack.keys.agent, taskId)).toMatchObject({ state: 'reported', envelope: { status: 'cancelled' } });
+    await stream.return(undefined);
+  });
+});
