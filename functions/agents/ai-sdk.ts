@@ -38,7 +38,8 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
         inputSchema: jsonSchema<Record<string, unknown>>(spec.parameters),
         strict: spec.strict,
         needsApproval: (input) => session.needsApproval(spec, input),
-        execute: async (input, { toolCallId, messages, abortSignal }) => JSON.parse(modelText(await session.call(spec, toolCallId, turnOf(messages), input, abortSignal))),
+        // The model reads the envelope (or the runner's refusal) as the tool's JSON output.
+        execute: (input, { toolCallId, messages, abortSignal }) => session.call(spec, toolCallId, turnOf(messages), input, abortSignal),
       }),
     ]),
   );

@@ -3,6 +3,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Hono, type Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
 import { runnerHttp, RunnerHttpError, type FetchLike, type RunnerHttp } from '../agents/http';
 import { operationTaskStore, submitAsTask } from './tasks';
@@ -65,13 +66,15 @@ export function mcpRoutes(options: McpOptions): Hono {
     try {
       ({ runId, turnsSoFar } = await runForSession(http, c.req.header(RUN_HEADER)));
     } catch (error) {
-      if (error instanceof RunnerHttpError) return jsonRpcError(c, error.status as 401, error.code, error.message);
+      if (error instanceof RunnerHttpError) return jsonRpcError(c, error.status, error.code, error.message);
       throw error;
     }
     let turn = turnsSoFar;
     const server = makeServer(http, { runId, waitMs, nextTurn: () => ++turn });
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      // Plain JSON answers pass through any proxy or API gateway; nothing here streams progress.
+      enableJsonResponse: true,
       onsessioninitialized: (id) => void sessions.set(id, { transport, keyDigest: digest(key), lastSeen: Date.now() }),
       onsessionclosed: (id) => void sessions.delete(id),
     });
@@ -125,6 +128,6 @@ function closeIdle(sessions: Map<string, Session>, idleMs: number): void {
 }
 
 /** Errors before a session exists, in JSON-RPC form (what MCP clients read) with the API's code. */
-function jsonRpcError(c: Context, status: 400 | 401 | 403 | 404 | 409, code: string, message: string, headers: Record<string, string> = {}) {
-  return c.json({ jsonrpc: '2.0', id: null, error: { code: -32000, message: `${code}: ${message}`, data: { code } } }, status, headers);
+function jsonRpcError(c: Context, status: number, code: string, message: string, headers: Record<string, string> = {}) {
+  return c.json({ jsonrpc: '2.0', id: null, error: { code: -32000, message: `${code}: ${message}`, data: { code } } }, status as ContentfulStatusCode, headers);
 }

@@ -1,4 +1,3 @@
-import type { LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from '@ai-sdk/provider';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolrunnerAiSdk } from '../../functions/agents/ai-sdk';
@@ -12,6 +11,9 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop());
 
 type Call = { callId: string; name: string; arguments: unknown };
+type DoGenerate = MockLanguageModelV3['doGenerate'];
+type LanguageModelV3CallOptions = Parameters<DoGenerate>[0];
+type LanguageModelV3GenerateResult = Awaited<ReturnType<DoGenerate>>;
 const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
 
 /** The AI SDK's own mock model, answering from a script: one list of tool calls per model call, then text. */

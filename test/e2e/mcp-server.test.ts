@@ -8,8 +8,8 @@ import { startTestStack, type TestStack } from '../support/stack';
 let stack: TestStack;
 const clients: Client[] = [];
 beforeAll(async () => {
-  // A short wait so "still pending" is reached quickly; the default is 25 s.
-  process.env.TOOLRUNNER_MCP_WAIT_MS = '3000';
+  // A shorter wait so "still pending" is reached sooner; the default is 25 s.
+  process.env.TOOLRUNNER_MCP_WAIT_MS = '8000';
   stack = await startTestStack({ seed: 11 });
 });
 afterAll(async () => {
@@ -138,9 +138,9 @@ describe('MCP server at /mcp', () => {
 
   it('a slow call answers pending after the wait; a cancelled one cancels its operation', async () => {
     const { client } = await connect(stack.keys.agent);
-    // Each attempt hangs to the tool's 3 s timeout, so the call outlives the session's 3 s wait.
-    await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 1 });
-    const slow = await client.callTool({ name: 'charge_card', arguments: { amount: 100, currency: 'USD', customer: 'c' } });
+    // Three attempts each hang to the read's 5 s timeout, so the call outlives the session's 8 s wait.
+    await stack.sandbox.fault({ route: 'GET /v1/orders/ord_99', mode: 'hang', count: 3 });
+    const slow = await client.callTool({ name: 'get_order', arguments: { orderId: 'ord_99' } });
     expect(slow).toMatchObject({ isError: false, structuredContent: { status: 'pending', operationId: expect.any(String) } });
 
     await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
