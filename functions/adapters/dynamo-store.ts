@@ -21,12 +21,18 @@ function toItem(op: OperationRecord): Record<string, unknown> {
     activeKey: active ? 'active' : undefined,
     leaseUntil: active ? op.leaseUntil ?? op.updatedAt : undefined,
     approvalPendingKey: op.state === 'awaiting_approval' && op.approval?.state === 'pending' ? 'pending' : undefined,
+    reviewOpenKey: isOpenReview(op) ? 'open' : undefined,
   };
 }
 
 function fromItem(item: Record<string, unknown>): OperationRecord {
-  const { activeKey: _a, approvalPendingKey: _p, ...op } = item;
+  const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, ...op } = item;
   return op as unknown as OperationRecord;
+}
+
+/** Waits for a person: the outcome is unknown and neither reconciliation nor a reviewer settled it. */
+function isOpenReview(op: OperationRecord): boolean {
+  return op.state === 'outcome_unknown' && op.review?.required === true;
 }
 
 /** The trace's sequence counter is its own item (sort key 0) in the events table, never part of a transaction. */
@@ -288,6 +294,19 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
         if (!page.LastEvaluatedKey) return { items };
         ExclusiveStartKey = page.LastEvaluatedKey;
       }
+    },
+
+    async listOpenReviews(limit) {
+      const items = await queryAll<Record<string, unknown>>(
+        {
+          TableName: tables.operations,
+          IndexName: INDEX.openReviews,
+          KeyConditionExpression: 'reviewOpenKey = :o',
+          ExpressionAttributeValues: { ':o': 'open' },
+        },
+        limit,
+      );
+      return items.map(fromItem);
     },
 
     async acquireLock(lockKey, owner, leaseMs, now) {

@@ -15,6 +15,7 @@ export const INDEX = {
   operationsByRun: 'byRun',
   activeByLease: 'activeByLease',
   pendingApprovals: 'pendingApprovals',
+  openReviews: 'openReviews',
 } as const;
 
 export const TABLES: readonly TableLayout[] = [
@@ -29,6 +30,8 @@ export const TABLES: readonly TableLayout[] = [
       { name: INDEX.activeByLease, partitionKey: { name: 'activeKey', type: 'S' }, sortKey: { name: 'leaseUntil', type: 'S' } },
       // Sparse: only operations waiting for a person carry `approvalPendingKey`.
       { name: INDEX.pendingApprovals, partitionKey: { name: 'approvalPendingKey', type: 'S' }, sortKey: { name: 'createdAt', type: 'S' } },
+      // Sparse: only outcome_unknown operations flagged for a person's resolution carry `reviewOpenKey`.
+      { name: INDEX.openReviews, partitionKey: { name: 'reviewOpenKey', type: 'S' }, sortKey: { name: 'updatedAt', type: 'S' } },
     ],
   },
   // Sort key 0 holds the run's sequence counter; events start at 1.

@@ -16,6 +16,10 @@ import type { Deps } from '../core/ports';
 import { createRun, submitToolCall } from '../steps/submit';
 import { approvalPage, decisionPage, PAGE_SECURITY_HEADERS } from './approval-page';
 import { decodeCursor, encodeCursor } from './cursor';
+import { mcpRoutes, mcpWaitMs } from '../mcp/server';
+import { toolsReady } from '../tools/mcp-upstream';
+import { previewRoutes } from './preview';
+import { reviewRoutes } from './reviews';
 import { operationView, runView } from './views';
 import { openApiDocument } from './openapi';
 import { CreateRunSchema, DecisionSchema, MAX_BODY_BYTES, ResolveSchema, ToolCallSchema, ToolFormatSchema } from './schemas';
@@ -268,10 +272,11 @@ export function makeApp(deps: Deps): Hono<Env> {
     return c.json({ events: await deps.store.listEvents(run.runId) });
   });
 
-  app.get('/v1/tools', (c) => {
+  app.get('/v1/tools', async (c) => {
     requireRole(c, 'agent');
+    await toolsReady(deps.tools);
     const parsedFormat = ToolFormatSchema.safeParse(c.req.query('format') ?? 'neutral');
-    if (!parsedFormat.success) throw new ApiError(400, 'invalid_request', 'format must be neutral, openai, anthropic or mcp');
+    if (!parsedFormat.success) throw new ApiError(400, 'invalid_request', `format must be one of ${ToolFormatSchema.options.join(', ')}`);
     const format: ToolFormat = parsedFormat.data;
     const principal = c.get('principal');
     const visible = new Map([...deps.tools].filter(([name]) => principal.tools === '*' || principal.tools.includes(name)));
@@ -306,6 +311,9 @@ export function makeApp(deps: Deps): Hono<Env> {
     });
   });
 
+  app.route('/', previewRoutes(deps));
+  app.route('/', reviewRoutes(deps));
+  app.route('/', mcpRoutes({ api: (request) => app.fetch(request), waitMs: mcpWaitMs() }));
   return app;
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { OperationState } from '../core/lifecycle';
+import { TOOL_FORMATS } from '../core/provider-shapes';
 
 /**
  * The API's shapes in one place: the request schemas validate what the routes accept (`app.ts`), and with
@@ -29,7 +30,7 @@ export type CreateRunBody = z.input<typeof CreateRunSchema>;
 export type ToolCallBody = z.input<typeof ToolCallSchema>;
 export type ResolveBody = z.input<typeof ResolveSchema>;
 
-export const ToolFormatSchema = z.enum(['neutral', 'openai', 'anthropic', 'mcp']);
+export const ToolFormatSchema = z.enum(TOOL_FORMATS);
 
 export const ErrorSchema = z.looseObject({ error: z.looseObject({ code: z.string(), message: z.string() }) });
 

@@ -8,12 +8,33 @@ export const PrincipalSchema = z.object({
   tools: z.union([z.literal('*'), z.array(z.string())]),
 });
 
+/** The policy of one tool served by an upstream MCP server (the runner cannot know it from the upstream). */
+export const UpstreamToolPolicySchema = z.strictObject({
+  risk: z.enum(['read', 'reversible_write', 'irreversible_write']),
+  approval: z.enum(['always', 'never']).optional(),
+  timeoutMs: z.number().int().min(1).max(15 * 60_000).optional(),
+  maxAttempts: z.number().int().min(1).max(10).optional(),
+  supportsIdempotency: z.boolean().optional(),
+});
+
+/** Proxy mode: an MCP server whose tools the runner registers as `<name>__<tool>`. */
+export const McpUpstreamSchema = z.strictObject({
+  name: z.string().regex(/^[a-zA-Z0-9-]{1,24}$/, 'letters, digits and dashes, at most 24: tool names become <name>__<tool>'),
+  url: z.url(),
+  headers: z.record(z.string(), z.string()).optional(),
+  tools: z.record(z.string(), UpstreamToolPolicySchema).optional(),
+  defaultPolicy: UpstreamToolPolicySchema.optional(),
+});
+
 export const RunnerConfigSchema = z.object({
   principals: z.array(PrincipalSchema),
   approvalSecret: z.string().min(16).optional(),
   approvalTtlSeconds: z.number().int().min(1).max(365 * 86400).default(86400),
   /** Days a run, its operations and its trace are kept after the run's wall-clock deadline (DynamoDB TTL). */
   retentionDays: z.number().int().min(1).max(3650).optional(),
+  mcpUpstreams: z.array(McpUpstreamSchema).optional(),
 });
 
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
+export type McpUpstream = z.infer<typeof McpUpstreamSchema>;
+export type UpstreamToolPolicy = z.infer<typeof UpstreamToolPolicySchema>;

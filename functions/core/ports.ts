@@ -65,6 +65,8 @@ export interface Store {
     items: OperationRecord[];
     nextKey?: Record<string, string>;
   }>;
+  /** Operations waiting for a reviewer's resolution (outcome_unknown, review required), oldest first. */
+  listOpenReviews(limit: number): Promise<OperationRecord[]>;
   /** Takes or renews a lease on a resource for one owner (an operation); false while another owner holds it. */
   acquireLock(lockKey: string, owner: string, leaseMs: number, now: number): Promise<boolean>;
   releaseLock(lockKey: string, owner: string): Promise<void>;
@@ -97,6 +99,8 @@ export interface Notifier {
     expiresAt: string;
     links: { approverId: string; url: string }[];
   }): Promise<void>;
+  /** An operation now waits for a reviewer's resolution (its outcome is unknown and cannot be reconciled). */
+  reviewRequired?(notice: { operationId: string; runId: string; toolName: string; reason: string }): Promise<void>;
 }
 
 /** Current configuration; re-read when it changes, so revoked permissions take effect. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff';
 import type { Risk } from './model';
+import { SHAPES, type ToolFormat } from './provider-shapes';
 
 /** What a tool's code sees of the lifecycle on each attempt. */
 export interface ToolContext {
@@ -117,31 +118,9 @@ export function makeRegistry(specs: ToolSpec[]): ToolRegistry {
   return map;
 }
 
-export type ToolFormat = 'neutral' | 'openai' | 'anthropic' | 'mcp';
+export type { ToolFormat } from './provider-shapes';
 
-/** Tool definitions in each provider's shape, from the one zod schema. */
+/** Tool definitions in one provider's shape (see provider-shapes.ts), from the one zod schema. */
 export function describeTools(registry: ToolRegistry, format: ToolFormat): unknown[] {
-  return [...registry.values()].map((spec) => {
-    const parameters = z.toJSONSchema(spec.inputSchema, { target: 'draft-2020-12' });
-    switch (format) {
-      case 'openai':
-        return { type: 'function', function: { name: spec.name, description: spec.description, parameters, strict: true } };
-      case 'anthropic':
-        return { name: spec.name, description: spec.description, input_schema: parameters };
-      case 'mcp':
-        return { name: spec.name, description: spec.description, inputSchema: parameters };
-      case 'neutral':
-        return {
-          name: spec.name,
-          description: spec.description,
-          inputSchema: parameters,
-          outputSchema: z.toJSONSchema(spec.outputSchema, { target: 'draft-2020-12' }),
-          risk: spec.risk,
-          maxAttempts: spec.maxAttempts,
-          supportsIdempotency: spec.supportsIdempotency,
-          reconcilable: Boolean(spec.reconcile),
-          approval: typeof spec.approval === 'function' ? 'conditional' : spec.approval,
-        };
-    }
-  });
+  return [...registry.values()].map(SHAPES[format]);
 }

@@ -13,6 +13,7 @@ import { TABLE_ENV } from '../adapters/tables';
 import { makeRegistry, type ToolSpec } from '../core/tool-spec';
 import type { Deps } from '../core/ports';
 import { makeDemoTools } from '../tools/demo-tools';
+import { withMcpUpstreams } from '../tools/mcp-upstream';
 import { tracer } from './observability';
 
 /** Environment, parsed once with zod: the same variables on AWS, LocalStack and the embedded stack. */
@@ -64,11 +65,13 @@ export function depsFromEnv(env: RuntimeEnv, options: DepsOptions = {}): Deps {
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
   const { store, watch } = watchedStore(makeDynamoStore(makeDocumentClient(dynamo), tables));
+  const config = env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!);
   return {
     store,
     watch,
-    tools: makeRegistry(toolsFor(env, tools)),
-    config: env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!),
+    // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
+    tools: withMcpUpstreams(makeRegistry(toolsFor(env, tools)), config),
+    config,
     // Against a custom endpoint (the embedded engine, LocalStack) StartSyncExecution must not get its `sync-` host prefix.
     lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({ disableHostPrefix: Boolean(process.env.AWS_ENDPOINT_URL_SFN) })), env.STATE_MACHINE_ARN, env.EXPRESS_STATE_MACHINE_ARN),
     notifier: env.APPROVAL_TOPIC_ARN ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN) : consoleNotifier(),

@@ -7,6 +7,7 @@ import { reconcileStep } from '../steps/reconcile';
 import { handoffStep, reportStep, routeStep } from '../steps/report';
 import { sweep } from '../steps/resume';
 import type { LifecycleFunction } from '../../statemachines/definition';
+import { toolsReady } from '../tools/mcp-upstream';
 import { lazyDeps } from './runtime';
 import { logger } from './observability';
 
@@ -19,6 +20,7 @@ type Step = (deps: Deps, operationId: string) => Promise<StepOutput>;
 export function makeStepHandler(name: string, step: Step, deps: () => Deps = lazyDeps) {
   return async (event: unknown): Promise<StepOutput> => {
     const { operationId } = StepInput.parse(event);
+    await toolsReady(deps().tools);
     const out = await step(deps(), operationId);
     logger.debug('step finished', { step: name, operationId, next: out.next });
     return out;

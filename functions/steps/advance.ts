@@ -30,6 +30,7 @@ export async function advance<T>(deps: Deps, start: OperationRecord | string, de
     const next = withReport(transitionAll(op, decided.events, deps.now()), deps.now());
     try {
       const out = await deps.store.updateOperation(op, next.op, next.events);
+      if (!op.review?.required && out.op.review?.required) await tellReviewers(deps, out.op);
       return { value: decided.value, op: out.op, changed: true, events: out.events };
     } catch (error) {
       if (error instanceof OperationConflictError) {
@@ -55,6 +56,15 @@ function withReport(t: Transition, now: number): Transition {
   if (!accepts(t.op, 'report')) return t;
   const reported = transition(t.op, { type: 'report' }, now);
   return { op: reported.op, events: [...t.events, ...reported.events] };
+}
+
+/** The review is durable (GET /v1/reviews lists it); a failed notification must not fail the step. */
+async function tellReviewers(deps: Deps, op: OperationRecord): Promise<void> {
+  try {
+    await deps.notifier.reviewRequired?.({ operationId: op.operationId, runId: op.runId, toolName: op.toolName, reason: op.review!.reason });
+  } catch (error) {
+    console.error(JSON.stringify({ level: 'warn', message: 'review notification failed', operationId: op.operationId, error: (error as Error).message }));
+  }
 }
 
 export async function mustGet(deps: Deps, operationId: string): Promise<OperationRecord> {

@@ -1,5 +1,6 @@
 import { admitCall, DEFAULT_BUDGETS } from '../core/budgets';
-import { hashValue, parseArguments, sha256 } from '../core/canonical';
+import { argumentsHash, decideCall, validationOf } from '../core/call-policy';
+import { parseArguments } from '../core/canonical';
 import { stepOutput, transitionAll, type LifecycleEvent } from '../core/engine';
 import { envelopeFor } from '../core/envelope';
 import { newIdempotencyKey, newRunId, operationIdFor } from '../core/ids';
@@ -9,7 +10,6 @@ import { ContentionError, OperationExistsError, RunChangedError, type Deps, type
 import { recordOutcome } from '../core/settle';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
-import { validateCall } from '../core/validation';
 import { jitter } from './advance';
 import { executionNameOf } from './deps';
 
@@ -54,12 +54,6 @@ export type SubmitResult =
   | { kind: 'conflict' }
   | { kind: 'run_closed' };
 
-/** The hash of the arguments as frozen: equal values hash equally whether sent as object or JSON string. */
-export function argumentsHash(raw: unknown): string {
-  const parsed = parseArguments(raw);
-  return parsed.ok ? hashValue(parsed.value) : sha256(String(raw));
-}
-
 /**
  * A tool whose attempt may be sent again with the same key without risk (a read, or an upstream that
  * dedupes by key) and that needs no lock: its first attempt's intent is written with the submission,
@@ -75,7 +69,8 @@ function firstAttemptAtSubmission(tool: ToolSpec): boolean {
  * duplicates race on one conditional put and exactly one wins; the others become replays.
  */
 export async function submitToolCall(deps: Deps, run: RunRecord, caller: Principal, call: ToolCallRequest, options: { waitSeconds?: number } = {}): Promise<SubmitResult> {
-  const inputHash = argumentsHash(call.arguments);
+  const parsed = parseArguments(call.arguments);
+  const inputHash = argumentsHash(parsed, call.arguments);
   const operationId = operationIdFor(run.runId, call.callId);
   const config = await deps.config();
   const tool = deps.tools.get(call.name);
@@ -87,7 +82,7 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
       return { kind: 'replayed', op: existing };
     }
     const now = deps.now();
-    const validation = validateCall({ toolName: call.name, tool, principal: caller, rawArguments: call.arguments, approvalTtlSeconds: config.approvalTtlSeconds, now });
+    const validation = validationOf(decideCall({ toolName: call.name, tool, principal: caller, arguments: parsed, approvalTtlSeconds: config.approvalTtlSeconds, now }));
     const admission = admitCall(current, call.turn, validation.decision === 'allow' ? validation.costCents : 0, now);
     if (!admission.admitted && admission.reason === 'run_closed') return { kind: 'run_closed' };
 

@@ -95,6 +95,9 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
       const last = items.at(-1);
       return { items: clone(items), ...(last && start + limit < pending.length ? { nextKey: { approvalPendingKey: 'pending', createdAt: last.createdAt, operationId: last.operationId } } : {}) };
     },
+    async listOpenReviews(limit) {
+      return clone([...ops.values()].filter((o) => o.state === 'outcome_unknown' && o.review?.required).slice(0, limit));
+    },
     async acquireLock(key, owner, leaseMs, now) {
       const held = locks.get(key);
       if (held && held.owner !== owner && held.until >= now) return false;

@@ -1,0 +1,107 @@
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { waitForOperation, type Envelope, type OperationView, type RunnerHttp } from '../agents/http';
+
+/** The built-in tool that lets a model come back to a call that was still pending. */
+export const CHECK_OPERATION_TOOL = 'toolrunner_check_operation';
+
+export const CHECK_OPERATION: Tool = {
+  name: CHECK_OPERATION_TOOL,
+  description: 'Check a tool call that was still pending: returns its result once the runner has one, or that it is still pending.',
+  inputSchema: { type: 'object', properties: { operationId: { type: 'string', description: 'The operationId a pending answer gave.' } }, required: ['operationId'], additionalProperties: false },
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+};
+
+const CheckArguments = z.object({ operationId: z.string().min(1).max(200) });
+
+/** What one MCP session knows: its run, how to reach the API as its caller, how long a call may wait. */
+export interface SessionContext {
+  runId: string;
+  http: RunnerHttp;
+  waitMs: number;
+  /** Turn numbers for calls whose client gives none: each call counts as a new turn. */
+  nextTurn(): number;
+}
+
+/** `_meta` keys a client may set on `tools/call`. */
+const CallMeta = z.looseObject({
+  'toolrunner/callId': z.string().min(1).max(128).optional(),
+  'toolrunner/turn': z.number().int().min(0).optional(),
+});
+
+export function envelopeResult(envelope: Envelope): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(envelope) }], structuredContent: envelope, isError: envelope.status !== 'succeeded' };
+}
+
+export function pendingResult(op: { operationId: string; state: string; statusUrl?: string }): CallToolResult {
+  const pending = { status: 'pending', operationId: op.operationId, state: op.state, statusUrl: op.statusUrl ?? `/v1/operations/${op.operationId}` };
+  const why = op.state === 'awaiting_approval' ? 'It is waiting for a person to approve it.' : 'It is still running.';
+  return {
+    content: [{ type: 'text', text: `${JSON.stringify(pending)}\n${why} Call ${CHECK_OPERATION_TOOL} with {"operationId":"${op.operationId}"} later to get its result; do not call the tool again.` }],
+    structuredContent: pending,
+    isError: false,
+  };
+}
+
+function refusalResult(code: string, message: string): CallToolResult {
+  const error = { error: { code, message } };
+  return { content: [{ type: 'text', text: JSON.stringify(error) }], structuredContent: error, isError: true };
+}
+
+function operationResult(op: OperationView): CallToolResult {
+  return op.envelope ? envelopeResult(op.envelope) : pendingResult(op);
+}
+
+/**
+ * One `tools/call`: submitted to the runner's API as the caller, then waited on until it has an envelope,
+ * waits for a person, or the session's wait is over. A cancelled request cancels its operation.
+ */
+export async function callTool(
+  session: SessionContext,
+  request: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
+  extra: { sessionId?: string; requestId: string | number; signal: AbortSignal },
+): Promise<CallToolResult> {
+  if (request.name === CHECK_OPERATION_TOOL) return checkOperation(session, request.arguments);
+  const { callId, turn } = callIdentity(session, request, extra);
+  const deadline = Date.now() + session.waitMs;
+
+  // A short first wait answers fast calls in one round trip; longer waits poll so cancellation is seen.
+  const submitted = await session.http.submit(session.runId, { callId, turn, name: request.name, arguments: request.arguments ?? {} }, Math.min(1, session.waitMs / 1000));
+  if (submitted.kind === 'refused') return refusalResult(submitted.code, submitted.message);
+  if (submitted.kind === 'reported') return envelopeResult(submitted.envelope);
+  if (extra.signal.aborted) return cancelled(session, submitted.operationId);
+  if (submitted.state === 'awaiting_approval') return pendingResult(submitted);
+  const op = await waitForOperation(session.http, submitted.operationId, { deadline, signal: extra.signal, stopWhenAwaitingApproval: true });
+  if (extra.signal.aborted && !op.envelope) return cancelled(session, op.operationId);
+  return operationResult(op);
+}
+
+/** The runner's callId and turn for one `tools/call`, from its `_meta` or derived. */
+export function callIdentity(session: SessionContext, request: { _meta?: Record<string, unknown> }, extra: { sessionId?: string; requestId: string | number }): { callId: string; turn: number } {
+  const meta = CallMeta.safeParse(request._meta ?? {});
+  const given = meta.success ? meta.data : {};
+  // Derived ids are stable for one session and request id, so a client's resend of the same request is a replay.
+  const callId = given['toolrunner/callId'] ?? `mcp_${extra.sessionId ?? 'nosession'}_${String(extra.requestId)}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 128);
+  return { callId, turn: given['toolrunner/turn'] ?? session.nextTurn() };
+}
+
+/** `notifications/cancelled` for a call in flight: exactly `POST /v1/operations/{id}/cancel`. */
+async function cancelled(session: SessionContext, operationId: string): Promise<CallToolResult> {
+  try {
+    return operationResult(await session.http.cancelOperation(operationId));
+  } catch {
+    // Already finished: the client is gone anyway; the result stays recorded.
+    return operationResult(await session.http.getOperation(operationId));
+  }
+}
+
+async function checkOperation(session: SessionContext, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
+  const parsed = CheckArguments.safeParse(args ?? {});
+  if (!parsed.success) return refusalResult('invalid_arguments', 'operationId is required');
+  try {
+    return operationResult(await session.http.getOperation(parsed.data.operationId));
+  } catch (error) {
+    const { code, message } = error as { code?: string; message: string };
+    return refusalResult(code ?? 'unexpected', message);
+  }
+}

@@ -1,0 +1,213 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { McpUpstream, RunnerConfig, UpstreamToolPolicy } from '../core/config';
+import { TransportError, UpstreamHttpError } from '../core/errors';
+import { checkToolSpec, type ToolContext, type ToolRegistry, type ToolSpec } from '../core/tool-spec';
+
+/**
+ * Proxy mode: the tools of upstream MCP servers, registered as `<upstream>__<tool>` with the policy the
+ * configuration gives them, so their calls go through the whole lifecycle like any other tool.
+ */
+
+export const IDEMPOTENCY_META_KEY = 'toolrunner/idempotencyKey';
+
+/** A tool nobody configured: treated as the most dangerous kind unless the upstream says it only reads. */
+function policyFor(upstream: McpUpstream, tool: Tool): Required<Omit<UpstreamToolPolicy, 'timeoutMs'>> & { timeoutMs: number } {
+  const configured = upstream.tools?.[tool.name] ?? upstream.defaultPolicy;
+  const risk = configured?.risk ?? (tool.annotations?.readOnlyHint === true ? 'read' : 'irreversible_write');
+  return {
+    risk,
+    approval: configured?.approval ?? 'never',
+    timeoutMs: configured?.timeoutMs ?? 30_000,
+    maxAttempts: configured?.maxAttempts ?? (risk === 'read' ? 3 : 1),
+    supportsIdempotency: configured?.supportsIdempotency ?? risk === 'read',
+  };
+}
+
+/** The upstream's JSON Schema as the zod schema validation needs; an object schema is required. */
+export function zodFromJsonSchema(schema: Tool['inputSchema']): z.ZodObject {
+  try {
+    const converted = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    if (converted instanceof z.ZodObject) return converted;
+  } catch {
+    // Fall through: a schema zod cannot express is left to the upstream to enforce.
+  }
+  return z.looseObject({});
+}
+
+/** One client per upstream, connected on first use and dropped after a transport failure. */
+export class UpstreamConnection {
+  private client?: Promise<Client>;
+  constructor(readonly upstream: McpUpstream) {}
+
+  get(): Promise<Client> {
+    this.client ??= this.connect().catch((error) => {
+      this.client = undefined;
+      throw error;
+    });
+    return this.client;
+  }
+
+  reset(): void {
+    const old = this.client;
+    this.client = undefined;
+    void old?.then((c) => c.close()).catch(() => undefined);
+  }
+
+  private async connect(): Promise<Client> {
+    const client = new Client({ name: 'toolrunner', version: '0.1.0' });
+    // Bounded: a hanging upstream must not hold up the steps waiting for the registry.
+    await client.connect(new StreamableHTTPClientTransport(new URL(this.upstream.url), { requestInit: { headers: this.upstream.headers ?? {} } }), { timeout: 10_000 });
+    return client;
+  }
+}
+
+/** Lists an upstream's tools (every page) and turns each into a ToolSpec. */
+export async function upstreamToolSpecs(connection: UpstreamConnection): Promise<ToolSpec[]> {
+  const client = await connection.get();
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: 10_000 });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tools.map((tool) => toolSpecOf(connection, tool));
+}
+
+function toolSpecOf(connection: UpstreamConnection, tool: Tool): ToolSpec {
+  const policy = policyFor(connection.upstream, tool);
+  const spec: ToolSpec = {
+    name: `${connection.upstream.name}__${tool.name}`,
+    description: tool.description ?? tool.title ?? `${tool.name} on ${connection.upstream.name}`,
+    inputSchema: zodFromJsonSchema(tool.inputSchema),
+    // The upstream's answer is passed on as is: structuredContent when it has one, else its content blocks.
+    outputSchema: z.unknown(),
+    ...policy,
+    execute: (ctx, input) => callUpstream(connection, tool.name, ctx, input),
+  };
+  checkToolSpec(spec);
+  return spec;
+}
+
+async function callUpstream(connection: UpstreamConnection, toolName: string, ctx: ToolContext, input: unknown): Promise<unknown> {
+  let client: Client;
+  try {
+    client = await connection.get();
+  } catch (error) {
+    // The call itself was never sent: safe to retry whatever the tool does.
+    throw new TransportError('refused', false, `could not connect to upstream ${connection.upstream.name} (${(error as Error).message})`);
+  }
+  let result;
+  try {
+    result = await client.callTool(
+      { name: toolName, arguments: input as Record<string, unknown>, _meta: { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey } },
+      undefined,
+      { signal: ctx.signal, timeout: Math.max(1, ctx.deadline - Date.now()) },
+    );
+  } catch (error) {
+    throw attemptError(connection, ctx, error);
+  }
+  ctx.onUpstreamStatus(200);
+  if (result.isError) {
+    // The tool ran and refused: a permanent answer, not something a retry changes.
+    throw new UpstreamHttpError(422, 'tool_error', undefined, `upstream tool ${toolName} reported an error`);
+  }
+  return result.structuredContent ?? { content: result.content };
+}
+
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** Maps what the MCP client threw onto the transport errors the lifecycle classifies. */
+function attemptError(connection: UpstreamConnection, ctx: ToolContext, error: unknown): Error {
+  if (ctx.signal.aborted || (error instanceof McpError && error.code === ErrorCode.RequestTimeout)) {
+    const timedOut = !ctx.signal.aborted || (ctx.signal.reason as Error | undefined)?.name === 'TimeoutError';
+    return new TransportError(timedOut ? 'timeout' : 'aborted', true, `the upstream call was ${timedOut ? 'timed out' : 'aborted'}`);
+  }
+  if (error instanceof StreamableHTTPError && error.code !== undefined) {
+    if (error.code === 404) {
+      // The upstream forgot our session before handling the call: reconnect, and the retry is safe.
+      connection.reset();
+      return new TransportError('refused', false, 'the upstream session expired');
+    }
+    if (error.code >= 500 || error.code === 429) connection.reset();
+    return new UpstreamHttpError(error.code, undefined, undefined, `upstream answered ${error.code}`);
+  }
+  if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
+    return new UpstreamHttpError(400, `mcp_${error.code}`, undefined, `upstream refused the call (${error.code})`);
+  }
+  connection.reset();
+  const code = (error as { cause?: { code?: string } })?.cause?.code ?? (error as { code?: string })?.code;
+  if (typeof code === 'string' && NOT_SENT.has(code)) return new TransportError('refused', false, `connection failed (${code})`);
+  return new TransportError('reset', true, `connection to the upstream lost (${code ?? 'unknown'})`);
+}
+
+/** A registry that also holds the configured upstreams' tools, reloaded when that part of the config changes. */
+export interface LiveToolRegistry extends ToolRegistry {
+  refresh(): Promise<void>;
+}
+
+/**
+ * The base tools plus every configured upstream's tools. `refresh()` (awaited before validation, tool
+ * listing and execution) loads them; an upstream that failed to load is retried after `retryMs`.
+ */
+export function withMcpUpstreams(
+  base: ToolRegistry,
+  config: () => Promise<Pick<RunnerConfig, 'mcpUpstreams'>>,
+  options: { retryMs?: number; log?: (line: string) => void } = {},
+): LiveToolRegistry {
+  const registry = new Map(base) as Map<string, ToolSpec> & LiveToolRegistry;
+  const connections = new Map<string, UpstreamConnection>();
+  const log = options.log ?? ((line: string) => console.error(line));
+  let loadedFor: string | undefined;
+  let retryAt = 0;
+  let loading: Promise<void> | undefined;
+
+  async function load(upstreams: McpUpstream[], signature: string): Promise<void> {
+    const specs: ToolSpec[] = [];
+    let failed = false;
+    for (const [id, connection] of connections) {
+      if (!upstreams.some((u) => JSON.stringify(u) === id)) {
+        connection.reset();
+        connections.delete(id);
+      }
+    }
+    for (const upstream of upstreams) {
+      const id = JSON.stringify(upstream);
+      const connection = connections.get(id) ?? new UpstreamConnection(upstream);
+      connections.set(id, connection);
+      try {
+        specs.push(...(await upstreamToolSpecs(connection)));
+      } catch (error) {
+        failed = true;
+        connection.reset();
+        log(`mcp upstream ${upstream.name}: ${(error as Error).message}`);
+      }
+    }
+    for (const name of [...registry.keys()]) if (!base.has(name)) registry.delete(name);
+    for (const spec of specs) {
+      if (registry.has(spec.name)) log(`mcp upstream tool ${spec.name} ignored: the name is taken`);
+      else registry.set(spec.name, spec);
+    }
+    loadedFor = signature;
+    retryAt = failed ? Date.now() + (options.retryMs ?? 5_000) : Infinity;
+  }
+
+  registry.refresh = async () => {
+    const upstreams = (await config()).mcpUpstreams ?? [];
+    const signature = JSON.stringify(upstreams);
+    if (signature === loadedFor && Date.now() < retryAt) return;
+    loading ??= load(upstreams, signature).finally(() => {
+      loading = undefined;
+    });
+    await loading;
+  };
+  return registry;
+}
+
+/** Waits for a live registry's upstream tools; a plain registry is always ready. */
+export async function toolsReady(registry: ToolRegistry): Promise<void> {
+  await (registry as Partial<LiveToolRegistry>).refresh?.();
+}
