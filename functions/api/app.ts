@@ -18,11 +18,11 @@ import { approvalPage, decisionPage, PAGE_SECURITY_HEADERS } from './approval-pa
 import { decodeCursor, encodeCursor } from './cursor';
 import { mcpRoutes, mcpWaitMs } from '../mcp/server';
 import { toolsReady } from '../tools/mcp-upstream';
-import { previewRoutes } from './preview';
-import { reviewRoutes } from './reviews';
+import { previewToolCall } from './preview';
+import { openReviews } from './reviews';
 import { operationView, runView } from './views';
 import { openApiDocument } from './openapi';
-import { CreateRunSchema, DecisionSchema, MAX_BODY_BYTES, ResolveSchema, ToolCallSchema, ToolFormatSchema } from './schemas';
+import { CreateRunSchema, DecisionSchema, MAX_BODY_BYTES, PreviewSchema, ResolveSchema, ToolCallSchema, ToolFormatSchema } from './schemas';
 
 export { MAX_BODY_BYTES };
 const MAX_WAIT_SECONDS = 25;
@@ -311,8 +311,21 @@ export function makeApp(deps: Deps): Hono<Env> {
     });
   });
 
-  app.route('/', previewRoutes(deps));
-  app.route('/', reviewRoutes(deps));
+  app.post('/v1/runs/:runId/tool-calls/preview', async (c) => {
+    requireRole(c, 'agent');
+    const body = await jsonBody(c, PreviewSchema);
+    assertArgumentsBounded(body.arguments);
+    const run = await ownRun(c);
+    if (run.status === 'cancelled') throw new ApiError(409, 'run_closed', 'the run was cancelled');
+    return c.json(await previewToolCall(deps, run, c.get('principal'), body));
+  });
+
+  app.get('/v1/reviews', async (c) => {
+    requireRole(c, 'reviewer');
+    if ((c.req.query('status') ?? 'open') !== 'open') throw new ApiError(400, 'invalid_request', 'only status=open is supported');
+    return c.json(await openReviews(deps));
+  });
+
   app.route('/', mcpRoutes({ api: (request) => app.fetch(request), waitMs: mcpWaitMs() }));
   return app;
 }

@@ -9,6 +9,9 @@ import {
   HealthSchema,
   OperationSchema,
   PendingSchema,
+  PreviewResultSchema,
+  PreviewSchema,
+  ReviewsSchema,
   ResolveSchema,
   RunSchema,
   ToolCallSchema,
@@ -19,7 +22,7 @@ import {
 } from './schemas';
 
 /** Named schemas of the document: requests as the routes accept them, responses as they answer. */
-const REQUESTS = { CreateRun: CreateRunSchema, ToolCall: ToolCallSchema, Resolve: ResolveSchema, Decision: DecisionSchema } as const;
+const REQUESTS = { CreateRun: CreateRunSchema, ToolCall: ToolCallSchema, Preview: PreviewSchema, Resolve: ResolveSchema, Decision: DecisionSchema } as const;
 const RESPONSES = {
   Error: ErrorSchema,
   Health: HealthSchema,
@@ -32,6 +35,8 @@ const RESPONSES = {
   Tools: ToolsSchema,
   Approvals: ApprovalsSchema,
   DecisionResult: DecisionResultSchema,
+  PreviewResult: PreviewResultSchema,
+  Reviews: ReviewsSchema,
 } as const;
 type SchemaName = keyof typeof REQUESTS | keyof typeof RESPONSES;
 
@@ -120,6 +125,22 @@ export const ROUTES: Route[] = [
     responses: { 200: { description: 'the operation, settled', schema: 'Operation' }, 409: error('`invalid_state`: it is not outcome_unknown') },
   },
   {
+    method: 'post',
+    path: '/v1/runs/{runId}/tool-calls/preview',
+    summary: 'The policy decision a submission would take now (tool, authorization, arguments, budgets, approval), with no operation, no attempt and no budget used',
+    access: ['agent'],
+    body: 'Preview',
+    responses: { 200: { description: '`allow`, `deny` (with the code the envelope would carry) or `require_approval`', schema: 'PreviewResult' }, 409: error('`run_closed`: the run was cancelled') },
+  },
+  {
+    method: 'get',
+    path: '/v1/reviews',
+    summary: 'Operations waiting for a person to settle an unknown outcome, each with its resolve URL',
+    access: ['reviewer'],
+    query: [{ name: 'status', required: false, schema: { type: 'string', enum: ['open'] }, description: 'only `open`' }],
+    responses: { 200: { description: 'open reviews', schema: 'Reviews' } },
+  },
+  {
     method: 'get',
     path: '/v1/tools',
     summary: 'The caller’s tools with JSON Schema, in a provider’s tool-definition shape',
@@ -132,8 +153,12 @@ export const ROUTES: Route[] = [
     path: '/v1/approvals',
     summary: 'Pending approvals the caller may decide, each with a link signed for the caller',
     access: ['approver'],
-    query: [{ name: 'status', required: false, schema: { type: 'string', enum: ['pending'] }, description: 'only `pending`' }],
-    responses: { 200: { description: 'pending approvals', schema: 'Approvals' } },
+    query: [
+      { name: 'status', required: false, schema: { type: 'string', enum: ['pending'] }, description: 'only `pending`' },
+      { name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 }, description: 'page size, default 50' },
+      { name: 'cursor', required: false, schema: { type: 'string' }, description: 'the `nextCursor` of the previous page' },
+    ],
+    responses: { 200: { description: 'one page of pending approvals; `nextCursor` when there may be more', schema: 'Approvals' }, 400: error('a bad limit or cursor') },
   },
   {
     method: 'get',

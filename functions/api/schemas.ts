@@ -26,6 +26,13 @@ export const ToolCallSchema = z.strictObject({
 export const ResolveSchema = z.strictObject({ outcome: z.enum(['succeeded', 'failed']), note: z.string().min(1).max(2000) });
 export const DecisionSchema = z.strictObject({ decision: z.enum(['approve', 'reject']), reason: z.string().max(500).optional(), sig: z.string().min(1).max(2000).optional() });
 
+export const PreviewSchema = z.strictObject({
+  name: z.string().min(1).max(128),
+  arguments: z.union([z.record(z.string(), z.unknown()), z.string().max(MAX_BODY_BYTES)]),
+  /** The turn the call would belong to; by default the run's current turn (no new turn is opened). */
+  turn: z.number().int().min(0).max(1_000_000).optional(),
+});
+
 export type CreateRunBody = z.input<typeof CreateRunSchema>;
 export type ToolCallBody = z.input<typeof ToolCallSchema>;
 export type ResolveBody = z.input<typeof ResolveSchema>;
@@ -109,7 +116,7 @@ export const ApprovalSchema = z.looseObject({
   expiresAt: z.string(),
   url: z.string(),
 });
-export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema) });
+export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema), nextCursor: z.string().optional() });
 
 export const DecisionResultSchema = z.looseObject({ approvalId: z.string(), operationId: z.string(), state: z.string() });
 
@@ -118,3 +125,13 @@ export type Operation = z.infer<typeof OperationSchema>;
 export type Pending = z.infer<typeof PendingSchema>;
 export type TraceEventView = z.infer<typeof TraceEventSchema>;
 export type Approval = z.infer<typeof ApprovalSchema>;
+
+export const PreviewResultSchema = z.looseObject({
+  decision: z.enum(['allow', 'deny', 'require_approval']),
+  code: z.string().optional(),
+  message: z.string(),
+  inputHash: z.string(),
+});
+export const ReviewsSchema = z.looseObject({
+  reviews: z.array(z.looseObject({ operationId: z.string(), runId: z.string(), toolName: z.string(), reason: z.string(), since: z.string(), resolveUrl: z.string() })),
+});
