@@ -70,6 +70,14 @@ export interface LocalMachine {
   type: 'STANDARD' | 'EXPRESS';
 }
 
+/** What the cost model counts of each finished execution (`npm run cost`). */
+export interface ExecutionSummary {
+  machine: LocalMachine['type'];
+  /** States entered: what Standard workflows bill as state transitions. */
+  transitions: number;
+  durationMs: number;
+}
+
 export class LocalStepFunctions {
   private readonly executions = new Map<string, Execution>();
   private readonly tokens = new Map<string, PendingToken>();
@@ -84,6 +92,7 @@ export class LocalStepFunctions {
   constructor(
     machines: LocalMachine[],
     private readonly functions: Record<string, LocalFunction>,
+    private readonly onFinished?: (summary: ExecutionSummary) => void,
   ) {
     for (const m of machines) {
       const definition = JSON.parse(m.definition);
@@ -188,6 +197,8 @@ export class LocalStepFunctions {
   private retire(arn: string): void {
     const e = this.executions.get(arn);
     if (!e) return;
+    const type = [...this.machines.entries()].find(([machineArn]) => arn.startsWith(machineArn.replace(':stateMachine:', ':execution:')))?.[1].type ?? 'EXPRESS';
+    this.onFinished?.({ machine: type, transitions: e.history.filter((h) => h.type.endsWith('StateEntered')).length, durationMs: ((e.stopDate ?? Date.now() / 1000) - e.startDate) * 1000 });
     e.abort = () => undefined;
     this.finished.push(arn);
     while (this.finished.length > LocalStepFunctions.KEEP_FINISHED) this.executions.delete(this.finished.shift()!);

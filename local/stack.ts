@@ -17,7 +17,7 @@ import { sweep } from '../functions/steps/resume';
 import { createSandbox } from '../sandbox/server';
 import { LIFECYCLE_FUNCTIONS, placeholderOf, readDefinition, readExpressDefinition, substitute, type LifecycleFunction } from '../statemachines/definition';
 import { ensureTables, localClient, startDynamoLocal } from './dynamodb-local';
-import { LocalStepFunctions, type LocalFunction } from './sfn-endpoint';
+import { LocalStepFunctions, type ExecutionSummary, type LocalFunction } from './sfn-endpoint';
 
 export interface StackOptions {
   /** Holds DynamoDB Local's files and the sandbox state; a restart with the same directory keeps them. */
@@ -33,6 +33,8 @@ export interface StackOptions {
   dynamoClient?: DynamoDBClient;
   /** The tools to run instead of the demo tools; the sandbox (their upstream) is then not started. */
   tools?: ToolSpec[];
+  /** Counting hooks for the cost model: each Lambda invocation and each finished execution. */
+  instrument?: { invoked?(fn: LifecycleFunction, durationMs: number): void; executed?(summary: ExecutionSummary): void };
 }
 
 export interface Stack {
@@ -91,6 +93,24 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   }
 }
 
+/** Each handler, timed for the cost model when it asks; unchanged otherwise. */
+function timed(handlers: Record<LifecycleFunction, LocalFunction>, invoked?: (fn: LifecycleFunction, ms: number) => void): Record<LifecycleFunction, LocalFunction> {
+  if (!invoked) return handlers;
+  return Object.fromEntries(
+    Object.entries(handlers).map(([name, fn]) => [
+      name,
+      async (payload: unknown) => {
+        const started = performance.now();
+        try {
+          return await fn(payload);
+        } finally {
+          invoked(name as LifecycleFunction, performance.now() - started);
+        }
+      },
+    ]),
+  ) as Record<LifecycleFunction, LocalFunction>;
+}
+
 function closeServer(server: Server): Promise<void> {
   return new Promise<void>((r) => {
     server.close(() => r());
@@ -124,7 +144,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   const arnOf = (name: LifecycleFunction) => `arn:aws:lambda:us-east-1:000000000000:function:${prefix}-${name}`;
   let deps!: Deps;
   const current = () => deps;
-  const handlers: Record<LifecycleFunction, LocalFunction> = makeLifecycleHandlers(current);
+  const handlers: Record<LifecycleFunction, LocalFunction> = timed(makeLifecycleHandlers(current), options.instrument?.invoked);
   const substitutions = Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)]));
   // Both machines, as deployed; TOOLRUNNER_EXPRESS=off runs every call on Standard (the e2e suite checks both paths).
   const express = process.env.TOOLRUNNER_EXPRESS !== 'off';
@@ -134,6 +154,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
       ...(express ? [{ name: `${prefix}-invocation-express`, definition: substitute(readExpressDefinition(), substitutions), type: 'EXPRESS' as const }] : []),
     ],
     Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers[n]])),
+    options.instrument?.executed,
   );
   const sfnEndpoint = await engine.listen();
   started.push(() => engine.close());

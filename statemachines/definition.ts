@@ -11,14 +11,18 @@ export const EXPRESS_ASL_PATH = fileURLToPath(new URL('./invocation-express.asl.
  * file under functions/handlers and its timeout. The handlers, the embedded stack and CDK all read this.
  */
 export const LIFECYCLE_STEPS = {
-  Validate: { entry: 'validate.ts', timeoutSeconds: 30 },
-  RequestApproval: { entry: 'request-approval.ts', timeoutSeconds: 30 },
-  ExpireApproval: { entry: 'expire-approval.ts', timeoutSeconds: 30 },
-  Execute: { entry: 'execute.ts', timeoutSeconds: 900 },
-  Reconcile: { entry: 'reconcile.ts', timeoutSeconds: 300 },
-  Report: { entry: 'report.ts', timeoutSeconds: 30 },
-  Handoff: { entry: 'handoff.ts', timeoutSeconds: 30 },
-} as const satisfies Record<string, { entry: string; timeoutSeconds: number }>;
+  Validate: { entry: 'validate.ts', timeoutSeconds: 30, memoryMb: 256 },
+  RequestApproval: { entry: 'request-approval.ts', timeoutSeconds: 30, memoryMb: 256 },
+  ExpireApproval: { entry: 'expire-approval.ts', timeoutSeconds: 30, memoryMb: 256 },
+  // One attempt: the longest tool timeout plus the intent and outcome writes.
+  Execute: { entry: 'execute.ts', timeoutSeconds: 300, memoryMb: 512 },
+  Reconcile: { entry: 'reconcile.ts', timeoutSeconds: 120, memoryMb: 256 },
+  Report: { entry: 'report.ts', timeoutSeconds: 30, memoryMb: 256 },
+  Handoff: { entry: 'handoff.ts', timeoutSeconds: 30, memoryMb: 256 },
+} as const satisfies Record<string, { entry: string; timeoutSeconds: number; memoryMb: number }>;
+
+/** The API's Lambda (API Gateway gives up at 29 s; long-polls stop at 25 s). */
+export const API_FUNCTION = { entry: 'api.ts', timeoutSeconds: 29, memoryMb: 512 } as const;
 
 export type LifecycleFunction = keyof typeof LIFECYCLE_STEPS;
 export const LIFECYCLE_FUNCTIONS = Object.keys(LIFECYCLE_STEPS) as LifecycleFunction[];

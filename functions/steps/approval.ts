@@ -10,6 +10,7 @@ import { principalIn } from './deps';
 import { resumeOperation } from './resume';
 
 const LEASE_AFTER_EXPIRY_MS = 60_000;
+const EXPIRY_TOLERANCE_MS = 1_000;
 
 /**
  * AwaitApproval's Lambda: stores the task token server-side, records the request and tells approvers.
@@ -99,6 +100,8 @@ export async function decideApproval(deps: Deps, approvalId: string, sig: string
 
 /** AwaitApproval timed out: the operation ends `approval_expired` unless a decision won the race. */
 export async function expireApprovalStep(deps: Deps, operationId: string): Promise<StepOutput> {
-  const out = await advance(deps, operationId, (op) => ({ value: undefined, events: accepts(op, 'expire_approval') ? [{ type: 'expire_approval' }] : [] }));
+  // A wait that ended early (a timer rounded down, a clock ahead) goes back to waiting: Route sends it on.
+  const due = (op: OperationRecord) => deps.now() >= Date.parse(op.approval!.expiresAt) - EXPIRY_TOLERANCE_MS;
+  const out = await advance(deps, operationId, (op) => ({ value: undefined, events: accepts(op, 'expire_approval') && due(op) ? [{ type: 'expire_approval' }] : [] }));
   return stepOutput(out.op, deps.now());
 }
