@@ -148,7 +148,8 @@ describe('MCP server at /mcp', () => {
     const call = client.callTool({ name: 'charge_card', arguments: { amount: 200, currency: 'USD', customer: 'c' }, _meta: { 'toolrunner/callId': 'mcp_cancel_me' } }, undefined, { signal: controller.signal });
     const runId = await runOf((slow.structuredContent as any).operationId);
     const operationId = operationIdFor(runId, 'mcp_cancel_me');
-    await stack.api.until('the attempt to start', () => stack.api.operation(stack.keys.agent, operationId), (op) => op?.state === 'executing');
+    // The call reaches the runner in its own time: until then the operation does not exist (404).
+    await stack.api.until('the attempt to start', () => stack.api.operation(stack.keys.agent, operationId).catch(() => undefined), (op) => op?.state === 'executing');
     controller.abort('the user pressed stop');
     await expect(call).rejects.toThrow();
     const op = await stack.api.until('the cancellation', () => stack.api.operation(stack.keys.agent, operationId), (o) => o.state === 'reported');
