@@ -219,6 +219,13 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
       return { ...run, status: to, updatedAt: at };
     },
 
+    async appendRunEvents(runId, events, expiresAtEpoch) {
+      const traced = await sequence(runId, events, new Date().toISOString(), expiresAtEpoch);
+      // Why a transaction: the block lands whole or not at all (a gap in seq), never half a story.
+      if (traced.length) await doc.send(new TransactWriteCommand({ TransactItems: eventPuts(traced) }));
+      return traced;
+    },
+
     async listEvents(runId) {
       return queryAll<TraceEvent>({
         TableName: tables.events,

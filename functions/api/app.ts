@@ -14,7 +14,10 @@ import type { Deps } from '../core/ports';
 import { resolveOperation } from '../steps/cancel';
 import { createRun, submitToolCall } from '../steps/submit';
 import { approvalPage, decisionPage } from './approval-page';
-import { operationView, runView } from './views';
+import { timelineModel } from '../core/timeline';
+import { validTraceparent } from '../core/trace-context';
+import { PAGE_HEADERS, timelinePage } from './timeline-page';
+import { operationDetails, operationView, runView } from './views';
 
 export const MAX_BODY_BYTES = 256 * 1024;
 const MAX_WAIT_SECONDS = 25;
@@ -198,7 +201,7 @@ export function makeApp(deps: Deps): Hono<Env> {
     requireRole(c, 'agent');
     const run = await ownRun(c);
     const call = await jsonBody(c, ToolCallSchema);
-    const submitted = await submitToolCall(deps, run, c.get('principal'), call);
+    const submitted = await submitToolCall(deps, run, c.get('principal'), call, { traceparent: validTraceparent(c.req.header('traceparent')) });
     if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
     if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
     if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
@@ -268,6 +271,23 @@ export function makeApp(deps: Deps): Hono<Env> {
   app.get('/v1/runs/:runId/trace', async (c) => {
     const run = await ownRun(c, true);
     return c.json({ events: await deps.store.listEvents(run.runId) });
+  });
+
+  // The trace for people: the same events as the JSON route, as a timeline page (GET with a bearer key).
+  app.get('/v1/runs/:runId/timeline', async (c) => {
+    const run = await ownRun(c, true);
+    const principal = c.get('principal');
+    const [events, ops] = await Promise.all([deps.store.listEvents(run.runId), deps.store.listOperationsOfRun(run.runId)]);
+    // Owners and admins see the data, masked; a reviewer of someone else's run sees hashes only.
+    const seesData = principal.id === run.principalId || hasRole(principal, 'admin');
+    const details = seesData ? Object.fromEntries(ops.map((op) => [op.operationId, operationDetails(op)])) : {};
+    return c.html(timelinePage(timelineModel(events, details), principal.id), 200, PAGE_HEADERS);
+  });
+
+  app.get('/v1/metrics', (c) => {
+    requireRole(c, 'admin');
+    if (!deps.metrics?.snapshot) throw new ApiError(404, 'not_found', 'metrics are published to CloudWatch here, not kept in process');
+    return c.json({ metrics: deps.metrics.snapshot() });
   });
 
   app.get('/v1/tools', (c) => {

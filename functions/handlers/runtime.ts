@@ -13,7 +13,11 @@ import { TABLE_ENV } from '../adapters/tables';
 import { makeRegistry } from '../core/tool-spec';
 import type { Deps } from '../core/ports';
 import { makeDemoTools } from '../tools/demo-tools';
+import { otelTelemetry } from '../adapters/otel';
+import { startOtlpExport } from '../adapters/otlp-export';
+import { emfMetrics, memoryMetrics } from '../adapters/metrics';
 import { tracer } from './observability';
+import { bothTelemetries, xrayTelemetry } from './xray-telemetry';
 
 /** Environment, parsed once with zod: the same variables on AWS, LocalStack and the embedded stack. */
 const EnvSchema = z
@@ -43,8 +47,9 @@ export function parseEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
  * Builds the dependencies from the environment. Endpoints come from the SDK's standard variables
  * (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SFN), so handlers never know where they run.
  */
-export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSignalFor'>> & { dynamoClient?: DynamoDBClient } = {}): Deps {
+export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSignalFor' | 'metrics'>> & { dynamoClient?: DynamoDBClient } = {}): Deps {
   const { dynamoClient, ...rest } = extra;
+  const onLambda = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
   const { store, watch } = watchedStore(makeDynamoStore(makeDocumentClient(dynamo), tables));
@@ -59,6 +64,9 @@ export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSig
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
     onceGuard: powertoolsOnceGuard(dynamo, env.TABLE_IDEMPOTENCY),
+    // On Lambda: X-Ray subsegments (Powertools) and EMF metrics; OpenTelemetry spans wherever OTLP is configured.
+    telemetry: onLambda ? bothTelemetries(xrayTelemetry(tracer), otelTelemetry()) : otelTelemetry(),
+    metrics: onLambda ? emfMetrics() : memoryMetrics(),
     ...rest,
   };
 }
@@ -66,6 +74,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSig
 let shared: Deps | undefined;
 /** One set of clients per Lambda container, made on first use. */
 export function lazyDeps(): Deps {
+  if (!shared) startOtlpExport();
   shared ??= depsFromEnv(parseEnv());
   return shared;
 }

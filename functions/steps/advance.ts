@@ -2,6 +2,7 @@ import { transitionAll, type LifecycleEvent } from '../core/engine';
 import type { OperationRecord } from '../core/model';
 import { ContentionError, OperationConflictError, type Deps } from '../core/ports';
 import type { TraceEvent } from '../core/trace';
+import { countTrace } from './metrics';
 
 export interface Decided<T> {
   value: T;
@@ -30,6 +31,7 @@ export async function advance<T>(deps: Deps, start: OperationRecord | string, de
     const next = transitionAll(op, decided.events, deps.now());
     try {
       const out = await deps.store.updateOperation(op, next.op, next.events);
+      countTrace(deps, out.op.toolName, out.events);
       return { value: decided.value, op: out.op, changed: true, events: out.events };
     } catch (error) {
       if (error instanceof OperationConflictError) {
