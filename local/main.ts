@@ -2,7 +2,10 @@ import './env-defaults';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { formatSample } from '../functions/adapters/metrics';
+import { startOtlpExport } from '../functions/adapters/otlp-export';
 import { ensureConfig, startStack } from './stack';
+import { startSummary } from './summary';
 
 /** Local runtime knobs (DESIGN.md section 9, normative). */
 const Knobs = z.object({
@@ -21,16 +24,19 @@ async function main(): Promise<void> {
   const knobs = parsed.data;
   const configPath = resolve(knobs.TOOLRUNNER_CONFIG);
   const { created } = ensureConfig(configPath);
-  const stack = await startStack({ dataDir: resolve(knobs.TOOLRUNNER_DATA_DIR), configPath, port: knobs.PORT, sandboxPort: knobs.SANDBOX_PORT });
+  console.log(`toolrunner: starting the embedded stack (data in ${resolve(knobs.TOOLRUNNER_DATA_DIR)})`);
+  const otlp = startOtlpExport();
+  if (otlp) console.log(`  spans: exporting OTLP to ${process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT}`);
+  const stack = await startStack({ dataDir: resolve(knobs.TOOLRUNNER_DATA_DIR), configPath, port: knobs.PORT, sandboxPort: knobs.SANDBOX_PORT, onProgress: (line) => console.log(`  ${line}`) });
 
   const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
-  console.log(`keys: ${configPath}${created ? ' (created with random keys)' : ''}`);
   if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
   if (agent) {
     console.log('try:');
     console.log(`  RUN=$(curl -s -X POST ${stack.apiUrl}/v1/runs -H 'Authorization: Bearer ${agent.key}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`);
     console.log(`  curl -s -X POST ${stack.apiUrl}/v1/runs/$RUN/tool-calls -H 'Authorization: Bearer ${agent.key}' -H 'Content-Type: application/json' -d '{"callId":"call_1","turn":1,"name":"get_order","arguments":{"orderId":"ord_1"}}'`);
   }
+  for (const line of startSummary({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, dataDir: resolve(knobs.TOOLRUNNER_DATA_DIR), configPath, createdKeys: created })) console.log(line);
   console.log(`ready: api=${stack.apiUrl} sandbox=${stack.sandboxUrl}`);
 
   let stopping = false;
@@ -39,7 +45,10 @@ async function main(): Promise<void> {
     stopping = true;
     console.log(`${signal}: shutting down`);
     try {
+      const counts = stack.deps.metrics?.snapshot?.() ?? [];
+      if (counts.length) console.log(`metrics this session: ${counts.map(formatSample).join('  ')}`);
       await stack.stop();
+      await otlp?.shutdown().catch(() => undefined);
       process.exit(0);
     } catch (error) {
       console.error(`shutdown failed: ${(error as Error).message}`);

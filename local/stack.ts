@@ -30,6 +30,8 @@ export interface StackOptions {
   sweepIntervalMs?: number;
   /** A DynamoDB client for the handlers (for example with counting middleware, in the benchmark). */
   dynamoClient?: DynamoDBClient;
+  /** Told each part as it comes up, so a person starting the stack sees where the seconds go. */
+  onProgress?(line: string): void;
 }
 
 export interface Stack {
@@ -94,24 +96,29 @@ function closeServer(server: Server): Promise<void> {
 }
 
 async function startParts(options: StackOptions, started: (() => Promise<void>)[], stop: () => Promise<void>): Promise<Stack> {
+  const progress = progressReporter(options.onProgress);
   mkdirSync(options.dataDir, { recursive: true });
   ensureConfig(options.configPath);
   const sandbox = createSandbox(options.dataDir);
   const sandboxPort = await listen(sandbox, options.sandboxPort ?? 0);
   started.push(() => closeServer(sandbox));
   const sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+  progress(`sandbox listening on ${sandboxUrl}`);
 
   let dynamoEndpoint = options.dynamoEndpoint;
   if (!dynamoEndpoint) {
+    progress('starting DynamoDB Local (Java; the first start takes a few seconds)…');
     const dynamo = await startDynamoLocal(join(options.dataDir, 'dynamodb'));
     started.push(() => dynamo.stop());
     dynamoEndpoint = dynamo.endpoint;
   }
   const prefix = options.tablePrefix ?? 'toolrunner';
   const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
+  progress(`DynamoDB Local answering at ${dynamoEndpoint}; creating tables…`);
   const admin = localClient(dynamoEndpoint);
   await ensureTables(admin, tables);
   admin.destroy();
+  progress('tables ready; starting the lifecycle engine…');
 
   const arnOf = (name: LifecycleFunction) => `arn:aws:lambda:us-east-1:000000000000:function:${prefix}-${name}`;
   let deps!: Deps;
@@ -121,6 +128,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   const engine = new LocalStepFunctions(definition, Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers[n]])), `${prefix}-invocation`);
   const sfnEndpoint = await engine.listen();
   started.push(() => engine.close());
+  progress(`lifecycle engine (Step Functions endpoint) on ${sfnEndpoint}`);
 
   const port = options.port ?? 0;
   Object.assign(process.env, {
@@ -146,6 +154,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   });
   started.push(() => closeServer(api));
   deps.publicBaseUrl = `http://127.0.0.1:${apiPort}`;
+  progress(`API listening on ${deps.publicBaseUrl}; resuming interrupted operations…`);
 
   const recovered = await sweep(deps, 1000, { ignoreLeases: true });
   let sweeping = false;
@@ -164,4 +173,10 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   started.push(async () => clearInterval(timer));
 
   return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, stop };
+}
+
+/** Each line with the seconds since the stack began to start, e.g. `[ 2.4s] tables ready`. */
+function progressReporter(onProgress: ((line: string) => void) | undefined): (line: string) => void {
+  const began = Date.now();
+  return (line) => onProgress?.(`[${((Date.now() - began) / 1000).toFixed(1).padStart(4)}s] ${line}`);
 }

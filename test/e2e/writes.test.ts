@@ -190,6 +190,8 @@ describe('error matrix', () => {
     expect((await api.request('POST', `/v1/operations/${opId}/resolve`, { key: keys.reviewer, body })).status).toBe(409);
     events = await api.trace(keys.agent, runId);
     expect(shape(events).slice(-5)).toEqual(['reconcile.finished', 'outcome_unknown>recorded', 'result.recorded', 'recorded>reported', 'result.reported']);
+    // The reviewer's note is in the trace, for the operator.
+    expect(events.at(-5)!.detail).toEqual({ result: 'resolved_by_reviewer', verdict: 'succeeded', reviewerId: 'reviewer', note: 'the mail server shows it was delivered' });
     expect(await sandbox.ledger()).toHaveLength(1);
   });
 
@@ -249,6 +251,7 @@ describe('duplicates and conflicting writes', () => {
     const events = await api.trace(keys.agent, runId);
     expect(events.filter((e) => e.type === 'operation.proposed')).toHaveLength(1);
     expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'operation.replayed')).toHaveLength(7);
   });
 
   it('writes sharing a lock key are serialized', async () => {
