@@ -7,7 +7,7 @@ import { startOtlpExport } from '../functions/adapters/otlp-export';
 import { ensureConfig, startStack } from './stack';
 import { startSummary } from './summary';
 
-/** Local runtime knobs (DESIGN.md section 9, normative). */
+/** Local runtime knobs (normative: scripts outside the repo drive `npm start` with them). */
 const Knobs = z.object({
   PORT: z.coerce.number().int().min(1).max(65535).default(3000),
   SANDBOX_PORT: z.coerce.number().int().min(1).max(65535).default(3001),

@@ -11,7 +11,7 @@ const AddressBody = z.strictObject({ line1: z.string().min(1), city: z.string().
 const MAX_BODY = 1024 * 1024;
 
 /**
- * The sandbox upstreams (DESIGN.md section 7): Stripe-like charges, emails without idempotency, orders,
+ * The sandbox upstreams (normative names): Stripe-like charges, emails without idempotency, orders,
  * and faults that make them misbehave on purpose. Plain node:http, because some faults need the raw socket.
  */
 export function createSandbox(dataDir: string): Server {

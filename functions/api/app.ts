@@ -27,7 +27,7 @@ const MAX_POLL_MS = 500;
 
 type Env = { Variables: { principal: Principal } };
 
-/** Errors are `{ error: { code, message } }` (DESIGN.md section 4); nothing else, and never a stack. */
+/** Errors are `{ error: { code, message } }` (the API contract); nothing else, and never a stack. */
 class ApiError extends Error {
   constructor(readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429, readonly code: string, message: string) {
     super(message);

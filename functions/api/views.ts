@@ -18,7 +18,7 @@ export function runView(run: RunRecord, now: number) {
   };
 }
 
-/** The operation record's normative fields (DESIGN.md section 4); never the task token or raw arguments. */
+/** The operation record's normative fields; never the task token or raw arguments. */
 export function operationView(op: OperationRecord) {
   const outcome = op.outcome ?? (op.state === 'outcome_unknown' ? op.lastAttempt?.outcome : undefined);
   return {

@@ -3,7 +3,7 @@ import type { Outcome } from './model';
 import type { ToolSpec } from './tool-spec';
 
 /**
- * The one place that turns whatever an attempt produced into an outcome class (error matrix, DESIGN.md section 8).
+ * The one place that turns whatever an attempt produced into an outcome class (the error matrix).
  * A write whose request may have reached the upstream is never "failed": it is outcome_unknown.
  */
 export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unknown } | { ok: false; thrown: unknown }): Outcome {

@@ -1,6 +1,6 @@
 import type { OperationRecord, Outcome } from './model';
 
-/** The only thing the model sees (DESIGN.md section 4, normative). */
+/** The only thing the model sees (normative). */
 export interface Envelope {
   status: 'succeeded' | 'rejected' | 'failed' | 'outcome_unknown' | 'budget_exhausted' | 'cancelled';
   code?: string;

@@ -1,6 +1,6 @@
 import type { OperationRecord } from './model';
 
-/** Lifecycle states of an operation (DESIGN.md section 3). */
+/** Lifecycle states of an operation. */
 export const OperationState = {
   proposed: 'proposed',
   validated: 'validated',

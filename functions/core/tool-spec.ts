@@ -19,7 +19,7 @@ export type ReconcileResult<O> = { found: true; result: O } | { found: false };
 
 export type ApprovalPolicy<I> = 'never' | 'always' | ((input: I) => boolean);
 
-/** A tool and its whole policy, registered once (DESIGN.md section 5). */
+/** A tool and its whole policy, registered once. */
 export interface ToolSpec<I = any, O = any> {
   name: string;
   description: string;

@@ -1,4 +1,4 @@
-/** Trace event types (DESIGN.md section 6, normative). */
+/** Trace event types (normative names; new ones only added). */
 export const TraceType = {
   operationProposed: 'operation.proposed',
   stateTransition: 'state.transition',
