@@ -11,6 +11,12 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop());
 beforeEach(async () => stack.sandbox.reset());
 
+/** The envelope is answered once recorded and Report marks it delivered just after: read the whole story once it has. */
+async function traceWhenReported(runId: string, operationId: string) {
+  await stack.api.until('reported', () => stack.api.operation(stack.keys.agent, operationId), (o) => o.state === 'reported');
+  return stack.api.trace(stack.keys.agent, runId);
+}
+
 const charge = (amount = 1200) => ({ amount, currency: 'USD', customer: 'cus_42', description: 'test order' });
 
 describe('trace tests: writes that never repeat', () => {
@@ -23,7 +29,7 @@ describe('trace tests: writes that never repeat', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'succeeded', call_id: 'call_503', result: { amount: 1200, currency: 'USD', customer: 'cus_42', status: 'succeeded' } });
     const opId = res.body.logical_operation_id;
-    const events = await api.trace(keys.agent, runId);
+    const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(shape(events)).toEqual([
       'operation.proposed', 'policy.decision', 'proposed>validated',
       'validated>executing', 'attempt.started', 'attempt.finished', 'backoff.scheduled',
@@ -59,7 +65,7 @@ describe('trace tests: writes that never repeat', () => {
     const res = await api.call(keys.agent, runId, { callId: 'call_ctt', name: 'charge_card', arguments: charge(2500) });
 
     expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: 2500 } });
-    const events = await api.trace(keys.agent, runId);
+    const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(shape(events)).toEqual([
       'operation.proposed', 'policy.decision', 'proposed>validated',
       'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
@@ -84,7 +90,7 @@ describe('trace tests: writes that never repeat', () => {
     await sandbox.fault({ route: 'GET /v1/charges', mode: 'fail_503' });
     const res = await api.call(keys.agent, runId, { callId: 'call_lookup', name: 'charge_card', arguments: charge(640) });
     expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: 640 } });
-    const events = await api.trace(keys.agent, runId);
+    const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(shape(events)).toEqual([
       'operation.proposed', 'policy.decision', 'proposed>validated',
       'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
@@ -137,7 +143,7 @@ describe('error matrix', () => {
     const res = await api.call(keys.agent, runId, { callId: 'call_exhaust', name: 'get_order', arguments: { orderId: 'ord_9' } });
     expect(res.body).toMatchObject({ status: 'failed', code: 'upstream_unavailable', allowed_next_actions: ['retry_later_with_new_call_id'] });
     expect(res.body.message).toContain('after 3 attempt(s)');
-    const events = await api.trace(keys.agent, runId);
+    const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(3);
     expect(shape(events).slice(-4)).toEqual(['executing>failed_permanent', 'result.recorded', 'failed_permanent>reported', 'result.reported']);
   });
