@@ -107,7 +107,7 @@ describe('trace tests: writes that never repeat', () => {
     await sandbox.fault({ route: 'POST /v1/charges', mode: 'reset_connection' });
     const res = await api.call(keys.agent, runId, { callId: 'call_reset', name: 'charge_card', arguments: charge(300) });
     expect(res.body.status).toBe('succeeded');
-    const events = await api.trace(keys.agent, runId);
+    const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(shape(events)).toEqual([
       'operation.proposed', 'policy.decision', 'proposed>validated',
       'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
