@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import type { ToolSpec } from '../functions/core/tool-spec';
+import { formatSample } from '../functions/adapters/metrics';
+import { startOtlpExport } from '../functions/adapters/otlp-export';
 import { ensureConfig, startStack } from './stack';
+import { startSummary } from './summary';
 
 /** Local runtime knobs, shared by `npm start` and `toolrunner start` (the README's "Local knobs"). */
 export const Knobs = z.object({
@@ -27,14 +30,19 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
   const configPath = resolve(knobs.TOOLRUNNER_CONFIG);
   let stack: Awaited<ReturnType<typeof startStack>>;
   let created: boolean;
+  const dataDir = resolve(knobs.TOOLRUNNER_DATA_DIR);
+  console.log(`toolrunner: starting the embedded stack (data in ${dataDir})`);
+  const otlp = startOtlpExport();
+  if (otlp) console.log(`  spans: exporting OTLP to ${process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT}`);
   try {
     created = ensureConfig(configPath).created;
     stack = await startStack({
-      dataDir: resolve(knobs.TOOLRUNNER_DATA_DIR),
+      dataDir,
       configPath,
       port: knobs.PORT,
       sandboxPort: knobs.SANDBOX_PORT,
       tools: options.tools,
+      onProgress: (line) => console.log(`  ${line}`),
     });
   } catch (error) {
     console.error(`${command} failed: ${(error as Error).message}`);
@@ -43,7 +51,6 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
 
   if (created) {
     // The only time keys reach the terminal: the file was just made, and whoever started it needs them once.
-    console.log(`keys: ${configPath} (created with random keys; they are printed this once only)`);
     const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
     const firstTool = [...stack.deps.tools.keys()][0];
     if (agent) {
@@ -55,10 +62,9 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
         console.log(`  curl -s ${stack.apiUrl}/v1/tools -H 'Authorization: Bearer ${agent.key}'    # then POST /v1/runs/$RUN/tool-calls with "name":"${firstTool}"`);
       }
     }
-  } else {
-    console.log(`keys: ${configPath} (not printed; read them from that file)`);
   }
   if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
+  for (const line of startSummary({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, dataDir, configPath, createdKeys: created })) console.log(line);
   console.log(`ready: api=${stack.apiUrl}${stack.sandboxUrl ? ` sandbox=${stack.sandboxUrl}` : ''}`);
 
   let stopping = false;
@@ -67,7 +73,10 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
     stopping = true;
     console.log(`${signal}: shutting down`);
     try {
+      const counts = stack.deps.metrics?.snapshot?.() ?? [];
+      if (counts.length) console.log(`metrics this session: ${counts.map(formatSample).join('  ')}`);
       await stack.stop();
+      await otlp?.shutdown().catch(() => undefined);
       process.exit(0);
     } catch (error) {
       console.error(`shutdown failed: ${(error as Error).message}`);

@@ -35,6 +35,8 @@ export interface StackOptions {
   tools?: ToolSpec[];
   /** Counting hooks for the cost model: each Lambda invocation and each finished execution. */
   instrument?: { invoked?(fn: LifecycleFunction, durationMs: number): void; executed?(summary: ExecutionSummary): void };
+  /** Told each part as it comes up, so a person starting the stack sees where the seconds go. */
+  onProgress?(line: string): void;
 }
 
 export interface Stack {
@@ -119,6 +121,7 @@ function closeServer(server: Server): Promise<void> {
 }
 
 async function startParts(options: StackOptions, started: (() => Promise<void>)[], stop: () => Promise<void>): Promise<Stack> {
+  const progress = progressReporter(options.onProgress);
   mkdirSync(options.dataDir, { recursive: true });
   ensureConfig(options.configPath);
   let sandboxUrl: string | undefined;
@@ -127,19 +130,23 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     const sandboxPort = await listen(sandbox, options.sandboxPort ?? 0);
     started.push(() => closeServer(sandbox));
     sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+    progress(`sandbox listening on ${sandboxUrl}`);
   }
 
   let dynamoEndpoint = options.dynamoEndpoint;
   if (!dynamoEndpoint) {
+    progress('starting DynamoDB Local (Java; the first start takes a few seconds)…');
     const dynamo = await startDynamoLocal(join(options.dataDir, 'dynamodb'));
     started.push(() => dynamo.stop());
     dynamoEndpoint = dynamo.endpoint;
   }
   const prefix = options.tablePrefix ?? 'toolrunner';
   const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
+  progress(`DynamoDB Local answering at ${dynamoEndpoint}; creating tables…`);
   const admin = localClient(dynamoEndpoint);
   await ensureTables(admin, tables);
   admin.destroy();
+  progress('tables ready; starting the lifecycle engine…');
 
   const arnOf = (name: LifecycleFunction) => `arn:aws:lambda:us-east-1:000000000000:function:${prefix}-${name}`;
   let deps!: Deps;
@@ -158,6 +165,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   );
   const sfnEndpoint = await engine.listen();
   started.push(() => engine.close());
+  progress(`lifecycle engine (Step Functions endpoint) on ${sfnEndpoint}`);
 
   const port = options.port ?? 0;
   Object.assign(process.env, {
@@ -184,6 +192,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   });
   started.push(() => closeServer(api));
   deps.publicBaseUrl = `http://127.0.0.1:${apiPort}`;
+  progress(`API listening on ${deps.publicBaseUrl}; resuming interrupted operations…`);
 
   const recovered = await sweep(deps, 1000, { ignoreLeases: true });
   let sweeping = false;
@@ -202,4 +211,10 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   started.push(async () => clearInterval(timer));
 
   return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, stateMachineArn: engine.stateMachineArn, stop };
+}
+
+/** Each line with the seconds since the stack began to start, e.g. `[ 2.4s] tables ready`. */
+function progressReporter(onProgress: ((line: string) => void) | undefined): (line: string) => void {
+  const began = Date.now();
+  return (line) => onProgress?.(`[${((Date.now() - began) / 1000).toFixed(1).padStart(4)}s] ${line}`);
 }

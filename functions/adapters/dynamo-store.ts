@@ -230,6 +230,14 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
       return { ...run, status: to, updatedAt: at };
     },
 
+    async appendRunEvents(runId, events, expiresAtEpoch) {
+      const traced = await sequence(runId, events, new Date().toISOString(), expiresAtEpoch);
+      // One item holds the whole block, so it lands whole or not at all (a gap in seq), never half a story.
+      const [put] = eventPuts(traced, expiresAtEpoch);
+      if (put?.Put) await doc.send(new PutCommand(put.Put));
+      return traced;
+    },
+
     async listEvents(runId) {
       const items = await queryAll<{ events: TraceEvent[] }>({
         TableName: tables.events,

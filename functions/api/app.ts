@@ -20,9 +20,12 @@ import { mcpRoutes, mcpWaitMs } from '../mcp/server';
 import { toolsReady } from '../tools/mcp-upstream';
 import { previewToolCall } from './preview';
 import { openReviews } from './reviews';
-import { operationView, runView } from './views';
+import { operationDetails, operationView, runView } from './views';
 import { openApiDocument } from './openapi';
 import { CreateRunSchema, DecisionSchema, MAX_BODY_BYTES, PreviewSchema, ResolveSchema, ToolCallSchema, ToolFormatSchema } from './schemas';
+import { timelineModel } from '../core/timeline';
+import { validTraceparent } from '../core/trace-context';
+import { PAGE_HEADERS, timelinePage } from './timeline-page';
 
 export { MAX_BODY_BYTES };
 const MAX_WAIT_SECONDS = 25;
@@ -191,7 +194,7 @@ export function makeApp(deps: Deps): Hono<Env> {
     assertArgumentsBounded(call.arguments);
     const run = await ownRun(c);
     const waitSeconds = preferredWaitSeconds(c.req.header('prefer'));
-    const submitted = await submitToolCall(deps, run, c.get('principal'), call, { waitSeconds });
+    const submitted = await submitToolCall(deps, run, c.get('principal'), call, { waitSeconds, traceparent: validTraceparent(c.req.header('traceparent')) });
     if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
     if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
     if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
@@ -270,6 +273,23 @@ export function makeApp(deps: Deps): Hono<Env> {
   app.get('/v1/runs/:runId/trace', async (c) => {
     const run = await ownRun(c, true);
     return c.json({ events: await deps.store.listEvents(run.runId) });
+  });
+
+  // The trace for people: the same events as the JSON route, as a timeline page (GET with a bearer key).
+  app.get('/v1/runs/:runId/timeline', async (c) => {
+    const run = await ownRun(c, true);
+    const principal = c.get('principal');
+    const [events, ops] = await Promise.all([deps.store.listEvents(run.runId), deps.store.listOperationsOfRun(run.runId)]);
+    // Owners and admins see the data, masked; a reviewer of someone else's run sees hashes only.
+    const seesData = principal.id === run.principalId || hasRole(principal, 'admin');
+    const details = seesData ? Object.fromEntries(ops.map((op) => [op.operationId, operationDetails(op)])) : {};
+    return c.html(timelinePage(timelineModel(events, details), principal.id), 200, PAGE_HEADERS);
+  });
+
+  app.get('/v1/metrics', (c) => {
+    requireRole(c, 'admin');
+    if (!deps.metrics?.snapshot) throw new ApiError(404, 'not_found', 'metrics are published to CloudWatch here, not kept in process');
+    return c.json({ metrics: deps.metrics.snapshot() });
   });
 
   app.get('/v1/tools', async (c) => {

@@ -142,6 +142,20 @@ export const ROUTES: Route[] = [
   },
   {
     method: 'get',
+    path: '/v1/runs/{runId}/timeline',
+    summary: 'The trace as a timeline page for people: grouped by operation; owners and admins also see the arguments and results, with secrets masked',
+    access: ['agent', 'reviewer'],
+    responses: { 200: { description: 'HTML page', html: true }, 404: error('no such run') },
+  },
+  {
+    method: 'get',
+    path: '/v1/metrics',
+    summary: 'The counters this process kept (embedded stack; on AWS they go to CloudWatch as EMF)',
+    access: ['admin'],
+    responses: { 200: { description: '`{ metrics: [...] }`' }, 404: error('metrics are published to CloudWatch here') },
+  },
+  {
+    method: 'get',
     path: '/v1/tools',
     summary: 'The caller’s tools with JSON Schema, in a provider’s tool-definition shape',
     access: ['agent'],

@@ -1,6 +1,8 @@
 import { withClock } from '../core/budgets';
 import { envelopeOf } from '../core/engine';
 import type { OperationRecord, RunRecord } from '../core/model';
+import { redact } from '../core/redact';
+import type { OperationDetails } from '../core/timeline';
 
 /** The run as its owner sees it; the wall-clock budget is applied at read time. */
 export function runView(run: RunRecord, now: number) {
@@ -40,5 +42,17 @@ export function operationView(op: OperationRecord) {
     requestedBy: op.requestedBy ?? op.principalId,
     envelope: envelopeOf(op),
     lateOutcome: op.lateOutcome ? { kind: op.lateOutcome.kind, code: 'code' in op.lateOutcome ? op.lateOutcome.code : undefined } : undefined,
+  };
+}
+
+/**
+ * What an owner or admin may read of an operation on the trace page: the frozen arguments and the result
+ * (the recorded one, or a late one), with secret-looking values masked. Never the idempotency key or task token.
+ */
+export function operationDetails(op: OperationRecord): OperationDetails {
+  const result = op.outcome?.kind === 'succeeded' ? op.outcome.result : op.lateOutcome?.kind === 'succeeded' ? op.lateOutcome.result : undefined;
+  return {
+    ...(op.frozenArguments ? { arguments: redact(JSON.parse(op.frozenArguments)) } : {}),
+    ...(result !== undefined ? { result: redact(result) } : {}),
   };
 }

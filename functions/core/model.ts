@@ -120,6 +120,11 @@ export interface OperationRecord {
   /** A result that arrived after the operation was cancelled: recorded, never reported. */
   lateOutcome?: Outcome;
   resumes: number;
+  /**
+   * The caller's W3C trace context at submission: each attempt's span is its child. Kept on the record
+   * because attempts run in another process (the Execute Lambda) than the request that carried it.
+   */
+  traceparent?: string;
   /** Copied from the run: retention applies to the whole run at once. */
   expiresAtEpoch?: number;
 }

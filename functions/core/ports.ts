@@ -1,6 +1,7 @@
 import type { AdmissionDelta } from './budgets';
 import type { RunnerConfig } from './config';
-import type { OperationRecord, RunRecord, RunStatus } from './model';
+import type { MetricName } from './metric-names';
+import type { OperationRecord, Outcome, RunRecord, RunStatus, Risk } from './model';
 import type { ToolRegistry } from './tool-spec';
 import type { NewTraceEvent, TraceEvent } from './trace';
 
@@ -54,6 +55,8 @@ export interface Store {
   updateOperation(before: OperationRecord, after: OperationRecord, events: NewTraceEvent[]): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
   /** Changes a run's status from the one read, with its trace events; RunChangedError if it moved. */
   updateRunStatus(run: RunRecord, to: RunStatus, events: NewTraceEvent[]): Promise<RunRecord>;
+  /** Appends events that change no record (a replayed duplicate, a refused conflict) to a run's trace. */
+  appendRunEvents(runId: string, events: NewTraceEvent[], expiresAtEpoch: number | undefined): Promise<TraceEvent[]>;
   listEvents(runId: string): Promise<TraceEvent[]>;
   listOperationsOfRun(runId: string): Promise<OperationRecord[]>;
   listExpiredLeases(now: string, limit: number): Promise<OperationRecord[]>;
@@ -127,6 +130,43 @@ export interface OperationWatch {
   subscribe(operationId: string, listener: (op: OperationRecord) => void): () => void;
 }
 
+/** What an attempt's span says before the call: who, which attempt, how safe a resend is, under whose trace. */
+export interface AttemptSpanStart {
+  toolName: string;
+  callId: string;
+  operationId: string;
+  runId: string;
+  attempt: number;
+  risk: Risk;
+  /** The upstream receives the operation's idempotency key and dedupes by it. */
+  idempotencyKeySent: boolean;
+  /** Sending this attempt twice is harmless (a read, or a keyed upstream). */
+  replaySafe: boolean;
+  approval: 'not_required' | 'approved';
+  /** The caller's W3C traceparent from the submission, when it sent one. */
+  traceparent?: string;
+}
+
+/** What the attempt came to, for the span's end. */
+export interface AttemptSpanEnd {
+  outcome: Outcome;
+  upstreamStatus?: number;
+  latencyMs: number;
+}
+
+/** Spans for operators (OpenTelemetry locally and wherever OTLP is configured, X-Ray on AWS). */
+export interface Telemetry {
+  /** Runs one attempt inside an `execute_tool` span; `end` reads the span's outcome from the attempt's result. */
+  attemptSpan<T>(start: AttemptSpanStart, attempt: () => Promise<T>, end: (result: T) => AttemptSpanEnd): Promise<T>;
+}
+
+/** Counters for dashboards (EMF on AWS, an in-process registry locally); names come from metric-names.ts. */
+export interface Metrics {
+  count(name: MetricName, dimensions: Record<string, string>, value?: number): void;
+  /** Where the counts are kept in process (the embedded stack): what they are now. Absent where they are published. */
+  snapshot?(): { name: MetricName; dimensions: Record<string, string>; value: number }[];
+}
+
 /** Everything a step touches outside the pure core; tests swap these without mocking frameworks. */
 export interface Deps {
   store: Store;
@@ -143,4 +183,6 @@ export interface Deps {
   /** Where the runtime can abort an in-flight attempt on cancellation (embedded engine); absent on AWS. */
   abortSignalFor?(operationId: string): AbortSignal | undefined;
   watch?: OperationWatch;
+  telemetry?: Telemetry;
+  metrics?: Metrics;
 }

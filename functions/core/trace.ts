@@ -15,6 +15,10 @@ export const TraceType = {
   resultLate: 'result.late',
   budgetExhausted: 'budget.exhausted',
   runCancelled: 'run.cancelled',
+  /** A duplicate submission (same callId, same arguments) answered with the stored operation; nothing ran. */
+  operationReplayed: 'operation.replayed',
+  /** The same callId came again with different arguments: refused with 409 call_id_conflict. */
+  callConflict: 'call.conflict',
 } as const;
 export type TraceType = (typeof TraceType)[keyof typeof TraceType];
 

@@ -14,7 +14,11 @@ import { makeRegistry, type ToolSpec } from '../core/tool-spec';
 import type { Deps } from '../core/ports';
 import { makeDemoTools } from '../tools/demo-tools';
 import { withMcpUpstreams } from '../tools/mcp-upstream';
+import { otelTelemetry } from '../adapters/otel';
+import { startOtlpExport } from '../adapters/otlp-export';
+import { emfMetrics, memoryMetrics } from '../adapters/metrics';
 import { tracer } from './observability';
+import { bothTelemetries, xrayTelemetry } from './xray-telemetry';
 
 /** Environment, parsed once with zod: the same variables on AWS, LocalStack and the embedded stack. */
 const EnvSchema = z
@@ -43,7 +47,7 @@ export function parseEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
   return parsed.data;
 }
 
-export interface DepsOptions extends Partial<Pick<Deps, 'abortSignalFor'>> {
+export interface DepsOptions extends Partial<Pick<Deps, 'abortSignalFor' | 'metrics'>> {
   /** The tools to register; by default the demo tools over SANDBOX_URL. */
   tools?: ToolSpec[];
   dynamoClient?: DynamoDBClient;
@@ -62,6 +66,7 @@ function toolsFor(env: RuntimeEnv, tools: ToolSpec[] | undefined): ToolSpec[] {
  */
 export function depsFromEnv(env: RuntimeEnv, options: DepsOptions = {}): Deps {
   const { dynamoClient, tools, ...rest } = options;
+  const onLambda = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
   const { store, watch } = watchedStore(makeDynamoStore(makeDocumentClient(dynamo), tables));
@@ -79,6 +84,9 @@ export function depsFromEnv(env: RuntimeEnv, options: DepsOptions = {}): Deps {
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
     onceGuard: powertoolsOnceGuard(dynamo, env.TABLE_IDEMPOTENCY),
+    // On Lambda: X-Ray subsegments (Powertools) and EMF metrics; OpenTelemetry spans wherever OTLP is configured.
+    telemetry: onLambda ? bothTelemetries(xrayTelemetry(tracer), otelTelemetry()) : otelTelemetry(),
+    metrics: onLambda ? emfMetrics() : memoryMetrics(),
     ...rest,
   };
 }
@@ -86,6 +94,7 @@ export function depsFromEnv(env: RuntimeEnv, options: DepsOptions = {}): Deps {
 let shared: Deps | undefined;
 /** One set of clients per Lambda container, made on first use. */
 export function lazyDeps(): Deps {
+  if (!shared) startOtlpExport();
   shared ??= depsFromEnv(parseEnv());
   return shared;
 }

@@ -2,6 +2,7 @@ import { accepts, transition, transitionAll, type LifecycleEvent, type Transitio
 import type { OperationRecord } from '../core/model';
 import { ContentionError, OperationConflictError, type Deps } from '../core/ports';
 import type { TraceEvent } from '../core/trace';
+import { countTrace } from './metrics';
 
 export interface Decided<T> {
   value: T;
@@ -31,6 +32,7 @@ export async function advance<T>(deps: Deps, start: OperationRecord | string, de
     try {
       const out = await deps.store.updateOperation(op, next.op, next.events);
       if (!op.review?.required && out.op.review?.required) await tellReviewers(deps, out.op);
+      countTrace(deps, out.op.toolName, out.events);
       return { value: decided.value, op: out.op, changed: true, events: out.events };
     } catch (error) {
       if (error instanceof OperationConflictError) {

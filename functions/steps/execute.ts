@@ -10,6 +10,7 @@ import type { ToolSpec } from '../core/tool-spec';
 import { advance, mustGet } from './advance';
 import { principalIn } from './deps';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
+import { tracedAttempt } from './telemetry';
 import { callTool } from './tool-call';
 
 const LOCK_BUSY_DELAY_SECONDS = 1;
@@ -57,8 +58,10 @@ export async function executeStep(deps: Deps, operationId: string): Promise<Step
     return stepOutput(begun.op, deps.now());
   }
   const attempt = begun.value.attempt;
-  const call = await callTool(deps, operationId, { idempotencyKey: begun.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs, abortOnCancel: tool.risk === 'read' }, (ctx) => tool.execute(ctx, input));
-  const outcome = classifyAttempt(tool, call.ok ? { ok: true, value: call.value } : { ok: false, thrown: call.thrown });
+  const { call, outcome } = await tracedAttempt(deps, tool, begun.op, attempt, async () => {
+    const call = await callTool(deps, operationId, { idempotencyKey: begun.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs, abortOnCancel: tool.risk === 'read' }, (ctx) => tool.execute(ctx, input));
+    return { call, outcome: classifyAttempt(tool, call.ok ? { ok: true, value: call.value } : { ok: false, thrown: call.thrown }) };
+  });
   const finished = await advance(deps, begun.op, (op) => {
     if (!accepts(op, 'finish_attempt') || (op.outcome?.kind !== 'cancelled' && op.attempts !== attempt)) return { value: undefined };
     const after = decideAfterAttempt(tool, op, outcome, deps.now(), deps.random);

@@ -11,6 +11,7 @@ import { recordOutcome } from '../core/settle';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
 import { jitter } from './advance';
+import { countTrace } from './metrics';
 import { executionNameOf } from './deps';
 
 /** How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured. */
@@ -48,6 +49,13 @@ export interface ToolCallRequest {
   arguments: unknown;
 }
 
+/** What the request carried besides the call: the caller's trace context (validated at the API) and how long it waits. */
+export interface SubmitContext {
+  traceparent?: string;
+  /** `Prefer: wait=N`: a call that waits runs synchronously where an Express machine exists. */
+  waitSeconds?: number;
+}
+
 export type SubmitResult =
   | { kind: 'created'; op: OperationRecord; /** Resolves when a synchronous (Express) execution ends. */ finished?: Promise<void> }
   | { kind: 'replayed'; op: OperationRecord }
@@ -68,7 +76,7 @@ function firstAttemptAtSubmission(tool: ToolSpec): boolean {
  * atomic write, then starts its lifecycle. The operation id is derived from (runId, callId), so concurrent
  * duplicates race on one conditional put and exactly one wins; the others become replays.
  */
-export async function submitToolCall(deps: Deps, run: RunRecord, caller: Principal, call: ToolCallRequest, options: { waitSeconds?: number } = {}): Promise<SubmitResult> {
+export async function submitToolCall(deps: Deps, run: RunRecord, caller: Principal, call: ToolCallRequest, context: SubmitContext = {}): Promise<SubmitResult> {
   const parsed = parseArguments(call.arguments);
   const inputHash = argumentsHash(parsed, call.arguments);
   const operationId = operationIdFor(run.runId, call.callId);
@@ -78,7 +86,11 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
   for (let round = 0; ; round++) {
     const existing = await deps.store.getOperation(operationId);
     if (existing) {
-      if (existing.inputHash !== inputHash || existing.toolName !== call.name) return { kind: 'conflict' };
+      if (existing.inputHash !== inputHash || existing.toolName !== call.name) {
+        await traceDuplicate(deps, run, existing, { type: 'call.conflict', detail: { toolName: call.name, storedToolName: existing.toolName, storedInputHash: existing.inputHash, submittedInputHash: inputHash, requestedBy: caller.id } });
+        return { kind: 'conflict' };
+      }
+      await traceDuplicate(deps, run, existing, { type: 'operation.replayed', detail: { inputHash, state: existing.state, requestedBy: caller.id } });
       return { kind: 'replayed', op: existing };
     }
     const now = deps.now();
@@ -86,7 +98,7 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
     const admission = admitCall(current, call.turn, validation.decision === 'allow' ? validation.costCents : 0, now);
     if (!admission.admitted && admission.reason === 'run_closed') return { kind: 'run_closed' };
 
-    const proposed = proposal(current, caller, call, operationId, inputHash, now);
+    const proposed = proposal(current, caller, call, operationId, inputHash, now, context);
     let change: { op: OperationRecord; events: NewTraceEvent[] };
     let runChange: RunChange;
     if (!admission.admitted) {
@@ -117,7 +129,8 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
     }
     try {
       const created = await deps.store.createOperation({ run: current, runChange, op: change.op, events: change.events });
-      return { kind: 'created', op: created.op, ...(await startLifecycle(deps, created.op, config.approvalTtlSeconds, options.waitSeconds ?? 0)) };
+      countTrace(deps, created.op.toolName, created.events);
+      return { kind: 'created', op: created.op, ...(await startLifecycle(deps, created.op, config.approvalTtlSeconds, context.waitSeconds ?? 0)) };
     } catch (error) {
       if (error instanceof OperationExistsError) continue;
       if (error instanceof RunChangedError || error instanceof ContentionError) {
@@ -154,7 +167,13 @@ async function startLifecycle(deps: Deps, op: OperationRecord, approvalTtlSecond
   return {};
 }
 
-function proposal(run: RunRecord, caller: Principal, call: ToolCallRequest, operationId: string, inputHash: string, now: number) {
+/** A duplicate changes no record, but the trace tells it: the operator sees every replay and refused conflict. */
+async function traceDuplicate(deps: Deps, run: RunRecord, existing: OperationRecord, event: Pick<NewTraceEvent, 'type' | 'detail'>): Promise<void> {
+  const events = await deps.store.appendRunEvents(run.runId, [{ ...event, operationId: existing.operationId, callId: existing.callId }], existing.expiresAtEpoch ?? run.expiresAtEpoch);
+  countTrace(deps, existing.toolName, events);
+}
+
+function proposal(run: RunRecord, caller: Principal, call: ToolCallRequest, operationId: string, inputHash: string, now: number, context: SubmitContext) {
   const at = new Date(now).toISOString();
   const op: OperationRecord = {
     schemaVersion: SCHEMA_VERSION,
@@ -177,6 +196,7 @@ function proposal(run: RunRecord, caller: Principal, call: ToolCallRequest, oper
     leaseUntil: new Date(now + LEASE_MARGIN_MS).toISOString(),
     resumes: 0,
     expiresAtEpoch: run.expiresAtEpoch,
+    ...(context.traceparent ? { traceparent: context.traceparent } : {}),
   };
   const events: NewTraceEvent[] = [
     { type: 'operation.proposed', operationId, callId: call.callId, to: 'proposed', detail: { toolName: call.name, turn: call.turn, inputHash, requestedBy: caller.id } },

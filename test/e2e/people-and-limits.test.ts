@@ -39,6 +39,8 @@ describe('approvals by task token', () => {
       'operation.proposed', 'policy.decision', 'proposed>validated', 'validated>awaiting_approval', 'approval.requested',
       'approval.decided', 'awaiting_approval>rejected', 'result.recorded', 'rejected>reported', 'result.reported',
     ]);
+    // The approver's reason is in the trace, for the operator.
+    expect((await api.trace(keys.agent, runId)).find((e) => e.type === 'approval.decided')!.detail).toEqual({ approvalId: approval.approvalId, decision: 'reject', approverId: 'approver', reason: 'not this month' });
     expect(await sandbox.ledger()).toEqual([]);
   });
 

@@ -75,6 +75,14 @@ describe('a get_order call through the whole real path', () => {
     expect(conflict.body).toEqual({ error: { code: 'call_id_conflict', message: expect.any(String) } });
     const events = await api.trace(keys.agent, runId);
     expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(1);
+    // The trace tells both: the replay (nothing ran) and the refused conflict with both argument hashes.
+    const opId = first.body.logical_operation_id;
+    expect(shape(events).slice(-2)).toEqual(['operation.replayed', 'call.conflict']);
+    const [replayed, conflicted] = events.slice(-2);
+    expect(replayed).toMatchObject({ operationId: opId, callId: 'call_dup', detail: { inputHash: events[0].detail!.inputHash, requestedBy: 'agent' } });
+    expect(conflicted).toMatchObject({ operationId: opId, callId: 'call_dup', detail: { storedInputHash: events[0].detail!.inputHash, submittedInputHash: expect.stringMatching(/^sha256:/) } });
+    expect(conflicted.detail!.submittedInputHash).not.toBe(conflicted.detail!.storedInputHash);
+    expect(JSON.stringify(events)).not.toContain('ord_3');
     const run = await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent });
     expect(run.body.usage).toMatchObject({ toolCalls: 1, turns: 1 });
   });

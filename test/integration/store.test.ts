@@ -53,6 +53,25 @@ describe.each([
     expect((await store.getRun(run.runId))!.usage.toolCalls).toBe(1);
   });
 
+  it('appends events that change no record after the ones already there, numbered on, with their run', async () => {
+    const store = await make();
+    const run = newRun();
+    await store.putNewRun(run);
+    const op = newOp(run.runId);
+    await store.createOperation({ run, runChange: admit(), op, events: [{ type: 'operation.proposed', operationId: op.operationId }] });
+    const appended = await store.appendRunEvents(run.runId, [
+      { type: 'operation.replayed', operationId: op.operationId, callId: op.callId, detail: { inputHash: 'sha256:x' } },
+      { type: 'call.conflict', operationId: op.operationId, callId: op.callId, detail: { storedInputHash: 'sha256:x', submittedInputHash: 'sha256:y' } },
+    ], undefined);
+    expect(appended.map((e) => [e.seq, e.type, e.runId])).toEqual([[2, 'operation.replayed', run.runId], [3, 'call.conflict', run.runId]]);
+    expect(await store.appendRunEvents(run.runId, [], undefined)).toEqual([]);
+    const events = await store.listEvents(run.runId);
+    expect(events.map((e) => [e.seq, e.type])).toEqual([[1, 'operation.proposed'], [2, 'operation.replayed'], [3, 'call.conflict']]);
+    expect(events[2].detail).toEqual({ storedInputHash: 'sha256:x', submittedInputHash: 'sha256:y' });
+    // The operation itself did not move.
+    expect((await store.getOperation(op.operationId))!.version).toBe(1);
+  });
+
   it('refuses a move from a stale (state, version) and says what is there now', async () => {
     const store = await make();
     const run = newRun();

@@ -1,4 +1,5 @@
 import type { TestProject } from 'vitest/node';
+import '../../local/env-defaults';
 import { startDynamoLocal, type DynamoLocal } from '../../local/dynamodb-local';
 import { isEmbedded } from './target';
 

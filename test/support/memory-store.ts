@@ -77,6 +77,11 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
       append(run.runId, traced);
       return clone({ ...stored, status: to });
     },
+    async appendRunEvents(runId, list) {
+      const traced = sequence(runId, list);
+      append(runId, traced);
+      return clone(traced);
+    },
     async listEvents(runId) {
       return clone(events.get(runId) ?? []);
     },

@@ -1,0 +1,24 @@
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+
+export interface OtlpExport {
+  /** Flushes the spans still buffered and stops exporting. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Registers an OTLP/HTTP span exporter when the standard variables ask for one (OTEL_EXPORTER_OTLP_ENDPOINT
+ * or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; headers, timeout etc. are read by the exporter itself). Without
+ * them nothing is registered and the OpenTelemetry API stays a no-op.
+ */
+export function startOtlpExport(env: NodeJS.ProcessEnv = process.env): OtlpExport | undefined {
+  if (env.OTEL_SDK_DISABLED === 'true') return undefined;
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
+  const provider = new NodeTracerProvider({
+    resource: defaultResource().merge(resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME ?? 'toolrunner' })),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+  });
+  provider.register();
+  return { shutdown: () => provider.shutdown() };
+}

@@ -1,0 +1,85 @@
+import type { TraceEvent, NewTraceEvent } from './trace';
+
+/**
+ * The runner's metrics, named once: the EMF metrics on AWS and the local registry use these names and
+ * dimensions, so a dashboard built on one reads the other.
+ */
+export const MetricName = {
+  /** Settled calls, by `tool` and `outcome` (succeeded, rejected, failed_permanent, budget_exhausted, cancelled…). */
+  toolCalls: 'ToolCalls',
+  /** Attempts sent to a tool, by `tool`. */
+  attempts: 'ToolAttempts',
+  /** Backoffs before another attempt, by `tool` and `reason` (transient, lock_busy, reconcile). */
+  retries: 'ToolRetries',
+  /** Attempts whose effect is unknown (a timeout after the request left), by `tool`. */
+  unknownOutcomes: 'UnknownOutcomes',
+  /** Up/down: +1 when an approval is requested, -1 when it is decided or expires. By `tool`. */
+  approvalsWaiting: 'ApprovalsWaiting',
+  /** Up/down: +1 when an operation needs a person's review, -1 when a reviewer resolves it. By `tool`. */
+  reviewsOpen: 'ReviewsOpen',
+  /** Runs stopped by a budget (calls, turns, spend or wall clock), by `tool` (the call that hit it) and `status`. */
+  budgetStops: 'BudgetStops',
+  /** Duplicate submissions answered from the stored operation, by `tool`. */
+  replays: 'ToolCallReplays',
+  /** A callId reused with different arguments (409), by `tool`. */
+  conflicts: 'CallIdConflicts',
+  /** Results that arrived after their call was cancelled, by `tool`. */
+  lateResults: 'LateResults',
+} as const;
+export type MetricName = (typeof MetricName)[keyof typeof MetricName];
+
+export interface MetricCount {
+  name: MetricName;
+  dimensions: Record<string, string>;
+  value: number;
+}
+
+/**
+ * The counts a write's trace events stand for. Derived from the events (not from the code paths that emit
+ * them), so every way an operation moves — step, sweeper, API — is counted once, where it is committed.
+ */
+export function metricsOfEvents(toolName: string, events: readonly (TraceEvent | NewTraceEvent)[]): MetricCount[] {
+  const tool = { tool: toolName };
+  const out: MetricCount[] = [];
+  const add = (name: MetricName, dimensions: Record<string, string> = tool, value = 1) => out.push({ name, dimensions, value });
+  for (const event of events) {
+    const detail = event.detail ?? {};
+    switch (event.type) {
+      case 'result.recorded':
+        add(MetricName.toolCalls, { ...tool, outcome: String(detail.outcome ?? 'unknown') });
+        break;
+      case 'attempt.started':
+        add(MetricName.attempts);
+        break;
+      case 'backoff.scheduled':
+        add(MetricName.retries, { ...tool, reason: String(detail.reason ?? 'unknown') });
+        break;
+      case 'state.transition':
+        if (event.to === 'outcome_unknown') add(MetricName.unknownOutcomes);
+        break;
+      case 'approval.requested':
+        add(MetricName.approvalsWaiting, tool, 1);
+        break;
+      case 'approval.decided':
+        add(MetricName.approvalsWaiting, tool, -1);
+        break;
+      case 'reconcile.finished':
+        if (detail.result === 'needs_review') add(MetricName.reviewsOpen, tool, 1);
+        if (detail.result === 'resolved_by_reviewer') add(MetricName.reviewsOpen, tool, -1);
+        break;
+      case 'budget.exhausted':
+        add(MetricName.budgetStops, { ...tool, status: String(detail.status ?? 'budget_exhausted') });
+        break;
+      case 'operation.replayed':
+        add(MetricName.replays);
+        break;
+      case 'call.conflict':
+        add(MetricName.conflicts);
+        break;
+      case 'result.late':
+        add(MetricName.lateResults);
+        break;
+    }
+  }
+  return out;
+}

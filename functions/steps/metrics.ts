@@ -1,0 +1,13 @@
+import { metricsOfEvents } from '../core/metric-names';
+import type { Deps } from '../core/ports';
+import type { TraceEvent } from '../core/trace';
+
+/** Counts what a committed write's events stand for. A metrics failure never fails the step that wrote. */
+export function countTrace(deps: Pick<Deps, 'metrics'>, toolName: string, events: readonly TraceEvent[]): void {
+  if (!deps.metrics || !events.length) return;
+  try {
+    for (const m of metricsOfEvents(toolName, events)) deps.metrics.count(m.name, m.dimensions, m.value);
+  } catch {
+    // Why silent: the write is committed and the trace holds the truth; a lost count is not worth a retry.
+  }
+}
