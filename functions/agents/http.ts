@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EnvelopeSchema, ErrorSchema, PendingSchema, PreviewResultSchema as PreviewSchema } from '../api/schemas';
 
 /**
  * A minimal client for the runner's HTTP API, used by the MCP server (in-process, through the Hono app)
@@ -8,19 +9,8 @@ import { z } from 'zod';
 
 export type FetchLike = (request: Request) => Promise<Response> | Response;
 
-export const EnvelopeSchema = z.looseObject({
-  status: z.enum(['succeeded', 'rejected', 'failed', 'outcome_unknown', 'budget_exhausted', 'cancelled']),
-  code: z.string().optional(),
-  call_id: z.string(),
-  logical_operation_id: z.string(),
-  message: z.string(),
-  result: z.unknown().optional(),
-  allowed_next_actions: z.array(z.string()),
-});
 export type Envelope = z.infer<typeof EnvelopeSchema>;
 
-const PendingSchema = z.looseObject({ operationId: z.string(), state: z.string(), statusUrl: z.string() });
-const ErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 const RunSchema = z.looseObject({ runId: z.string(), status: z.string(), usage: z.looseObject({ turns: z.number() }) });
 const OperationSchema = z.looseObject({
   operationId: z.string(),
@@ -33,7 +23,6 @@ const OperationSchema = z.looseObject({
   envelope: EnvelopeSchema.optional(),
 });
 export type OperationView = z.infer<typeof OperationSchema>;
-const PreviewSchema = z.object({ decision: z.enum(['allow', 'deny', 'require_approval']), code: z.string().optional(), message: z.string(), inputHash: z.string() });
 export type Preview = z.infer<typeof PreviewSchema>;
 
 /** What a submission answered: the envelope, still in progress, or a refusal of the request itself. */
