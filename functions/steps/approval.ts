@@ -1,5 +1,5 @@
 import { signLink, verifyLink } from '../core/approval-link';
-import { ApprovalRejectedError, OperationMovedError } from '../core/errors';
+import { ErrorNames } from '../core/errors';
 import { approvalIdFor, operationIdOfApproval } from '../core/ids';
 import { moveTo } from '../core/lifecycle';
 import type { OperationRecord, Principal } from '../core/model';
@@ -44,7 +44,7 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
     // Nothing to wait for (cancelled meanwhile, or already decided): hand the token straight back.
     const next = op.approval?.state === 'approved' && op.state === 'awaiting_approval' ? 'execute' : 'report';
     if (next === 'execute') await deps.lifecycle.sendTaskSuccess(taskToken, { operationId, next });
-    else await deps.lifecycle.sendTaskFailure(taskToken, OperationMovedError.name, `operation is ${op.state}`);
+    else await deps.lifecycle.sendTaskFailure(taskToken, ErrorNames.OperationMoved, `operation is ${op.state}`);
     return;
   }
   const approvers = config.principals.filter((p) => p.id !== op.principalId && (p.roles.includes('approver') || p.roles.includes('admin')));
@@ -108,7 +108,7 @@ export async function decideApproval(deps: Deps, approvalId: string, sig: string
   try {
     if (!value.token) throw new Error('no task token stored');
     if (decision === 'approve') await deps.lifecycle.sendTaskSuccess(value.token, { operationId: op.operationId, next: 'execute' });
-    else await deps.lifecycle.sendTaskFailure(value.token, ApprovalRejectedError.name, 'rejected by an approver');
+    else await deps.lifecycle.sendTaskFailure(value.token, ErrorNames.ApprovalRejected, 'rejected by an approver');
   } catch {
     // The waiting execution is gone (a restart, a lost token): the decision is durable, so resume from it.
     await resumeOperation(deps, op.operationId);
