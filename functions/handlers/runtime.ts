@@ -9,7 +9,7 @@ import { consoleNotifier, snsNotifier } from '../adapters/notifier';
 import { sfnLifecycle } from '../adapters/sfn-lifecycle';
 import { powertoolsSubmissionGuard } from '../adapters/submission-guard';
 import { TABLE_ENV } from '../adapters/tables';
-import { makeRegistry } from '../core/tool-spec';
+import { makeRegistry, type ToolSpec } from '../core/tool-spec';
 import type { Deps } from '../steps/deps';
 import { makeDemoTools } from '../tools/demo-tools';
 import { tracer } from './observability';
@@ -23,7 +23,8 @@ const EnvSchema = z
     TABLE_LOCKS: z.string().min(1),
     TABLE_IDEMPOTENCY: z.string().min(1),
     STATE_MACHINE_ARN: z.string().min(1),
-    SANDBOX_URL: z.string().url(),
+    /** Where the demo tools find their upstreams; without it and without `extra.tools`, no tools. */
+    SANDBOX_URL: z.string().url().optional(),
     PUBLIC_BASE_URL: z.string().url(),
     TOOLRUNNER_CONFIG: z.string().min(1).optional(),
     CONFIG_SECRET_ARN: z.string().min(1).optional(),
@@ -38,17 +39,24 @@ export function parseEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
   return parsed.data;
 }
 
+/** What the caller adds to the environment: the tools (a user's module on AWS, `--tools` locally) and test seams. */
+export type ExtraDeps = Partial<Pick<Deps, 'abortSignalFor'>> & {
+  dynamoClient?: DynamoDBClient;
+  /** The tool specs to register; default: the demo tools when SANDBOX_URL is set, otherwise none. */
+  tools?: ToolSpec[];
+};
+
 /**
  * Builds the dependencies from the environment. Endpoints come from the SDK's standard variables
  * (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SFN), so handlers never know where they run.
  */
-export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSignalFor'>> & { dynamoClient?: DynamoDBClient } = {}): Deps {
-  const { dynamoClient, ...rest } = extra;
+export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
+  const { dynamoClient, tools, ...rest } = extra;
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
   return {
     store: makeDynamoStore(makeDocumentClient(dynamo), tables),
-    tools: makeRegistry(makeDemoTools(env.SANDBOX_URL)),
+    tools: makeRegistry(tools ?? (env.SANDBOX_URL ? makeDemoTools(env.SANDBOX_URL) : [])),
     config: env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!),
     lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({})), env.STATE_MACHINE_ARN),
     notifier: env.APPROVAL_TOPIC_ARN ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN) : consoleNotifier(),
@@ -61,8 +69,8 @@ export function depsFromEnv(env: RuntimeEnv, extra: Partial<Pick<Deps, 'abortSig
 }
 
 let shared: Deps | undefined;
-/** One set of clients per Lambda container, made on first use. */
-export function lazyDeps(): Deps {
-  shared ??= depsFromEnv(parseEnv());
+/** One set of clients per Lambda container, made on first use; `tools` come from the bundled user module. */
+export function lazyDeps(extra: Pick<ExtraDeps, 'tools'> = {}): Deps {
+  shared ??= depsFromEnv(parseEnv(), extra);
   return shared;
 }
