@@ -2,6 +2,9 @@ import type { TableLayout } from '../functions/adapters/tables';
 import type { LifecycleFunction } from '../statemachines/definition';
 import type { Port } from './permissions';
 
+/** The API Gateway stage; the API's routes (`/v1/...`) live below it. */
+export const API_STAGE_NAME = 'v1stage';
+
 export type FunctionName = LifecycleFunction | 'Api' | 'Sweeper';
 
 export interface FunctionSpec {

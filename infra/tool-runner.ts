@@ -16,7 +16,7 @@ import { TABLE_ENV, TABLES, type TableLayout } from '../functions/adapters/table
 import { MAX_APPROVAL_TTL_SECONDS } from '../functions/core/config';
 import { ASL_PATH, LIFECYCLE_FUNCTIONS, placeholderOf } from '../statemachines/definition';
 import { cdkBundling, runnerFile } from './bundling';
-import { FUNCTIONS, type FunctionName } from './functions';
+import { API_STAGE_NAME, FUNCTIONS, type FunctionName } from './functions';
 import { actionsOf, type Port } from './permissions';
 
 export interface ToolRunnerProps {
@@ -43,8 +43,7 @@ export interface ToolRunnerProps {
   publicBaseUrl?: string;
 }
 
-/** The API stage: `/v1/...` routes live below it. */
-export const STAGE_NAME = 'v1stage';
+export { API_STAGE_NAME as STAGE_NAME };
 
 /**
  * The tool runner on AWS: DynamoDB tables, the Standard state machine from the ASL file, one Lambda per
@@ -109,7 +108,7 @@ export class ToolRunner extends Construct {
       restApiName: `${stack.stackName}-${this.node.id}-api`,
       description: 'Tool runner HTTP API v1',
       deployOptions: {
-        stageName: STAGE_NAME,
+        stageName: API_STAGE_NAME,
         tracingEnabled: true,
         throttlingRateLimit: throttling.rateLimit,
         throttlingBurstLimit: throttling.burstLimit,
@@ -123,7 +122,7 @@ export class ToolRunner extends Construct {
       cloudWatchRole: true,
       cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
     });
-    this.apiUrl = `https://${this.api.restApiId}.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}/${STAGE_NAME}`;
+    this.apiUrl = `https://${this.api.restApiId}.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}/${API_STAGE_NAME}`;
 
     const environment: Record<string, string> = {
       ...Object.fromEntries(Object.entries(TABLE_ENV).map(([tid, name]) => [name, this.tables[tid as TableLayout['id']].tableName])),

@@ -4,12 +4,14 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { ensureConfig, startStack } from './stack';
 
-/** Local runtime knobs (DESIGN.md section 9, normative). */
+/** Local runtime knobs: scripts outside the repo drive `npm start` with these (README "Local knobs"). */
 const Knobs = z.object({
   PORT: z.coerce.number().int().min(1).max(65535).default(3000),
   SANDBOX_PORT: z.coerce.number().int().min(1).max(65535).default(3001),
   TOOLRUNNER_DATA_DIR: z.string().min(1).default('.local/'),
   TOOLRUNNER_CONFIG: z.string().min(1).default('toolrunner.local.json'),
+  /** `bundled` runs every Lambda handler from the bundle CDK deploys (same esbuild options). */
+  TOOLRUNNER_HANDLERS: z.enum(['source', 'bundled']).default('source'),
 });
 
 async function main(): Promise<void> {
@@ -21,7 +23,7 @@ async function main(): Promise<void> {
   const knobs = parsed.data;
   const configPath = resolve(knobs.TOOLRUNNER_CONFIG);
   const { created } = ensureConfig(configPath);
-  const stack = await startStack({ dataDir: resolve(knobs.TOOLRUNNER_DATA_DIR), configPath, port: knobs.PORT, sandboxPort: knobs.SANDBOX_PORT });
+  const stack = await startStack({ dataDir: resolve(knobs.TOOLRUNNER_DATA_DIR), configPath, port: knobs.PORT, sandboxPort: knobs.SANDBOX_PORT, handlers: knobs.TOOLRUNNER_HANDLERS });
 
   const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
   console.log(`keys: ${configPath}${created ? ' (created with random keys)' : ''}`);
@@ -31,6 +33,7 @@ async function main(): Promise<void> {
     console.log(`  RUN=$(curl -s -X POST ${stack.apiUrl}/v1/runs -H 'Authorization: Bearer ${agent.key}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`);
     console.log(`  curl -s -X POST ${stack.apiUrl}/v1/runs/$RUN/tool-calls -H 'Authorization: Bearer ${agent.key}' -H 'Content-Type: application/json' -d '{"callId":"call_1","turn":1,"name":"get_order","arguments":{"orderId":"ord_1"}}'`);
   }
+  console.log(`handlers: ${stack.handlers}`);
   console.log(`ready: api=${stack.apiUrl} sandbox=${stack.sandboxUrl}`);
 
   let stopping = false;

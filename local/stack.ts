@@ -6,17 +6,16 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { serve } from '@hono/node-server';
-import { makeApp } from '../functions/api/app';
 import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../functions/handlers/runtime';
-import { makeRequestApprovalHandler, makeStepHandler, STEPS } from '../functions/handlers/steps';
 import type { RunnerConfig } from '../functions/core/config';
 import type { Deps } from '../functions/steps/deps';
 import { sweep } from '../functions/steps/resume';
 import { createSandbox } from '../sandbox/server';
 import { LIFECYCLE_FUNCTIONS, placeholderOf, readDefinition, substitute, type LifecycleFunction } from '../statemachines/definition';
 import { ensureTables, localClient, startDynamoLocal } from './dynamodb-local';
-import { LocalStepFunctions, type LocalFunction } from './sfn-endpoint';
+import { makeHandlers, type HandlerMode } from './handlers';
+import { LocalStepFunctions } from './sfn-endpoint';
 
 export interface StackOptions {
   /** Holds DynamoDB Local's files and the sandbox state; a restart with the same directory keeps them. */
@@ -30,6 +29,8 @@ export interface StackOptions {
   sweepIntervalMs?: number;
   /** A DynamoDB client for the handlers (for example with counting middleware, in the benchmark). */
   dynamoClient?: DynamoDBClient;
+  /** `bundled`: every Lambda handler from the bundle CDK deploys (local/handlers.ts); default `source`. */
+  handlers?: HandlerMode;
 }
 
 export interface Stack {
@@ -38,6 +39,8 @@ export interface Stack {
   deps: Deps;
   /** Operations resumed at boot: after a restart no execution survives, so every active one continues. */
   recovered: string[];
+  /** Which handlers run: the TypeScript sources or the deployed bundles. */
+  handlers: HandlerMode;
   stop(): Promise<void>;
 }
 
@@ -115,18 +118,14 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
 
   const arnOf = (name: LifecycleFunction) => `arn:aws:lambda:us-east-1:000000000000:function:${prefix}-${name}`;
   let deps!: Deps;
-  const current = () => deps;
-  const handlers: Record<LifecycleFunction, LocalFunction> = {
-    Validate: makeStepHandler('Validate', STEPS.Validate, current),
-    RequestApproval: makeRequestApprovalHandler(current),
-    ExpireApproval: makeStepHandler('ExpireApproval', STEPS.ExpireApproval, current),
-    Execute: makeStepHandler('Execute', STEPS.Execute, current),
-    Reconcile: makeStepHandler('Reconcile', STEPS.Reconcile, current),
-    Record: makeStepHandler('Record', STEPS.Record, current),
-    Report: makeStepHandler('Report', STEPS.Report, current),
-  };
+  let lambdaEnv!: Record<string, string>;
+  const handlers = await makeHandlers(options.handlers ?? 'source', {
+    deps: () => deps,
+    // What a Lambda of this stack would get; PUBLIC_BASE_URL once the API's port is known.
+    lambdaEnv: () => ({ ...lambdaEnv, PUBLIC_BASE_URL: deps.publicBaseUrl }),
+  });
   const definition = substitute(readDefinition(), Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)])));
-  const engine = new LocalStepFunctions(definition, Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers[n]])), `${prefix}-invocation`);
+  const engine = new LocalStepFunctions(definition, Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers.lifecycle[n]])), `${prefix}-invocation`);
   const sfnEndpoint = await engine.listen();
   started.push(() => engine.close());
 
@@ -138,16 +137,17 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
     AWS_ENDPOINT_URL_SFN: sfnEndpoint,
   });
-  const env = parseEnv({
+  lambdaEnv = {
     ...Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [name, tables[id as keyof TableNames]])),
     STATE_MACHINE_ARN: engine.stateMachineArn,
     SANDBOX_URL: sandboxUrl,
     PUBLIC_BASE_URL: `http://127.0.0.1:${port || 3000}`,
     TOOLRUNNER_CONFIG: options.configPath,
-  });
+  };
+  const env = parseEnv(lambdaEnv);
   deps = depsFromEnv(env, { abortSignalFor: engine.abortSignalFor, dynamoClient: options.dynamoClient });
 
-  const api = serve({ fetch: makeApp(deps).fetch, port, hostname: '127.0.0.1' }) as Server;
+  const api = serve({ fetch: handlers.api, port, hostname: '127.0.0.1' }) as Server;
   const apiPort = await new Promise<number>((r, reject) => {
     api.once('error', reject);
     api.once('listening', () => r((api.address() as AddressInfo).port));
@@ -161,7 +161,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     if (sweeping) return;
     sweeping = true;
     try {
-      await sweep(deps);
+      await handlers.sweep();
     } catch (error) {
       console.error(`sweeper: ${(error as Error).message}`);
     } finally {
@@ -171,5 +171,5 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   timer.unref();
   started.push(async () => clearInterval(timer));
 
-  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, stop };
+  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, handlers: handlers.mode, stop };
 }

@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import type { RunnerConfig } from '../../functions/core/config';
 import type { TraceEvent } from '../../functions/core/trace';
 import { startStack, type Stack } from '../../local/stack';
-import { deployedTarget, isEmbedded, Target } from './target';
+import { deployedTarget, handlerMode, isEmbedded, Target } from './target';
 
 export interface Keys {
   agent: string;
@@ -69,6 +69,7 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
     dynamoEndpoint: inject('dynamoEndpoint'),
     tablePrefix: `t${randomBytes(5).toString('hex')}`,
     sweepIntervalMs: 500,
+    handlers: handlerMode,
   });
   if (options.seed !== undefined) stack.deps.random = seeded(options.seed);
   const editConfig = (edit: (c: RunnerConfig) => void) => {

@@ -1,0 +1,96 @@
+import { pathToFileURL } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { makeApp } from '../functions/api/app';
+import { makeRequestApprovalHandler, makeStepHandler, STEPS } from '../functions/handlers/steps';
+import type { Deps } from '../functions/steps/deps';
+import { sweep } from '../functions/steps/resume';
+import { API_STAGE_NAME, FUNCTIONS, type FunctionName } from '../infra/functions';
+import { LIFECYCLE_FUNCTIONS, type LifecycleFunction } from '../statemachines/definition';
+import { viaProxyEvent } from './api-gateway-event';
+import { lambdaBundle } from './bundles';
+import type { LocalFunction } from './sfn-endpoint';
+
+/** `source`: the TypeScript handlers in-process. `bundled`: the bundles CDK deploys, each with its own module state. */
+export type HandlerMode = 'source' | 'bundled';
+
+export interface Handlers {
+  mode: HandlerMode;
+  /** The Lambda behind each ASL placeholder. */
+  lifecycle: Record<LifecycleFunction, LocalFunction>;
+  /** The API, as the local HTTP server calls it. */
+  api: (request: Request) => Response | Promise<Response>;
+  /** One run of the sweeper Lambda. */
+  sweep: () => Promise<unknown>;
+}
+
+export interface HandlerContext {
+  /** The embedded stack's dependencies (source mode). */
+  deps: () => Deps;
+  /**
+   * The environment a Lambda of this stack would get (tables, state machine, config file, endpoints),
+   * read when a bundle first runs, after the API's port is known.
+   */
+  lambdaEnv: (name: FunctionName) => Record<string, string>;
+  /** The tools module bundled into the tools Lambdas (default: the demo tools). */
+  toolsEntry?: string;
+}
+
+export async function makeHandlers(mode: HandlerMode, context: HandlerContext): Promise<Handlers> {
+  return mode === 'bundled' ? bundledHandlers(context) : sourceHandlers(context.deps);
+}
+
+function sourceHandlers(deps: () => Deps): Handlers {
+  let app: ReturnType<typeof makeApp> | undefined;
+  return {
+    mode: 'source',
+    lifecycle: {
+      Validate: makeStepHandler('Validate', STEPS.Validate, deps),
+      RequestApproval: makeRequestApprovalHandler(deps),
+      ExpireApproval: makeStepHandler('ExpireApproval', STEPS.ExpireApproval, deps),
+      Execute: makeStepHandler('Execute', STEPS.Execute, deps),
+      Reconcile: makeStepHandler('Reconcile', STEPS.Reconcile, deps),
+      Record: makeStepHandler('Record', STEPS.Record, deps),
+      Report: makeStepHandler('Report', STEPS.Report, deps),
+    },
+    api: (request) => (app ??= makeApp(deps())).fetch(request),
+    sweep: () => sweep(deps()),
+  };
+}
+
+type LambdaHandler = (event: unknown, context: unknown) => Promise<unknown>;
+
+/**
+ * Every handler from its bundle, built at start. Each stack imports its own instances (a query string makes
+ * the module URL unique), so module state such as the cached clients is per stack, as it is per Lambda.
+ * A Lambda reads its environment when it first builds its clients: the stack's variables are put in
+ * place right before each import and call, so two stacks in one process do not see each other's tables.
+ */
+async function bundledHandlers(context: HandlerContext): Promise<Handlers> {
+  const files = Object.fromEntries(
+    await Promise.all((Object.keys(FUNCTIONS) as FunctionName[]).map(async (name) => [name, await lambdaBundle(name, { toolsEntry: context.toolsEntry })] as const)),
+  ) as Record<FunctionName, string>;
+  const instance = randomBytes(6).toString('hex');
+  const loaded = new Map<FunctionName, Promise<LambdaHandler>>();
+  const load = (name: FunctionName) => {
+    if (!loaded.has(name)) {
+      Object.assign(process.env, context.lambdaEnv(name));
+      loaded.set(name, import(`${pathToFileURL(files[name]).href}?stack=${instance}`).then((m: { handler: LambdaHandler }) => m.handler));
+    }
+    return loaded.get(name)!;
+  };
+  const invoke = (name: FunctionName) => async (event: unknown) => {
+    const handler = await load(name);
+    Object.assign(process.env, context.lambdaEnv(name));
+    return handler(event, { functionName: name, awsRequestId: randomBytes(8).toString('hex') });
+  };
+  return {
+    mode: 'bundled',
+    lifecycle: Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [n, invoke(n)])) as Record<LifecycleFunction, LocalFunction>,
+    api: viaProxyEvent(async () => {
+      const call = invoke('Api');
+      return (event: APIGatewayProxyEvent) => call(event) as Promise<APIGatewayProxyResult>;
+    }, API_STAGE_NAME),
+    sweep: () => invoke('Sweeper')({}),
+  };
+}
