@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { build, version as esbuildVersion } from 'esbuild';
 import { DEMO_TOOLS_ENTRY, esbuildOptions, LAMBDA_BUNDLING, runnerFile } from '../infra/bundling';
 import { FUNCTIONS, type FunctionName } from '../infra/functions';
@@ -54,4 +55,23 @@ export async function lambdaBundle(name: FunctionName, options: { toolsEntry?: s
   writeFileSync(temp, JSON.stringify(next));
   renameSync(temp, recordFile);
   return outfile;
+}
+
+/**
+ * Imports a bundle as a fresh module instance (`instance` makes its URL unique), through Node's own
+ * `import()`: a tiny loader module in the cache directory does the import, because test runners rewrite
+ * `import()` in the sources they load and would push each 1 MB bundle through their transform pipeline
+ * (vitest: seconds per bundle); modules under node_modules they leave to Node.
+ */
+export async function importBundle(file: string, instance: string, cacheDir = DEFAULT_BUNDLE_CACHE): Promise<Record<string, unknown>> {
+  const loader = join(cacheDir, 'native-import.mjs');
+  const source = 'export const load = (url) => import(url);\n';
+  if (!existsSync(loader) || readFileSync(loader, 'utf8') !== source) {
+    mkdirSync(cacheDir, { recursive: true });
+    const temp = `${loader}.${process.pid}`;
+    writeFileSync(temp, source);
+    renameSync(temp, loader);
+  }
+  const { load } = (await import(pathToFileURL(loader).href)) as { load: (url: string) => Promise<Record<string, unknown>> };
+  return load(`${pathToFileURL(file).href}?instance=${instance}`);
 }

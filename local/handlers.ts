@@ -1,4 +1,3 @@
-import { pathToFileURL } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { makeApp } from '../functions/api/app';
@@ -8,7 +7,7 @@ import { sweep } from '../functions/steps/resume';
 import { API_STAGE_NAME, FUNCTIONS, type FunctionName } from '../infra/functions';
 import { LIFECYCLE_FUNCTIONS, type LifecycleFunction } from '../statemachines/definition';
 import { viaProxyEvent } from './api-gateway-event';
-import { lambdaBundle } from './bundles';
+import { importBundle, lambdaBundle } from './bundles';
 import type { LocalFunction } from './sfn-endpoint';
 
 /** `source`: the TypeScript handlers in-process. `bundled`: the bundles CDK deploys, each with its own module state. */
@@ -75,7 +74,7 @@ async function bundledHandlers(context: HandlerContext): Promise<Handlers> {
   const load = (name: FunctionName) => {
     if (!loaded.has(name)) {
       Object.assign(process.env, context.lambdaEnv(name));
-      loaded.set(name, import(`${pathToFileURL(files[name]).href}?stack=${instance}`).then((m: { handler: LambdaHandler }) => m.handler));
+      loaded.set(name, importBundle(files[name], instance).then((m) => m.handler as LambdaHandler));
     }
     return loaded.get(name)!;
   };
