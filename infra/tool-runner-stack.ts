@@ -1,4 +1,4 @@
-import { CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Stack, Tags, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { DEMO_TOOLS_ENTRY } from './bundling';
 import { STAGE_NAME, ToolRunner } from './tool-runner';
@@ -21,8 +21,6 @@ export class ToolRunnerStack extends Stack {
     this.runner = new ToolRunner(this, 'Runner', {
       tools: { entry: DEMO_TOOLS_ENTRY(), environment: { SANDBOX_URL: props.sandboxUrl ?? 'https://sandbox.invalid' } },
       publicBaseUrl: props.publicBaseUrl,
-      // A demo: deleting the stack deletes its data.
-      removalPolicy: RemovalPolicy.DESTROY,
     });
     if (props.restApiCustomId) Tags.of(this.runner.api).add('_custom_id_', props.restApiCustomId);
 

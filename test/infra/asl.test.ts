@@ -36,7 +36,7 @@ describe('the lifecycle definition', () => {
     for (const [name, s] of states) if (s.Type === 'Task') expect(s.TimeoutSeconds ?? s.TimeoutSecondsPath, name).toBeDefined();
   });
 
-  it('has the lifecycle states of DESIGN.md section 3', () => {
+  it('has the normative lifecycle states', () => {
     for (const name of ['Validate', 'AwaitApproval', 'Execute', 'Reconcile', 'Record', 'Report']) expect(asl.States[name]).toBeDefined();
     expect(asl.States.AwaitApproval.Resource).toBe('arn:aws:states:::lambda:invoke.waitForTaskToken');
   });

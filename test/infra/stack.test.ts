@@ -72,15 +72,16 @@ describe('CDK stack', () => {
   it('puts API Gateway in front of the API Lambda and schedules the sweeper', () => {
     template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
     template.hasResourceProperties('AWS::ApiGateway::Method', { HttpMethod: 'ANY', Integration: { Type: 'AWS_PROXY' } });
-    template.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(1 minute)', Target: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^SweeperFunction'), 'Arn'] } } });
+    template.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(1 minute)', Target: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('SweeperFunction'), 'Arn'] } } });
     template.resourceCountIs('AWS::SNS::Topic', 1);
     template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', { ResponseType: 'THROTTLED', StatusCode: '429', ResponseTemplates: { 'application/json': JSON.stringify({ error: { code: 'throttled', message: 'too many requests' } }) } });
   });
 
   it('grants each function only the tables it writes', () => {
     const tableIds = Object.fromEntries(Object.entries(resources('AWS::DynamoDB::Table')).map(([id, t]) => [id, t.Properties.KeySchema[0].AttributeName as string]));
-    const granted = (fnPrefix: string) => {
-      const [roleId] = Object.keys(resources('AWS::IAM::Role')).filter((id) => id.startsWith(`${fnPrefix}FunctionServiceRole`));
+    const granted = (fnName: string) => {
+      const [fn] = Object.entries(resources('AWS::Lambda::Function')).filter(([id]) => id.startsWith(`Runner${fnName}Function`)).map(([, f]) => f);
+      const roleId = fn.Properties.Role['Fn::GetAtt'][0] as string;
       const policy = Object.values(resources('AWS::IAM::Policy')).find((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId))!;
       const refs = JSON.stringify(policy.Properties.PolicyDocument.Statement);
       return Object.entries(tableIds).filter(([id]) => refs.includes(`"${id}"`)).map(([, key]) => key).sort();
