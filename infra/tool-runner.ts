@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { ArnFormat, Aws, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -134,7 +136,9 @@ export class ToolRunner extends Construct {
       POWERTOOLS_LOG_LEVEL: 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
     };
-    const toolsEntry = props.tools.entry;
+    // Absolute, because esbuild resolves an alias target from the directory it runs in, not from here.
+    const toolsEntry = resolve(props.tools.entry);
+    if (!existsSync(toolsEntry)) throw new Error(`ToolRunner: tools.entry ${toolsEntry} does not exist`);
     this.functions = Object.fromEntries(
       Object.entries(FUNCTIONS).map(([name, spec]) => {
         const logs = logGroup(`${name}Logs`);
