@@ -69,6 +69,15 @@ describe('what is deployed keeps the error names the state machine matches', () 
     expect(offenders).toEqual([]);
   });
 
+  it("bundles a user's tools module into the Lambdas that run or validate tools, and only those", async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'toolrunner-user-bundles-'));
+    const toolsEntry = runnerFile('test/fixtures/user-tools');
+    const withTools = readFileSync(await lambdaBundle('Execute', { toolsEntry, cacheDir }), 'utf8');
+    const without = readFileSync(await lambdaBundle('Record', { toolsEntry, cacheDir }), 'utf8');
+    expect(withTools).toContain('fixture_look_up_weather');
+    expect(without).not.toContain('fixture_look_up_weather');
+  }, 120_000);
+
   it('builds, locally, byte for byte the bundle CDK deploys', () => {
     const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'toolrunner-cdk-')) });
     const stack = new Stack(app, 'BundleCheck');
