@@ -41,6 +41,8 @@ export interface Stack {
   recovered: string[];
   /** Which handlers run: the TypeScript sources or the deployed bundles. */
   handlers: HandlerMode;
+  /** The embedded engine's state machine, for Step Functions calls (DescribeExecution, history). */
+  stateMachineArn: string;
   stop(): Promise<void>;
 }
 
@@ -171,5 +173,5 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   timer.unref();
   started.push(async () => clearInterval(timer));
 
-  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, handlers: handlers.mode, stop };
+  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, handlers: handlers.mode, stateMachineArn: engine.stateMachineArn, stop };
 }

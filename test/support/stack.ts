@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import type { RunnerConfig } from '../../functions/core/config';
 import type { TraceEvent } from '../../functions/core/trace';
+import type { HandlerMode } from '../../local/handlers';
 import { startStack, type Stack } from '../../local/stack';
 import { deployedTarget, handlerMode, isEmbedded, Target } from './target';
 
@@ -19,6 +20,8 @@ export interface Keys {
 export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'> {
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
+  /** Only on the embedded stack: its state machine on the local Step Functions endpoint. */
+  stateMachineArn?: string;
   keys: Keys;
   configPath: string;
   dataDir: string;
@@ -32,7 +35,7 @@ export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'>
  * The stack under test: by default an embedded stack against the run's shared DynamoDB Local, with its own
  * tables and sandbox state; with TARGET=localstack|aws, the deployed stack named by the environment.
  */
-export async function startTestStack(options: { seed?: number } = {}): Promise<TestStack> {
+export async function startTestStack(options: { seed?: number; handlers?: HandlerMode } = {}): Promise<TestStack> {
   if (!isEmbedded) {
     const target = deployedTarget();
     return {
@@ -69,7 +72,7 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
     dynamoEndpoint: inject('dynamoEndpoint'),
     tablePrefix: `t${randomBytes(5).toString('hex')}`,
     sweepIntervalMs: 500,
-    handlers: handlerMode,
+    handlers: options.handlers ?? handlerMode,
   });
   if (options.seed !== undefined) stack.deps.random = seeded(options.seed);
   const editConfig = (edit: (c: RunnerConfig) => void) => {
@@ -81,6 +84,7 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
     apiUrl: stack.apiUrl,
     sandboxUrl: stack.sandboxUrl,
     deps: stack.deps,
+    stateMachineArn: stack.stateMachineArn,
     keys,
     configPath,
     dataDir,
