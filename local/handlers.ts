@@ -33,6 +33,11 @@ export interface HandlerContext {
   lambdaEnv: (name: FunctionName) => Record<string, string>;
   /** The tools module bundled into the tools Lambdas (default: the demo tools). */
   toolsEntry?: string;
+  /**
+   * Variables of `lambdaEnv` that, as the construct's `tools.environment`, only the Lambdas that run tools
+   * get (default: the demo tools' SANDBOX_URL). The others run without them, as deployed.
+   */
+  toolsEnvironment?: string[];
 }
 
 export async function makeHandlers(mode: HandlerMode, context: HandlerContext): Promise<Handlers> {
@@ -70,17 +75,35 @@ async function bundledHandlers(context: HandlerContext): Promise<Handlers> {
     await Promise.all((Object.keys(FUNCTIONS) as FunctionName[]).map(async (name) => [name, await lambdaBundle(name, { toolsEntry: context.toolsEntry })] as const)),
   ) as Record<FunctionName, string>;
   const instance = randomBytes(6).toString('hex');
+  const toolsOnly = context.toolsEnvironment ?? ['SANDBOX_URL'];
+  const enter = (name: FunctionName) => {
+    Object.assign(process.env, context.lambdaEnv(name));
+    if (!FUNCTIONS[name].tools) for (const key of toolsOnly) delete process.env[key];
+  };
+  // A bundle reads its environment while it loads (tools modules) and when its handler first runs: no other
+  // bundle may switch process.env in between, so loads and the start of each call take turns.
+  let turn: Promise<unknown> = Promise.resolve();
   const loaded = new Map<FunctionName, Promise<LambdaHandler>>();
   const load = (name: FunctionName) => {
     if (!loaded.has(name)) {
-      Object.assign(process.env, context.lambdaEnv(name));
-      loaded.set(name, importBundle(files[name], instance).then((m) => m.handler as LambdaHandler));
+      const loading = turn.then(() => {
+        enter(name);
+        return importBundle(files[name], instance).then((m) => m.handler as LambdaHandler);
+      });
+      turn = loading.catch(() => undefined);
+      loaded.set(name, loading);
     }
     return loaded.get(name)!;
   };
   const invoke = (name: FunctionName) => async (event: unknown) => {
     const handler = await load(name);
-    Object.assign(process.env, context.lambdaEnv(name));
+    // Wait out every load in progress, including ones that began while waiting.
+    for (let seen = turn; ; seen = turn) {
+      await seen;
+      if (seen === turn) break;
+    }
+    // The handler's synchronous start (where it builds its clients from the environment) runs right after.
+    enter(name);
     return handler(event, { functionName: name, awsRequestId: randomBytes(8).toString('hex') });
   };
   return {
