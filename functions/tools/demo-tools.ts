@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ToolSpec } from '../core/tool-spec';
 import { requestJson } from './http';
 
-/** The demo tools over the sandbox upstreams (DESIGN.md section 7; names and arguments normative). */
+/** The demo tools over the sandbox upstreams (`sandbox/server.ts`; names and arguments are a contract with the tests and clients). */
 export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
   const url = (path: string) => `${sandboxUrl.replace(/\/$/, '')}${path}`;
   // Tools return the upstream's JSON as is; the lifecycle validates it against outputSchema.
