@@ -6,7 +6,8 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { localClient, startDynamoLocal } from '../local/dynamodb-local';
 import type { ExecutionSummary } from '../local/sfn-endpoint';
 import { startStack } from '../local/stack';
-import { API_FUNCTION, LIFECYCLE_STEPS, type LifecycleFunction } from '../statemachines/definition';
+import { FUNCTIONS } from '../infra/functions';
+import type { LifecycleFunction } from '../statemachines/definition';
 
 /**
  * `npm run cost`: AWS cost per million calls for each call path, from what one run on the embedded stack
@@ -28,6 +29,8 @@ const PRICES = {
   write: 0.625 / 1e6,
   read: 0.125 / 1e6,
 } as const;
+/** What the construct gives a function that names no memory (infra/tool-runner.ts). */
+const DEFAULT_MEMORY_MB = 256;
 const CALLS = Number(process.env.COST_CALLS_PER_PATH ?? 5);
 
 interface Tally {
@@ -88,7 +91,7 @@ async function main(): Promise<void> {
     instrument: {
       invoked(fn: LifecycleFunction, ms: number) {
         current.lambdaInvocations++;
-        current.lambdaGbSeconds += (LIFECYCLE_STEPS[fn].memoryMb / 1024) * (ms / 1000);
+        current.lambdaGbSeconds += ((FUNCTIONS[fn].memoryMb ?? DEFAULT_MEMORY_MB) / 1024) * (ms / 1000);
       },
       executed(e: ExecutionSummary) {
         if (e.machine === 'STANDARD') current.transitions += e.transitions;
@@ -105,7 +108,7 @@ async function main(): Promise<void> {
     const json = (await res.json()) as any;
     // The API is a Lambda too: one invocation per request, for as long as it waits.
     current.lambdaInvocations++;
-    current.lambdaGbSeconds += (API_FUNCTION.memoryMb / 1024) * ((performance.now() - started) / 1000);
+    current.lambdaGbSeconds += ((FUNCTIONS.Api.memoryMb ?? DEFAULT_MEMORY_MB) / 1024) * ((performance.now() - started) / 1000);
     return json;
   };
   const settled = async (operationId: string) => {

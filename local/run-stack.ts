@@ -13,6 +13,8 @@ export const Knobs = z.object({
   SANDBOX_PORT: z.coerce.number().int().min(1).max(65535).default(3001),
   TOOLRUNNER_DATA_DIR: z.string().min(1).default('.local/'),
   TOOLRUNNER_CONFIG: z.string().min(1).default('toolrunner.local.json'),
+  /** `bundled` runs every Lambda handler from the bundle CDK deploys (same esbuild options). */
+  TOOLRUNNER_HANDLERS: z.enum(['source', 'bundled']).default('source'),
 });
 
 /**
@@ -42,6 +44,7 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
       port: knobs.PORT,
       sandboxPort: knobs.SANDBOX_PORT,
       tools: options.tools,
+      handlers: knobs.TOOLRUNNER_HANDLERS,
       onProgress: (line) => console.log(`  ${line}`),
     });
   } catch (error) {
@@ -65,6 +68,7 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
   }
   if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
   for (const line of startSummary({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, dataDir, configPath, createdKeys: created })) console.log(line);
+  console.log(`handlers: ${stack.handlers}`);
   console.log(`ready: api=${stack.apiUrl}${stack.sandboxUrl ? ` sandbox=${stack.sandboxUrl}` : ''}`);
 
   let stopping = false;

@@ -6,10 +6,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { serve } from '@hono/node-server';
-import { makeApp } from '../functions/api/app';
 import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../functions/handlers/runtime';
-import { makeLifecycleHandlers } from '../functions/handlers/steps';
 import type { RunnerConfig } from '../functions/core/config';
 import type { ToolSpec } from '../functions/core/tool-spec';
 import type { Deps } from '../functions/core/ports';
@@ -17,6 +15,7 @@ import { sweep } from '../functions/steps/resume';
 import { createSandbox } from '../sandbox/server';
 import { LIFECYCLE_FUNCTIONS, placeholderOf, readDefinition, readExpressDefinition, substitute, type LifecycleFunction } from '../statemachines/definition';
 import { ensureTables, localClient, startDynamoLocal } from './dynamodb-local';
+import { makeHandlers, type HandlerMode } from './handlers';
 import { LocalStepFunctions, type ExecutionSummary, type LocalFunction } from './sfn-endpoint';
 
 export interface StackOptions {
@@ -37,6 +36,8 @@ export interface StackOptions {
   instrument?: { invoked?(fn: LifecycleFunction, durationMs: number): void; executed?(summary: ExecutionSummary): void };
   /** Told each part as it comes up, so a person starting the stack sees where the seconds go. */
   onProgress?(line: string): void;
+  /** `bundled`: every Lambda handler from the bundle CDK deploys (local/handlers.ts); default `source`. */
+  handlers?: HandlerMode;
 }
 
 export interface Stack {
@@ -46,6 +47,9 @@ export interface Stack {
   deps: Deps;
   /** Operations resumed at boot: after a restart no execution survives, so every active one continues. */
   recovered: string[];
+  /** Which handlers run: the TypeScript sources or the deployed bundles. */
+  handlers: HandlerMode;
+  /** The embedded engine's state machine, for Step Functions calls (DescribeExecution, history). */
   stateMachineArn: string;
   stop(): Promise<void>;
 }
@@ -150,8 +154,13 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
 
   const arnOf = (name: LifecycleFunction) => `arn:aws:lambda:us-east-1:000000000000:function:${prefix}-${name}`;
   let deps!: Deps;
-  const current = () => deps;
-  const handlers: Record<LifecycleFunction, LocalFunction> = timed(makeLifecycleHandlers(current), options.instrument?.invoked);
+  let lambdaEnv!: Record<string, string>;
+  const handlers = await makeHandlers(options.handlers ?? 'source', {
+    deps: () => deps,
+    // What a Lambda of this stack would get; PUBLIC_BASE_URL once the API's port is known.
+    lambdaEnv: () => ({ ...lambdaEnv, PUBLIC_BASE_URL: deps.publicBaseUrl }),
+  });
+  const lifecycle = timed(handlers.lifecycle, options.instrument?.invoked);
   const substitutions = Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)]));
   // Both machines, as deployed; TOOLRUNNER_EXPRESS=off runs every call on Standard (the e2e suite checks both paths).
   const express = process.env.TOOLRUNNER_EXPRESS !== 'off';
@@ -160,7 +169,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
       { name: `${prefix}-invocation`, definition: substitute(readDefinition(), substitutions), type: 'STANDARD' },
       ...(express ? [{ name: `${prefix}-invocation-express`, definition: substitute(readExpressDefinition(), substitutions), type: 'EXPRESS' as const }] : []),
     ],
-    Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers[n]])),
+    Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), lifecycle[n]])),
     options.instrument?.executed,
   );
   const sfnEndpoint = await engine.listen();
@@ -175,17 +184,18 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
     AWS_ENDPOINT_URL_SFN: sfnEndpoint,
   });
-  const env = parseEnv({
+  lambdaEnv = {
     ...Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [name, tables[id as keyof TableNames]])),
     STATE_MACHINE_ARN: engine.stateMachineArn,
     ...(express ? { EXPRESS_STATE_MACHINE_ARN: engine.arnOf(`${prefix}-invocation-express`) } : {}),
-    SANDBOX_URL: sandboxUrl,
+    ...(sandboxUrl ? { SANDBOX_URL: sandboxUrl } : {}),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port || 3000}`,
     TOOLRUNNER_CONFIG: options.configPath,
-  });
+  };
+  const env = parseEnv(lambdaEnv);
   deps = depsFromEnv(env, { tools: options.tools, abortSignalFor: engine.abortSignalFor, dynamoClient: options.dynamoClient });
 
-  const api = serve({ fetch: makeApp(deps).fetch, port, hostname: '127.0.0.1' }) as Server;
+  const api = serve({ fetch: handlers.api, port, hostname: '127.0.0.1' }) as Server;
   const apiPort = await new Promise<number>((r, reject) => {
     api.once('error', reject);
     api.once('listening', () => r((api.address() as AddressInfo).port));
@@ -200,7 +210,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     if (sweeping) return;
     sweeping = true;
     try {
-      await sweep(deps);
+      await handlers.sweep();
     } catch (error) {
       console.error(`sweeper: ${(error as Error).message}`);
     } finally {
@@ -210,7 +220,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   timer.unref();
   started.push(async () => clearInterval(timer));
 
-  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, stateMachineArn: engine.stateMachineArn, stop };
+  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, handlers: handlers.mode, stateMachineArn: engine.stateMachineArn, stop };
 }
 
 /** Each line with the seconds since the stack began to start, e.g. `[ 2.4s] tables ready`. */

@@ -7,25 +7,12 @@ export const ASL_PATH = fileURLToPath(new URL('./invocation.asl.json', import.me
 export const EXPRESS_ASL_PATH = fileURLToPath(new URL('./invocation-express.asl.json', import.meta.url));
 
 /**
- * The registry of lifecycle steps: the Lambda behind each `${<Name>FunctionArn}` placeholder, its handler
- * file under functions/handlers and its timeout. The handlers, the embedded stack and CDK all read this.
+ * The Lambda behind each `${<Name>FunctionArn}` placeholder of the two lifecycle definitions. Their entries,
+ * timeouts, memory, tables and permissions are in the one registry of functions, `infra/functions.ts`.
  */
-export const LIFECYCLE_STEPS = {
-  Validate: { entry: 'validate.ts', timeoutSeconds: 30, memoryMb: 256 },
-  RequestApproval: { entry: 'request-approval.ts', timeoutSeconds: 30, memoryMb: 256 },
-  ExpireApproval: { entry: 'expire-approval.ts', timeoutSeconds: 30, memoryMb: 256 },
-  // One attempt: the longest tool timeout plus the intent and outcome writes.
-  Execute: { entry: 'execute.ts', timeoutSeconds: 300, memoryMb: 512 },
-  Reconcile: { entry: 'reconcile.ts', timeoutSeconds: 120, memoryMb: 256 },
-  Report: { entry: 'report.ts', timeoutSeconds: 30, memoryMb: 256 },
-  Handoff: { entry: 'handoff.ts', timeoutSeconds: 30, memoryMb: 256 },
-} as const satisfies Record<string, { entry: string; timeoutSeconds: number; memoryMb: number }>;
+export const LIFECYCLE_FUNCTIONS = ['Validate', 'RequestApproval', 'ExpireApproval', 'Execute', 'Reconcile', 'Report', 'Handoff'] as const;
 
-/** The API's Lambda (API Gateway gives up at 29 s; long-polls stop at 25 s). */
-export const API_FUNCTION = { entry: 'api.ts', timeoutSeconds: 29, memoryMb: 512 } as const;
-
-export type LifecycleFunction = keyof typeof LIFECYCLE_STEPS;
-export const LIFECYCLE_FUNCTIONS = Object.keys(LIFECYCLE_STEPS) as LifecycleFunction[];
+export type LifecycleFunction = (typeof LIFECYCLE_FUNCTIONS)[number];
 
 export const placeholderOf = (name: LifecycleFunction) => `${name}FunctionArn`;
 

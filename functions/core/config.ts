@@ -25,11 +25,20 @@ export const McpUpstreamSchema = z.strictObject({
   tools: z.record(z.string(), UpstreamToolPolicySchema).optional(),
   defaultPolicy: UpstreamToolPolicySchema.optional(),
 });
+/**
+ * The longest approval wait. An execution that waits for a person must still have time left, when the
+ * approval comes, for the attempts, backoffs and reconciliation after it: the state machine's
+ * `TimeoutSeconds` (statemachines/invocation.asl.json) must exceed this by `APPROVAL_EXECUTION_MARGIN_SECONDS`.
+ * A day of margin is far more than any tool's deadline (minutes), so an approved call never dies of the
+ * execution timeout; a week is still a long time to wait for a person.
+ */
+export const MAX_APPROVAL_TTL_SECONDS = 7 * 86400;
+export const APPROVAL_EXECUTION_MARGIN_SECONDS = 86400;
 
 export const RunnerConfigSchema = z.object({
   principals: z.array(PrincipalSchema),
   approvalSecret: z.string().min(16).optional(),
-  approvalTtlSeconds: z.number().int().min(1).max(365 * 86400).default(86400),
+  approvalTtlSeconds: z.number().int().min(1).max(MAX_APPROVAL_TTL_SECONDS).default(86400),
   /** Days a run, its operations and its trace are kept after the run's wall-clock deadline (DynamoDB TTL). */
   retentionDays: z.number().int().min(1).max(3650).optional(),
   mcpUpstreams: z.array(McpUpstreamSchema).optional(),

@@ -3,21 +3,31 @@
  * (a test checks that every name in the ASL exists here), transports throw the upstream ones.
  */
 
+/**
+ * The error names the ASL's `ErrorEquals` matches, as string constants. Send these, never `SomeClass.name`:
+ * the Lambdas are minified, and a class's `.name` is whatever the bundler calls it.
+ */
+export const ErrorNames = {
+  ApprovalRejected: 'ApprovalRejectedError',
+  OperationMoved: 'OperationMovedError',
+} as const;
+export type AslErrorName = (typeof ErrorNames)[keyof typeof ErrorNames];
+
 /** SendTaskFailure error name when an approver rejects; the ASL catches it. */
 export class ApprovalRejectedError extends Error {
-  override name = 'ApprovalRejectedError';
+  override name = ErrorNames.ApprovalRejected;
 }
 
 /** The operation moved under a step (cancelled, or handled by a concurrent execution). */
 export class OperationMovedError extends Error {
-  override name = 'OperationMovedError';
+  override name = ErrorNames.OperationMoved;
 }
 
-export const ASL_ERROR_NAMES = [ApprovalRejectedError.name, OperationMovedError.name] as const;
+export const ASL_ERROR_NAMES: readonly AslErrorName[] = Object.values(ErrorNames);
 
 /** The upstream answered with a non-2xx status. */
 export class UpstreamHttpError extends Error {
-  override name = 'UpstreamHttpError';
+  override name = 'UpstreamHttpError' as const;
   constructor(
     readonly status: number,
     readonly code: string | undefined,
@@ -30,7 +40,7 @@ export class UpstreamHttpError extends Error {
 
 /** The transport failed; `requestSent` says whether the upstream may have acted on it. */
 export class TransportError extends Error {
-  override name = 'TransportError';
+  override name = 'TransportError' as const;
   constructor(
     readonly reason: 'timeout' | 'refused' | 'reset' | 'aborted',
     readonly requestSent: boolean,
@@ -61,12 +71,3 @@ export function ensureError(thrown: unknown): Error {
   if (thrown instanceof Error) return thrown;
   return new Error(typeof thrown === 'string' ? thrown : 'non-error thrown');
 }
-
-/**
- * The names Step Functions matches in `ErrorEquals`, as string constants: a class's `.name` would be
- * minified in a deployed bundle, and the ASL's Catch would then never match on AWS.
- */
-export const ErrorNames = {
-  approvalRejected: 'ApprovalRejectedError',
-  operationMoved: 'OperationMovedError',
-} as const;

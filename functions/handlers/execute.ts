@@ -1,3 +1,5 @@
+import tools from 'toolrunner-user-tools';
+import { lazyDeps } from './runtime';
 import { makeStepHandler, STEPS } from './steps';
 
-export const handler = makeStepHandler('Execute', STEPS.Execute);
+export const handler = makeStepHandler('Execute', STEPS.Execute, () => lazyDeps({ tools }));

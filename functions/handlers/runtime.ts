@@ -31,7 +31,7 @@ const EnvSchema = z
     STATE_MACHINE_ARN: z.string().min(1),
     /** The Express variant; without it every call runs on the Standard machine. */
     EXPRESS_STATE_MACHINE_ARN: z.string().min(1).optional(),
-    /** Where the demo tools find the sandbox; without it there are no demo tools and `tools` must be given. */
+    /** Where the demo tools find their upstreams; without it and without `tools`, no tools (a Lambda that runs none). */
     SANDBOX_URL: z.string().url().optional(),
     PUBLIC_BASE_URL: z.string().url(),
     TOOLRUNNER_CONFIG: z.string().min(1).optional(),
@@ -47,25 +47,19 @@ export function parseEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
   return parsed.data;
 }
 
-export interface DepsOptions extends Partial<Pick<Deps, 'abortSignalFor' | 'metrics'>> {
-  /** The tools to register; by default the demo tools over SANDBOX_URL. */
-  tools?: ToolSpec[];
+/** What the caller adds to the environment: the tools (a user's module on AWS, `--tools` locally) and test seams. */
+export type ExtraDeps = Partial<Pick<Deps, 'abortSignalFor' | 'metrics'>> & {
   dynamoClient?: DynamoDBClient;
-}
-
-/** The given tools, else the demo tools when a sandbox is configured; a runner without tools is a mistake. */
-function toolsFor(env: RuntimeEnv, tools: ToolSpec[] | undefined): ToolSpec[] {
-  if (tools) return tools;
-  if (env.SANDBOX_URL) return makeDemoTools(env.SANDBOX_URL);
-  throw new Error('configuration error: no tools: pass tools or set SANDBOX_URL for the demo tools');
-}
+  /** The tool specs to register; default: the demo tools when SANDBOX_URL is set, otherwise none. */
+  tools?: ToolSpec[];
+};
 
 /**
  * Builds the dependencies from the environment. Endpoints come from the SDK's standard variables
  * (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SFN), so handlers never know where they run.
  */
-export function depsFromEnv(env: RuntimeEnv, options: DepsOptions = {}): Deps {
-  const { dynamoClient, tools, ...rest } = options;
+export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
+  const { dynamoClient, tools, ...rest } = extra;
   const onLambda = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
@@ -75,7 +69,7 @@ export function depsFromEnv(env: RuntimeEnv, options: DepsOptions = {}): Deps {
     store,
     watch,
     // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
-    tools: withMcpUpstreams(makeRegistry(toolsFor(env, tools)), config),
+    tools: withMcpUpstreams(makeRegistry(tools ?? (env.SANDBOX_URL ? makeDemoTools(env.SANDBOX_URL) : [])), config),
     config,
     // Against a custom endpoint (the embedded engine, LocalStack) StartSyncExecution must not get its `sync-` host prefix.
     lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({ disableHostPrefix: Boolean(process.env.AWS_ENDPOINT_URL_SFN) })), env.STATE_MACHINE_ARN, env.EXPRESS_STATE_MACHINE_ARN),
@@ -92,9 +86,9 @@ export function depsFromEnv(env: RuntimeEnv, options: DepsOptions = {}): Deps {
 }
 
 let shared: Deps | undefined;
-/** One set of clients per Lambda container, made on first use. */
-export function lazyDeps(): Deps {
+/** One set of clients per Lambda container, made on first use; `tools` come from the bundled user module. */
+export function lazyDeps(extra: Pick<ExtraDeps, 'tools'> = {}): Deps {
   if (!shared) startOtlpExport();
-  shared ??= depsFromEnv(parseEnv());
+  shared ??= depsFromEnv(parseEnv(), extra);
   return shared;
 }

@@ -29,7 +29,7 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
   if (!requested.changed) {
     // Nothing to wait for (decided, cancelled or handled meanwhile): hand the token straight back.
     if (op.state === 'awaiting_approval' && op.approval?.state === 'approved') await deps.lifecycle.sendTaskSuccess(taskToken, stepOutput(op, deps.now()));
-    else await deps.lifecycle.sendTaskFailure(taskToken, ErrorNames.operationMoved, `operation is ${op.state}`);
+    else await deps.lifecycle.sendTaskFailure(taskToken, ErrorNames.OperationMoved, `operation is ${op.state}`);
     return;
   }
   if (!requested.value) return;
@@ -90,7 +90,7 @@ export async function decideApproval(deps: Deps, approvalId: string, sig: string
   try {
     if (!decided.value) throw new Error('no task token stored');
     if (decision === 'approve') await deps.lifecycle.sendTaskSuccess(decided.value, stepOutput(op, deps.now()));
-    else await deps.lifecycle.sendTaskFailure(decided.value, ErrorNames.approvalRejected, 'rejected by an approver');
+    else await deps.lifecycle.sendTaskFailure(decided.value, ErrorNames.ApprovalRejected, 'rejected by an approver');
   } catch {
     // The waiting execution is gone (a restart, a lost token): the decision is durable, so resume from it.
     await resumeOperation(deps, op.operationId);

@@ -1,13 +1,17 @@
 import type { TestProject } from 'vitest/node';
 import '../../local/env-defaults';
 import { startDynamoLocal, type DynamoLocal } from '../../local/dynamodb-local';
-import { isEmbedded } from './target';
+import { FUNCTION_NAMES } from '../../infra/functions';
+import { lambdaBundle } from '../../local/bundles';
+import { handlerMode, isEmbedded } from './target';
 
 let dynamo: DynamoLocal | undefined;
 
 /** One DynamoDB Local (in memory) for the whole run; every test file makes its own tables in it. */
 export async function setup(project: TestProject): Promise<void> {
   if (!isEmbedded) return;
+  // Built once here, so the test workers find them current instead of each building them at once.
+  if (handlerMode === 'bundled') for (const name of FUNCTION_NAMES) await lambdaBundle(name);
   dynamo = await startDynamoLocal();
   project.provide('dynamoEndpoint', dynamo.endpoint);
 }

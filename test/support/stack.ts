@@ -6,8 +6,9 @@ import { inject } from 'vitest';
 import type { RunnerConfig } from '../../functions/core/config';
 import { createClient, type ToolRunnerClient } from '../../functions/client';
 import type { TraceEvent } from '../../functions/core/trace';
+import type { HandlerMode } from '../../local/handlers';
 import { startStack, type Stack } from '../../local/stack';
-import { deployedTarget, isEmbedded, Target } from './target';
+import { deployedTarget, handlerMode, isEmbedded, Target } from './target';
 
 export interface Keys {
   agent: string;
@@ -18,10 +19,10 @@ export interface Keys {
 }
 
 export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'> {
-  /** Only on the embedded stack: the lifecycle's state machine, for reading execution histories. */
-  stateMachineArn?: string;
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
+  /** Only on the embedded stack: its state machine on the local Step Functions endpoint. */
+  stateMachineArn?: string;
   keys: Keys;
   configPath: string;
   dataDir: string;
@@ -37,7 +38,7 @@ export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'>
  * The stack under test: by default an embedded stack against the run's shared DynamoDB Local, with its own
  * tables and sandbox state; with TARGET=localstack|aws, the deployed stack named by the environment.
  */
-export async function startTestStack(options: { seed?: number } = {}): Promise<TestStack> {
+export async function startTestStack(options: { seed?: number; handlers?: HandlerMode } = {}): Promise<TestStack> {
   if (!isEmbedded) {
     const target = deployedTarget();
     return {
@@ -68,7 +69,7 @@ export async function startTestStack(options: { seed?: number } = {}): Promise<T
     approvalTtlSeconds: 86400,
   };
   writeFileSync(configPath, JSON.stringify(config));
-  const stackOptions = { dataDir, configPath, dynamoEndpoint: inject('dynamoEndpoint'), tablePrefix: `t${randomBytes(5).toString('hex')}`, sweepIntervalMs: 500 };
+  const stackOptions = { dataDir, configPath, dynamoEndpoint: inject('dynamoEndpoint'), tablePrefix: `t${randomBytes(5).toString('hex')}`, sweepIntervalMs: 500, handlers: options.handlers ?? handlerMode };
   let stack = await startStack(stackOptions);
   if (options.seed !== undefined) stack.deps.random = seeded(options.seed);
   const editConfig = (edit: (c: RunnerConfig) => void) => {

@@ -1,12 +1,18 @@
 import { z } from 'zod';
 
 /**
- * Which stack the e2e suite drives. `embedded` (default) starts the local stack in-process;
- * `localstack` and `aws` point the same tests at a deployed stack (not reachable from this machine).
+ * Which stack the e2e suite drives. `embedded` (default) starts the local stack in-process; `bundled` is the
+ * same stack with every Lambda handler loaded from the bundle CDK deploys (bundling and minification
+ * faults show there); `localstack` and `aws` point the same tests at a deployed stack (not reachable from
+ * this machine).
  */
-export const Target = z.enum(['embedded', 'localstack', 'aws']).default('embedded').parse(process.env.TARGET || undefined);
+export const Target = z.enum(['embedded', 'bundled', 'localstack', 'aws']).default('embedded').parse(process.env.TARGET || undefined);
 
-export const isEmbedded = Target === 'embedded';
+/** The tests start the stack themselves (on the run's DynamoDB Local). */
+export const isEmbedded = Target === 'embedded' || Target === 'bundled';
+
+/** Which handlers the embedded stack runs. */
+export const handlerMode = Target === 'bundled' ? 'bundled' : 'source';
 
 /** For a deployed stack: where it is and the keys of its principals (one per role, plus a second agent). */
 export function deployedTarget() {

@@ -1,0 +1,78 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { BuildOptions } from 'esbuild';
+import type { BundlingOptions, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+
+/**
+ * How every Lambda is bundled: the one definition the `ToolRunner` construct deploys with, and the one the
+ * embedded stack (`TOOLRUNNER_HANDLERS=bundled`, `TARGET=bundled`) and the bundle tests build with.
+ * Plain data, no CDK import, so `npm start` can read it without loading aws-cdk-lib.
+ */
+export const LAMBDA_BUNDLING = {
+  format: 'esm',
+  /** The Lambda runtime's Node.js major (NODEJS_22_X); the bundle targets it. */
+  target: 'node22',
+  minify: true,
+  // Class and function names survive minification: a thrown error's name is what ErrorEquals matches.
+  keepNames: true,
+  sourceMap: true,
+  mainFields: ['module', 'main'],
+  // The AWS SDK is bundled rather than taken from the runtime, so the SDK tested is the SDK deployed.
+  externalModules: [] as string[],
+  // Some CommonJS dependencies call require(); an ESM bundle has none of its own.
+  banner: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);",
+} as const;
+
+/** The bare import under which the tools-running Lambda entries import the user's tools module. */
+export const USER_TOOLS_MODULE = 'toolrunner-user-tools';
+
+/** The `NodejsFunction` bundling props for one Lambda whose entry may import the user's tools. */
+export function cdkBundling(toolsEntry: string): BundlingOptions {
+  const b = LAMBDA_BUNDLING;
+  return {
+    format: b.format as OutputFormat,
+    target: b.target,
+    minify: b.minify,
+    keepNames: b.keepNames,
+    sourceMap: b.sourceMap,
+    mainFields: [...b.mainFields],
+    externalModules: [...b.externalModules],
+    banner: b.banner,
+    esbuildArgs: { '--alias': `${USER_TOOLS_MODULE}=${toolsEntry}` },
+  };
+}
+
+/**
+ * The same bundle through esbuild's JS API: the flags aws-lambda-nodejs passes to the esbuild CLI
+ * (`--bundle --platform=node --target --format --minify --sourcemap --keep-names --banner:js
+ * --main-fields --alias`), so a bundle built here is byte for byte the deployed one.
+ */
+export function esbuildOptions(entry: string, outfile: string, toolsEntry: string): BuildOptions {
+  const b = LAMBDA_BUNDLING;
+  return {
+    entryPoints: [entry],
+    bundle: true,
+    outfile,
+    platform: 'node',
+    target: b.target,
+    format: b.format,
+    minify: b.minify,
+    keepNames: b.keepNames,
+    sourcemap: b.sourceMap,
+    mainFields: [...b.mainFields],
+    external: [...b.externalModules],
+    banner: { js: b.banner },
+    alias: { [USER_TOOLS_MODULE]: toolsEntry },
+    logLevel: 'warning',
+  };
+}
+
+/** A runner source file by its path from the repository root: `.ts` in the repo, `.js` once compiled. */
+export function runnerFile(pathFromRoot: string): string {
+  const base = fileURLToPath(new URL(`../${pathFromRoot}`, import.meta.url));
+  for (const candidate of [`${base}.ts`, `${base}.js`]) if (existsSync(candidate)) return candidate;
+  throw new Error(`toolrunner: ${pathFromRoot} not found next to ${fileURLToPath(import.meta.url)}`);
+}
+
+/** The demo tools as a tools module (default export), for the repo's own stacks. */
+export const DEMO_TOOLS_ENTRY = () => runnerFile('functions/tools/demo-entry');

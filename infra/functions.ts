@@ -1,0 +1,57 @@
+import type { TableLayout } from '../functions/adapters/tables';
+import type { LifecycleFunction } from '../statemachines/definition';
+import type { Port } from './permissions';
+
+/** The API Gateway stage; the API's routes (`/v1/...`) live below it. */
+export const API_STAGE_NAME = 'v1stage';
+
+export type FunctionName = LifecycleFunction | 'Api' | 'Sweeper';
+
+export interface FunctionSpec {
+  /** The entry under `functions/handlers/`, without extension. */
+  entry: string;
+  timeoutSeconds: number;
+  memoryMb?: number;
+  /** Runs or validates tools: its bundle includes the user's tools module and their environment. */
+  tools: boolean;
+  tables: readonly TableLayout['id'][];
+  ports: readonly Port[];
+}
+
+/** Every lifecycle step writes runs, operations and their trace in one transaction. */
+const LIFECYCLE_TABLES = ['runs', 'operations', 'events'] as const;
+/** Steps read the principals document: authorization is checked again before every attempt. */
+const STEP_PORTS = ['store', 'config'] as const;
+
+/**
+ * Every Lambda of the runner: the one list the construct deploys and the embedded stack loads bundles from.
+ * `ports` decides its IAM actions (`infra/permissions.ts`): who calls what, read from `functions/steps`.
+ */
+export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
+  // Where every execution that is resumed enters: routes by the record (and reads the approval TTL).
+  Validate: { entry: 'validate', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: STEP_PORTS },
+  // requestApproval hands the token back itself when the operation moved, and notifies approvers.
+  RequestApproval: { entry: 'request-approval', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: [...STEP_PORTS, 'taskResponse', 'notify'] },
+  ExpireApproval: { entry: 'expire-approval', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: STEP_PORTS },
+  // One attempt: the longest tool timeout plus the intent and outcome writes. Holds the operation's lock.
+  Execute: { entry: 'execute', timeoutSeconds: 300, memoryMb: 512, tools: true, tables: [...LIFECYCLE_TABLES, 'locks'], ports: [...STEP_PORTS, 'notify'] },
+  Reconcile: { entry: 'reconcile', timeoutSeconds: 120, tools: true, tables: [...LIFECYCLE_TABLES, 'locks'], ports: [...STEP_PORTS, 'notify'] },
+  // Releases the lock of an operation it reports (records written before reporting was folded in).
+  Report: { entry: 'report', timeoutSeconds: 30, tools: true, tables: [...LIFECYCLE_TABLES, 'locks'], ports: STEP_PORTS },
+  // Express only: continues an operation on the Standard machine (a person must decide, a long wait).
+  Handoff: { entry: 'handoff', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: [...STEP_PORTS, 'startExecution'] },
+  // API Gateway gives up at 29 s; long-polls stop at 25 s. Submits (start, or a synchronous Express run),
+  // cancels and resolves (stop), decides approvals (task response), creates runs once per Idempotency-Key.
+  Api: {
+    entry: 'api',
+    timeoutSeconds: 29,
+    memoryMb: 512,
+    tools: true,
+    tables: [...LIFECYCLE_TABLES, 'idempotency'],
+    ports: ['store', 'onceGuard', 'config', 'startExecution', 'startSyncExecution', 'stopExecution', 'taskResponse'],
+  },
+  // Resumes operations past their lease: stops the lost execution, starts a fresh one. Reads no config.
+  Sweeper: { entry: 'sweeper', timeoutSeconds: 60, tools: false, tables: LIFECYCLE_TABLES, ports: ['store', 'startExecution', 'stopExecution'] },
+};
+
+export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];

@@ -1,0 +1,39 @@
+import { App, Stack } from 'aws-cdk-lib';
+import { describe, expect, it } from 'vitest';
+import { APPROVAL_EXECUTION_MARGIN_SECONDS, MAX_APPROVAL_TTL_SECONDS, RunnerConfigSchema } from '../../functions/core/config';
+import { DEMO_TOOLS_ENTRY } from '../../infra/bundling';
+import { ToolRunner } from '../../infra/tool-runner';
+import { readDefinition } from '../../statemachines/definition';
+import { synthDemo } from '../support/synth';
+
+const config = (approvalTtlSeconds: number) => RunnerConfigSchema.safeParse({ principals: [], approvalTtlSeconds });
+
+describe('an approval can never outlive its execution', () => {
+  const executionTimeout = (JSON.parse(readDefinition()) as { TimeoutSeconds?: number }).TimeoutSeconds;
+
+  it('caps approvalTtlSeconds below the state machine timeout, with time left for the attempts after it', () => {
+    expect(executionTimeout).toBeDefined();
+    expect(MAX_APPROVAL_TTL_SECONDS + APPROVAL_EXECUTION_MARGIN_SECONDS).toBeLessThanOrEqual(executionTimeout!);
+    expect(config(MAX_APPROVAL_TTL_SECONDS).success).toBe(true);
+    expect(config(MAX_APPROVAL_TTL_SECONDS + 1).success).toBe(false);
+    expect(config(executionTimeout!).success).toBe(false);
+  });
+
+  it('refuses at synth time a construct whose approval TTL exceeds the cap', () => {
+    const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Ttl');
+    expect(() => new ToolRunner(stack, 'Runner', { tools: { entry: DEMO_TOOLS_ENTRY() }, approvalTtlSeconds: 30 * 86400 })).toThrow(/approvalTtlSeconds/);
+  });
+});
+
+describe('API Gateway access logs', () => {
+  it('logs every request of the stage to a log group that expires', () => {
+    const { template } = synthDemo();
+    const [stage] = Object.values(template.findResources('AWS::ApiGateway::Stage'));
+    const destination = stage.Properties.AccessLogSetting?.DestinationArn?.['Fn::GetAtt']?.[0] as string;
+    expect(destination).toBeDefined();
+    expect(stage.Properties.AccessLogSetting.Format).toContain('requestId');
+    const group = template.findResources('AWS::Logs::LogGroup')[destination];
+    expect(group.Properties.RetentionInDays).toBeGreaterThan(0);
+    expect(stage.Properties.MethodSettings).toEqual(expect.arrayContaining([expect.objectContaining({ LoggingLevel: 'ERROR', DataTraceEnabled: false })]));
+  });
+});
