@@ -54,6 +54,7 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
 
   if (created) {
     // The only time keys reach the terminal: the file was just made, and whoever started it needs them once.
+    console.log(`keys: ${configPath} (created with random keys; they are printed this once only)`);
     const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
     const firstTool = [...stack.deps.tools.keys()][0];
     if (agent) {
@@ -65,6 +66,8 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
         console.log(`  curl -s ${stack.apiUrl}/v1/tools -H 'Authorization: Bearer ${agent.key}'    # then POST /v1/runs/$RUN/tool-calls with "name":"${firstTool}"`);
       }
     }
+  } else {
+    console.log(`keys: ${configPath} (not printed; read them from that file)`);
   }
   if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
   for (const line of startSummary({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, dataDir, configPath, createdKeys: created })) console.log(line);

@@ -1,7 +1,8 @@
 import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { build } from 'esbuild';
 import ts from 'typescript';
+import { FUNCTIONS } from '../infra/functions';
 
 /**
  * `npm run build`: the package's JavaScript and declarations in dist/.
@@ -17,10 +18,12 @@ const entries: Record<string, string> = {
   index: 'functions/index.ts',
   'client/index': 'functions/client/index.ts',
   cli: 'cli/main.ts',
+  'cdk/index': 'functions/cdk/index.ts',
 };
-// The construct comes with the CDK work (infra/tool-runner.ts); until then the package has no `toolrunner/cdk` code.
-if (existsSync(join(root, 'infra/tool-runner.ts'))) entries['cdk/index'] = 'functions/cdk/index.ts';
-else console.warn('build: infra/tool-runner.ts is missing, so dist/cdk (toolrunner/cdk) is not built');
+// The Lambda entries the construct bundles in the user's app (infra/bundling.ts runnerFile finds them at
+// dist/functions/handlers/*.js); `toolrunner-user-tools` stays a bare import, aliased to the user's module then.
+for (const spec of Object.values(FUNCTIONS)) entries[`functions/handlers/${spec.entry}`] = `functions/handlers/${spec.entry}.ts`;
+
 
 rmSync(dist, { recursive: true, force: true });
 
@@ -40,10 +43,15 @@ const result = await build({
   logLevel: 'warning',
 });
 
-// statemachines/definition.ts reads the ASL next to itself (import.meta.url): put a copy beside each output holding it.
+// Modules that read files next to themselves (import.meta.url): put a copy beside each output holding them.
+const besideItself: Record<string, string[]> = {
+  'statemachines/definition.ts': ['statemachines/invocation.asl.json', 'statemachines/invocation-express.asl.json'],
+  'local/dynamodb-local.ts': ['local/LoopbackDynamoDbLocal.java'],
+};
 for (const [output, meta] of Object.entries(result.metafile.outputs)) {
-  if (Object.keys(meta.inputs).some((input) => input.endsWith('statemachines/definition.ts'))) {
-    copyFileSync(join(root, 'statemachines/invocation.asl.json'), join(root, dirname(output), 'invocation.asl.json'));
+  for (const [module, files] of Object.entries(besideItself)) {
+    if (!Object.keys(meta.inputs).some((input) => input.endsWith(module))) continue;
+    for (const file of files) copyFileSync(join(root, file), join(root, dirname(output), basename(file)));
   }
 }
 chmodSync(join(dist, 'cli.js'), 0o755);
@@ -52,7 +60,7 @@ const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), 
 if (!config) throw new Error('build: cannot read tsconfig.json');
 const typesDir = join(dist, 'types');
 const program = ts.createProgram(
-  Object.values(entries).filter((e) => e !== 'cli/main.ts').map((e) => join(root, e)),
+  Object.values(entries).filter((e) => e !== 'cli/main.ts' && !e.startsWith('functions/handlers/')).map((e) => join(root, e)),
   { ...config.options, noEmit: false, declaration: true, emitDeclarationOnly: true, outDir: typesDir, rootDir: root },
 );
 const emitted = program.emit(undefined, undefined, undefined, true);

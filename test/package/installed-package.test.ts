@@ -196,4 +196,39 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     figures.stop = `${((Date.now() - started) / 1000).toFixed(1)} s`;
     expect(lines.output()).not.toMatch(/\n\s+at /);
   }, 180_000);
+
+  it('synthesizes a user CDK app with the installed ToolRunner construct, bundling the user\'s tools into the Lambdas that run them', async () => {
+    // The construct's peers, as a user adds them: CDK itself, and esbuild so bundling needs no Docker.
+    let started = Date.now();
+    await run('npm', ['install', 'aws-cdk-lib', 'constructs', 'esbuild', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, maxBuffer: 64 * 1024 * 1024 });
+    figures.cdkPeersInstall = `${((Date.now() - started) / 1000).toFixed(1)} s`;
+    writeFileSync(
+      join(app, 'cdk-app.mjs'),
+      [
+        "import { App, Stack } from 'aws-cdk-lib';",
+        "import { ToolRunner } from 'toolrunner/cdk';",
+        "const app = new App({ outdir: 'cdk.out' });",
+        "const runner = new ToolRunner(new Stack(app, 'NotesAgent'), 'Runner', { tools: { entry: 'tools.ts', environment: { NOTES_API: 'https://notes.example.com' } } });",
+        'app.synth();',
+        'console.log(runner.node.path);',
+      ].join('\n'),
+    );
+    started = Date.now();
+    await run(process.execPath, ['cdk-app.mjs'], { cwd: app, env: plainEnv({}), maxBuffer: 64 * 1024 * 1024 });
+    figures.cdkSynth = `${((Date.now() - started) / 1000).toFixed(1)} s`;
+    const template = JSON.parse(readFileSync(join(app, 'cdk.out/NotesAgent.template.json'), 'utf8')) as { Resources: Record<string, { Type: string; Properties: any }> };
+    const machines = Object.values(template.Resources).filter((r) => r.Type === 'AWS::StepFunctions::StateMachine');
+    expect(machines.map((m) => m.Properties.StateMachineType).sort()).toEqual(['EXPRESS', 'STANDARD']);
+    const functions = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'index.handler');
+    const bundleOf = (name: string) => {
+      const [, fn] = functions.find(([id]) => id.startsWith(`Runner${name}Function`))!;
+      return readFileSync(join(app, 'cdk.out', `asset.${fn.Properties.Code.S3Key.replace(/\.zip$/, '')}`, 'index.mjs'), 'utf8');
+    };
+    // The user's tools are in the Lambdas that run them, and not in the others.
+    expect(bundleOf('Execute')).toContain('save_note');
+    expect(bundleOf('Api')).toContain('save_note');
+    expect(bundleOf('Sweeper')).not.toContain('save_note');
+    const execute = functions.find(([id]) => id.startsWith('RunnerExecuteFunction'))![1];
+    expect(execute.Properties.Environment.Variables.NOTES_API).toBe('https://notes.example.com');
+  }, 240_000);
 });
