@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Context } from 'aws-lambda';
 import { freePort, localClient, startDynamoLocal } from '../local/dynamodb-local';
 import { startStack } from '../local/stack';
 
@@ -88,10 +89,10 @@ async function main(): Promise<void> {
 
   // The peer: the same HTTP read behind Powertools idempotency, on the same DynamoDB Local.
   const persistenceStore = new DynamoDBPersistenceLayer({ tableName: 'bench-idempotency', awsSdkV3Client: localClient(dynamoLocal.endpoint) });
-  const peer = makeIdempotent(async (event: { callId: string; orderId: string }) => (await fetch(`${stack.sandboxUrl}/v1/orders/${event.orderId}`)).json(), {
-    persistenceStore,
-    config: new IdempotencyConfig({ eventKeyJmesPath: 'callId' }),
-  });
+  const peerConfig = new IdempotencyConfig({ eventKeyJmesPath: 'callId' });
+  // As in a Lambda: the in-progress marker expires with the invocation's remaining time.
+  peerConfig.registerLambdaContext({ getRemainingTimeInMillis: () => 30_000 } as Context);
+  const peer = makeIdempotent(async (event: { callId: string; orderId: string }) => (await fetch(`${stack.sandboxUrl}/v1/orders/${event.orderId}`)).json(), { persistenceStore, config: peerConfig });
 
   try {
     const runId = await createRun();

@@ -12,6 +12,7 @@ import { describeTools, type ToolFormat } from '../core/tool-spec';
 import { approvalUrl, decideApproval, openApproval } from '../steps/approval';
 import { cancelOperation, cancelRun, resolveOperation } from '../steps/cancel';
 import { envelopeOf } from '../core/engine';
+import { operationIdFor } from '../core/ids';
 import type { Deps } from '../core/ports';
 import { createRun, submitToolCall } from '../steps/submit';
 import { approvalPage, decisionPage, PAGE_SECURITY_HEADERS } from './approval-page';
@@ -194,62 +195,80 @@ export function makeApp(deps: Deps): Hono<Env> {
     assertArgumentsBounded(call.arguments);
     const run = await ownRun(c);
     const waitSeconds = preferredWaitSeconds(c.req.header('prefer'));
-    const submitted = await submitToolCall(deps, run, c.get('principal'), call, { waitSeconds, traceparent: validTraceparent(c.req.header('traceparent')) });
-    if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
-    if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
-    if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
-    const op = await waitForSettled(submitted.op, waitSeconds, submitted.kind === 'created' ? submitted.finished : undefined);
-    const envelope = envelopeOf(op);
-    if (envelope) return c.json(envelope, 200);
-    return c.json({ operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` }, 202);
+    // Listening before submitting: no change the execution commits can slip past the wait, so no read is needed.
+    const watcher = watchOperation(operationIdFor(run.runId, call.callId));
+    try {
+      const submitted = await submitToolCall(deps, run, c.get('principal'), call, { waitSeconds, traceparent: validTraceparent(c.req.header('traceparent')) });
+      if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
+      if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
+      if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
+      const op = await waitForSettled(watcher, submitted.op, waitSeconds, submitted.kind === 'created' ? submitted.finished : undefined);
+      const envelope = envelopeOf(op);
+      if (envelope) return c.json(envelope, 200);
+      return c.json({ operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` }, 202);
+    } finally {
+      watcher.close();
+    }
   });
+
+  /** The newest committed version of an operation this process has seen, and a way to wait for the next. */
+  function watchOperation(operationId: string) {
+    let latest: OperationRecord | undefined;
+    let wake: () => void = () => undefined;
+    const unsubscribe = deps.watch?.subscribe(operationId, (next) => {
+      if (!latest || next.version > latest.version) latest = next;
+      wake();
+    });
+    return {
+      inProcess: Boolean(unsubscribe),
+      latest: () => latest,
+      /** Resolves on the next notification or after `ms`, whichever comes first. */
+      wait: (ms: number) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.max(0, ms));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        }),
+      wakeNow: () => wake(),
+      close: () => unsubscribe?.(),
+    };
+  }
 
   /**
    * Long-poll: until the model's envelope is decided, the call waits for a person, or the wait is over.
    * Three ways to learn it without polling: the synchronous (Express) execution's end, an in-process
    * notification where the steps run beside the API, and otherwise a poll with backoff.
    */
-  async function waitForSettled(op: OperationRecord, seconds: number, finished?: Promise<void>): Promise<OperationRecord> {
+  async function waitForSettled(watcher: ReturnType<typeof watchOperation>, op: OperationRecord, seconds: number, finished?: Promise<void>): Promise<OperationRecord> {
     const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
-    if (done(op) || seconds === 0) return op;
+    const newest = () => {
+      const seen = watcher.latest();
+      return seen && seen.version > current.version ? seen : current;
+    };
     let current = op;
-    let wake: () => void = () => undefined;
-    const unsubscribe = deps.watch?.subscribe(op.operationId, (next) => {
-      if (next.version > current.version) current = next;
-      if (done(current)) wake();
+    current = newest();
+    if (done(current) || seconds === 0) return current;
+    const deadline = deps.now() + seconds * 1000;
+    let ended = false;
+    void finished?.then(() => {
+      ended = true;
+      watcher.wakeNow();
     });
-    try {
-      const deadline = deps.now() + seconds * 1000;
-      // Read once after subscribing: a change committed before the subscription is not missed.
-      const read = await deps.store.getOperation(op.operationId);
-      if (read && read.version > current.version) current = read;
-      let ended = false;
-      void finished?.then(() => {
-        ended = true;
-        wake();
-      });
-      for (let pollMs = 50; !done(current) && deps.now() < deadline; pollMs = Math.min(MAX_POLL_MS, pollMs * 2)) {
-        const waitMs = Math.min(deadline - deps.now(), deps.watch || finished ? deadline - deps.now() : pollMs);
-        if (!ended) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.max(0, waitMs));
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-        }
-        if ((ended || !deps.watch) && !done(current)) {
-          const polled = await deps.store.getOperation(op.operationId);
-          if (polled && polled.version > current.version) current = polled;
-          // The execution ended: what it decided is in the record now; no need to wait any longer.
-          if (ended) break;
-        }
+    // Single-threaded: between reading the newest version and starting to wait no notification can slip in.
+    for (let pollMs = 50; deps.now() < deadline; pollMs = Math.min(MAX_POLL_MS, pollMs * 2)) {
+      current = newest();
+      if (done(current)) break;
+      if (ended || !(watcher.inProcess || finished)) {
+        const polled = await deps.store.getOperation(op.operationId);
+        if (polled && polled.version > current.version) current = polled;
+        // The execution ended: what it decided is in the record now; no need to wait any longer.
+        if (ended || done(current)) break;
       }
-      return current;
-    } finally {
-      unsubscribe?.();
+      await watcher.wait(watcher.inProcess || finished ? deadline - deps.now() : Math.min(pollMs, deadline - deps.now()));
     }
+    return current;
   }
 
   app.get('/v1/operations/:operationId', async (c) => c.json(operationView(await visibleOperation(c, true))));

@@ -83,8 +83,9 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
   const config = await deps.config();
   const tool = deps.tools.get(call.name);
   let current = run;
+  // No read first: the conditional create says whether the operation exists, and hands it back if so.
+  let existing: OperationRecord | undefined;
   for (let round = 0; ; round++) {
-    const existing = await deps.store.getOperation(operationId);
     if (existing) {
       if (existing.inputHash !== inputHash || existing.toolName !== call.name) {
         await traceDuplicate(deps, run, existing, { type: 'call.conflict', detail: { toolName: call.name, storedToolName: existing.toolName, storedInputHash: existing.inputHash, submittedInputHash: inputHash, requestedBy: caller.id } });
@@ -96,7 +97,12 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
     const now = deps.now();
     const validation = validationOf(decideCall({ toolName: call.name, tool, principal: caller, arguments: parsed, approvalTtlSeconds: config.approvalTtlSeconds, now }));
     const admission = admitCall(current, call.turn, validation.decision === 'allow' ? validation.costCents : 0, now);
-    if (!admission.admitted && admission.reason === 'run_closed') return { kind: 'run_closed' };
+    if (!admission.admitted && admission.reason === 'run_closed') {
+      // A closed run still answers a replay of a call it had taken.
+      existing = await deps.store.getOperation(operationId);
+      if (existing) continue;
+      return { kind: 'run_closed' };
+    }
 
     const proposed = proposal(current, caller, call, operationId, inputHash, now, context);
     let change: { op: OperationRecord; events: NewTraceEvent[] };
@@ -132,7 +138,10 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
       countTrace(deps, created.op.toolName, created.events);
       return { kind: 'created', op: created.op, ...(await startLifecycle(deps, created.op, config.approvalTtlSeconds, context.waitSeconds ?? 0)) };
     } catch (error) {
-      if (error instanceof OperationExistsError) continue;
+      if (error instanceof OperationExistsError) {
+        existing = error.current ?? (await deps.store.getOperation(operationId));
+        continue;
+      }
       if (error instanceof RunChangedError || error instanceof ContentionError) {
         if (error instanceof ContentionError) await jitter(round);
         current = (await deps.store.getRun(run.runId)) ?? current;
