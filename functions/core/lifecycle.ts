@@ -36,9 +36,6 @@ const TRANSITIONS: Record<OperationState, readonly OperationState[]> = {
 /** States that settle an operation; each then moves to `reported` exactly once. */
 export const SETTLED: readonly OperationState[] = [S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled];
 
-/** States in which a cancel request still has something to stop. */
-export const CANCELLABLE: readonly OperationState[] = [S.proposed, S.validated, S.awaitingApproval, S.executing];
-
 export class InvalidTransitionError extends Error {
   override name = 'InvalidTransitionError';
   constructor(readonly from: OperationState, readonly to: OperationState) {
