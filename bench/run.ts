@@ -127,13 +127,19 @@ async function main(): Promise<void> {
     const callsPerSecond = (RUNS * CALLS_PER_RUN) / ((performance.now() - t0) / 1000);
 
     // Memory over many calls: the embedded engine and the handlers run in this process.
-    (globalThis as { gc?: () => void }).gc?.();
+    // Sampled after each quarter: flat means the later quarters add nothing the first did not.
+    const gc = () => (globalThis as { gc?: () => void }).gc?.();
+    gc();
     const rssBefore = mib();
     const soakRuns = await Promise.all(Array.from({ length: RUNS }, createRun));
-    let left = SOAK_CALLS;
-    await Promise.all(soakRuns.map(async (r) => { while (left-- > 0) await getOrder(r); }));
-    (globalThis as { gc?: () => void }).gc?.();
-    const rssAfter = mib();
+    const rssByQuarter: number[] = [];
+    for (let quarter = 0; quarter < 4; quarter++) {
+      let left = Math.ceil(SOAK_CALLS / 4);
+      await Promise.all(soakRuns.map(async (r) => { while (left-- > 0) await getOrder(r); }));
+      gc();
+      rssByQuarter.push(mib());
+    }
+    const rssAfter = rssByQuarter[3];
 
     const figures = {
       samples: SAMPLES,
@@ -144,7 +150,7 @@ async function main(): Promise<void> {
       callsPerSecondWith16Runs: Math.round(callsPerSecond),
       concurrentRuns: RUNS,
       dynamoWritesPerHappyCall: { get_order: getOrderWrites, charge_card: chargeWrites },
-      rssMiB: { beforeSoak: rssBefore, afterSoak: rssAfter, soakCalls: SOAK_CALLS },
+      rssMiB: { beforeSoak: rssBefore, afterEachQuarter: rssByQuarter, afterSoak: rssAfter, soakCalls: SOAK_CALLS },
     };
     console.log(JSON.stringify(figures, null, 2));
   } finally {

@@ -193,7 +193,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     TOOLRUNNER_CONFIG: options.configPath,
   };
   const env = parseEnv(lambdaEnv);
-  deps = depsFromEnv(env, { tools: options.tools, abortSignalFor: engine.abortSignalFor, dynamoClient: options.dynamoClient });
+  deps = depsFromEnv(env, { tools: options.tools, abortSignalFor: engine.abortSignalFor, dynamoClient: options.dynamoClient, inProcessSteps: handlers.mode === 'source' });
 
   const api = serve({ fetch: handlers.api, port, hostname: '127.0.0.1' }) as Server;
   const apiPort = await new Promise<number>((r, reject) => {

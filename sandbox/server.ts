@@ -53,7 +53,12 @@ export function createSandbox(dataDir: string): Server {
       return send(res, 201, parsed.data);
     }
     if (method === 'GET' && path === '/_sandbox/faults') return send(res, 200, state.faults);
-    if (method === 'GET' && path === '/_sandbox/ledger') return send(res, 200, state.ledger);
+    if (method === 'GET' && path === '/_sandbox/ledger') {
+      // The ledger shows what is committed, and committed means on disk: a test that sees a charge here and
+      // then kills the process finds it again after a restart.
+      await file.durable();
+      return send(res, 200, state.ledger);
+    }
     if (method === 'POST' && path === '/_sandbox/reset') {
       file.state = initialState();
       file.save();

@@ -52,6 +52,8 @@ export type ExtraDeps = Partial<Pick<Deps, 'abortSignalFor' | 'metrics'>> & {
   dynamoClient?: DynamoDBClient;
   /** The tool specs to register; default: the demo tools when SANDBOX_URL is set, otherwise none. */
   tools?: ToolSpec[];
+  /** The lifecycle steps run in this process and share this store (the embedded stack from sources). */
+  inProcessSteps?: boolean;
 };
 
 /**
@@ -59,11 +61,14 @@ export type ExtraDeps = Partial<Pick<Deps, 'abortSignalFor' | 'metrics'>> & {
  * (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SFN), so handlers never know where they run.
  */
 export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
-  const { dynamoClient, tools, ...rest } = extra;
+  const { dynamoClient, tools, inProcessSteps = false, ...rest } = extra;
   const onLambda = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
-  const { store, watch } = watchedStore(makeDynamoStore(makeDocumentClient(dynamo), tables));
+  const dynamoStore = makeDynamoStore(makeDocumentClient(dynamo), tables);
+  // Only where the steps run in this very process (the embedded stack from sources) can a waiter be told of
+  // their commits; elsewhere (Lambda, the deployed bundles) it learns from the execution's end or by polling.
+  const { store, watch } = inProcessSteps ? watchedStore(dynamoStore) : { store: dynamoStore, watch: undefined };
   const config = env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!);
   return {
     store,

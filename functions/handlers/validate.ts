@@ -1,5 +1,4 @@
-import tools from 'toolrunner-user-tools';
-import { lazyDeps } from './runtime';
 import { makeStepHandler, STEPS } from './steps';
 
-export const handler = makeStepHandler('Validate', STEPS.Validate, () => lazyDeps({ tools }));
+/** Where every resumed execution enters: routes by the record alone, so it needs no tools. */
+export const handler = makeStepHandler('Validate', STEPS.Validate);

@@ -73,7 +73,7 @@ describe('what is deployed keeps the error names the state machine matches', () 
     const cacheDir = mkdtempSync(join(tmpdir(), 'toolrunner-user-bundles-'));
     const toolsEntry = runnerFile('test/fixtures/user-tools');
     const withTools = readFileSync(await lambdaBundle('Execute', { toolsEntry, cacheDir }), 'utf8');
-    const without = readFileSync(await lambdaBundle('Report', { toolsEntry, cacheDir }), 'utf8');
+    const without = readFileSync(await lambdaBundle('Validate', { toolsEntry, cacheDir }), 'utf8');
     expect(withTools).toContain('fixture_look_up_weather');
     expect(without).not.toContain('fixture_look_up_weather');
   }, 120_000);
