@@ -46,17 +46,8 @@ function runChangeItem(tables: TableNames, run: RunRecord, change: RunChange, at
     case 'none':
       return undefined;
     case 'close':
-      return {
-        Update: {
-          TableName: tables.runs,
-          Key: { runId: run.runId },
-          UpdateExpression: 'SET #status = :to, updatedAt = :at',
-          // Why: only an open run can become exhausted; a cancelled one stays cancelled.
-          ConditionExpression: '#status = :open',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':to': change.to, ':at': at, ':open': 'open' },
-        },
-      };
+      // Why: only an open run can become exhausted; a cancelled one stays cancelled.
+      return statusChange(tables, run.runId, 'open', change.to, at);
     case 'admit': {
       const { delta } = change;
       const b = run.budgets;
@@ -87,6 +78,20 @@ function runChangeItem(tables: TableNames, run: RunRecord, change: RunChange, at
       };
     }
   }
+}
+
+/** A run's status moving from the one read (`from`) to `to`, conditional on it still being `from`. */
+function statusChange(tables: TableNames, runId: string, from: RunRecord['status'], to: RunRecord['status'], at: string): TransactItem {
+  return {
+    Update: {
+      TableName: tables.runs,
+      Key: { runId },
+      UpdateExpression: 'SET #status = :to, updatedAt = :at',
+      ConditionExpression: '#status = :from',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':to': to, ':from': from, ':at': at },
+    },
+  };
 }
 
 export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames): Store {
@@ -211,17 +216,8 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
     async updateRunStatus(run, to, events) {
       const at = new Date().toISOString();
       const traced = await sequence(run.runId, events, at, run.expiresAtEpoch);
-      const update: TransactItem = {
-        Update: {
-          TableName: tables.runs,
-          Key: { runId: run.runId },
-          UpdateExpression: 'SET #status = :to, updatedAt = :at',
-          // Why: a status change is a decision about the status read; another change first means decide again.
-          ConditionExpression: '#status = :from',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':to': to, ':from': run.status, ':at': at },
-        },
-      };
+      // Why: a status change is a decision about the status read; another change first means decide again.
+      const update = statusChange(tables, run.runId, run.status, to, at);
       try {
         await doc.send(new TransactWriteCommand({ TransactItems: [update, ...eventPuts(traced, run.expiresAtEpoch)] }));
       } catch (error) {
