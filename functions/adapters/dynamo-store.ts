@@ -17,7 +17,7 @@ export function makeDocumentClient(client: DynamoDBClient): DynamoDBDocumentClie
 function toItem(op: OperationRecord): Record<string, unknown> {
   const active = isActive(op);
   return {
-    ...op,
+    ...compact(op),
     activeKey: active ? 'active' : undefined,
     leaseUntil: active ? op.leaseUntil ?? op.updatedAt : undefined,
     approvalPendingKey: op.state === 'awaiting_approval' && op.approval?.state === 'pending' ? 'pending' : undefined,
@@ -27,7 +27,89 @@ function toItem(op: OperationRecord): Record<string, unknown> {
 
 function fromItem(item: Record<string, unknown>): OperationRecord {
   const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, ...op } = item;
-  return op as unknown as OperationRecord;
+  return expand(op as unknown as OperationRecord);
+}
+
+/**
+ * Every write unit counts (items in a transaction cost double, and each index holds a copy): a result is
+ * stored once, in `outcome`, not again in the last attempt and the envelope, which also need not repeat
+ * the ids the record carries. `expand` puts them back, so nothing outside this file sees the difference.
+ */
+function compact(op: OperationRecord): OperationRecord {
+  const result = resultOf(op.outcome);
+  const out: OperationRecord = { ...op };
+  const last = op.lastAttempt;
+  if (result !== undefined && last?.outcome.kind === 'succeeded' && last.outcome.result === result) {
+    out.lastAttempt = { ...last, outcome: { kind: 'succeeded', upstreamStatus: last.outcome.upstreamStatus } as typeof last.outcome };
+  }
+  if (op.envelope && op.envelope.call_id === op.callId && op.envelope.logical_operation_id === op.operationId) {
+    const { call_id: _c, logical_operation_id: _l, result: envelopeResult, ...rest } = op.envelope;
+    const fromOutcome = result !== undefined && envelopeResult === result;
+    out.envelope = { ...rest, ...(fromOutcome ? { resultFromOutcome: true } : envelopeResult === undefined ? {} : { result: envelopeResult }) } as unknown as OperationRecord['envelope'];
+  }
+  return out;
+}
+
+function expand(op: OperationRecord): OperationRecord {
+  const result = resultOf(op.outcome);
+  const out: OperationRecord = { ...op };
+  const last = op.lastAttempt;
+  if (result !== undefined && last?.outcome.kind === 'succeeded' && !('result' in last.outcome)) {
+    out.lastAttempt = { ...last, outcome: { ...(last.outcome as object), result } as typeof last.outcome };
+  }
+  const stored = op.envelope as (NonNullable<OperationRecord['envelope']> & { resultFromOutcome?: boolean }) | undefined;
+  if (stored && stored.call_id === undefined) {
+    const { resultFromOutcome, ...rest } = stored;
+    out.envelope = { ...rest, call_id: op.callId, logical_operation_id: op.operationId, ...(resultFromOutcome ? { result } : {}) };
+  }
+  return out;
+}
+
+function resultOf(outcome: OperationRecord['outcome']): unknown {
+  return outcome?.kind === 'succeeded' ? outcome.result : undefined;
+}
+
+/**
+ * One write's events as one item: their numbers are consecutive from the item's `seq`, and the run, the
+ * time and (when they share it) the operation are said once, not per event. The item stays small, and
+ * items in a transaction cost two write units per kilobyte.
+ */
+interface PackedEvents {
+  runId: string;
+  seq: number;
+  at: string;
+  operationId?: string;
+  callId?: string;
+  events: Omit<TraceEvent, 'seq' | 'at' | 'runId'>[];
+}
+
+function packEvents(events: TraceEvent[]): PackedEvents {
+  const [first] = events;
+  const shared = (key: 'operationId' | 'callId') => (events.every((e) => e[key] === first[key]) ? first[key] : undefined);
+  const operationId = shared('operationId');
+  const callId = shared('callId');
+  return {
+    runId: first.runId,
+    seq: first.seq,
+    at: first.at,
+    ...(operationId ? { operationId } : {}),
+    ...(callId ? { callId } : {}),
+    events: events.map(({ seq: _s, at: _a, runId: _r, operationId: op, callId: call, ...rest }) => ({
+      ...(op && !operationId ? { operationId: op } : {}),
+      ...(call && !callId ? { callId: call } : {}),
+      ...rest,
+    })),
+  };
+}
+
+function unpackEvents(item: PackedEvents | { events: TraceEvent[] }): TraceEvent[] {
+  const packed = item as PackedEvents;
+  return packed.events.map((e, i) => {
+    // Items written before events were packed carry whole events.
+    if ('seq' in e && 'runId' in e) return e as TraceEvent;
+    const ids = { ...(packed.operationId ? { operationId: packed.operationId } : {}), ...(packed.callId ? { callId: packed.callId } : {}) };
+    return { seq: packed.seq + i, at: packed.at, runId: packed.runId, ...ids, ...e } as TraceEvent;
+  });
 }
 
 /** Waits for a person: the outcome is unknown and neither reconciliation nor a reviewer settled it. */
@@ -131,7 +213,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
    * commit keeps transactions small (each item in a transaction costs two write units).
    */
   const eventPuts = (events: TraceEvent[], expiresAtEpoch: number | undefined): TransactItem[] =>
-    events.length ? [{ Put: { TableName: tables.events, Item: { runId: events[0].runId, seq: events[0].seq, events, ...(expiresAtEpoch ? { expiresAtEpoch } : {}) } } }] : [];
+    events.length ? [{ Put: { TableName: tables.events, Item: { ...packEvents(events), ...(expiresAtEpoch ? { expiresAtEpoch } : {}) } } }] : [];
 
   /** Maps a cancelled transaction onto the domain's errors; `opIndex` is where the operation's put sits. */
   function transactionError(error: unknown, opIndex: number, runIndex: number | undefined): unknown {
@@ -235,13 +317,13 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
     },
 
     async listEvents(runId) {
-      const items = await queryAll<{ events: TraceEvent[] }>({
+      const items = await queryAll<PackedEvents>({
         TableName: tables.events,
         KeyConditionExpression: 'runId = :r AND seq > :counter',
         ExpressionAttributeValues: { ':r': runId, ':counter': COUNTER_SEQ },
         ConsistentRead: true,
       });
-      return items.flatMap((item) => item.events);
+      return items.flatMap(unpackEvents);
     },
 
     async listOperationsOfRun(runId) {
