@@ -1,11 +1,7 @@
 import '../local/env-defaults';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { runMain, startBenchStack } from './bench-stack';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { localClient, startDynamoLocal } from '../local/dynamodb-local';
 import type { ExecutionSummary } from '../local/sfn-endpoint';
-import { startStack } from '../local/stack';
 import { FUNCTIONS } from '../infra/functions';
 import type { LifecycleFunction } from '../statemachines/definition';
 
@@ -72,36 +68,34 @@ function usdPerMillion(t: Tally): number {
 }
 
 async function main(): Promise<void> {
-  const dynamoLocal = await startDynamoLocal();
-  const dynamo = localClient(dynamoLocal.endpoint);
   let current = zero();
-  countCapacity(dynamo, () => current);
-  const dir = mkdtempSync(join(tmpdir(), 'toolrunner-cost-'));
-  const configPath = join(dir, 'config.json');
   const agentKey = 'tr_cost_agent_key_0123456789abcdef';
   const approverKey = 'tr_cost_approver_key_0123456789ab';
-  writeFileSync(configPath, JSON.stringify({ principals: [{ id: 'agent', key: agentKey, roles: ['agent'], tools: '*' }, { id: 'approver', key: approverKey, roles: ['approver'], tools: [] }], approvalSecret: 'cost-secret-0123456789abcdef' }));
-  const stack = await startStack({
-    dataDir: dir,
-    configPath,
-    dynamoEndpoint: dynamoLocal.endpoint,
-    dynamoClient: dynamo,
-    tablePrefix: 'cost',
-    sweepIntervalMs: 3_600_000,
-    instrument: {
-      invoked(fn: LifecycleFunction, ms: number) {
-        current.lambdaInvocations++;
-        current.lambdaGbSeconds += ((FUNCTIONS[fn].memoryMb ?? DEFAULT_MEMORY_MB) / 1024) * (ms / 1000);
-      },
-      executed(e: ExecutionSummary) {
-        if (e.machine === 'STANDARD') current.transitions += e.transitions;
-        else {
-          current.expressExecutions++;
-          current.expressGbSeconds += PRICES.expressGb * Math.ceil(e.durationMs / 100) * 0.1;
-        }
+  const bench = await startBenchStack({
+    name: 'cost',
+    principals: [
+      { id: 'agent', key: agentKey, roles: ['agent'], tools: '*' },
+      { id: 'approver', key: approverKey, roles: ['approver'], tools: [] },
+    ],
+    instrument: (client) => countCapacity(client, () => current),
+    stack: {
+      sweepIntervalMs: 3_600_000,
+      instrument: {
+        invoked(fn: LifecycleFunction, ms: number) {
+          current.lambdaInvocations++;
+          current.lambdaGbSeconds += ((FUNCTIONS[fn].memoryMb ?? DEFAULT_MEMORY_MB) / 1024) * (ms / 1000);
+        },
+        executed(e: ExecutionSummary) {
+          if (e.machine === 'STANDARD') current.transitions += e.transitions;
+          else {
+            current.expressExecutions++;
+            current.expressGbSeconds += PRICES.expressGb * Math.ceil(e.durationMs / 100) * 0.1;
+          }
+        },
       },
     },
   });
+  const { stack } = bench;
   const request = async (path: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
     const started = performance.now();
     const res = await fetch(`${stack.apiUrl}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -169,13 +163,8 @@ async function main(): Promise<void> {
     const noApproval = Math.max(results.read.usdPerMillion, results.write.usdPerMillion, results.write_with_one_retry.usdPerMillion);
     console.log(JSON.stringify({ paths: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, { transitions: v.transitions, expressExecutions: v.expressExecutions, lambdaInvocations: v.lambdaInvocations, lambdaGbSeconds: v.lambdaGbSeconds, dynamoWriteUnits: v.dynamoWriteUnits, dynamoReadUnits: v.dynamoReadUnits, usdPerMillion: v.usdPerMillion }])), noApprovalUsdPerMillion: noApproval }));
   } finally {
-    await stack.stop();
-    await dynamoLocal.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await bench.stop();
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runMain(main);

@@ -1,14 +1,14 @@
 import '../local/env-defaults';
+import { runMain, startBenchStack } from './bench-stack';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
-import { freePort, localClient, startDynamoLocal } from '../local/dynamodb-local';
-import { startStack } from '../local/stack';
+import { freePort, localClient } from '../local/dynamodb-local';
 
 /**
  * `npm run bench`: figures measured in one run on this machine, side by side with the peer a user would
@@ -69,14 +69,10 @@ function countWrites(client: DynamoDBClient) {
 
 async function main(): Promise<void> {
   const readyMs = await timeToReady();
-  const dynamoLocal = await startDynamoLocal();
-  const dynamo: DynamoDBClient = localClient(dynamoLocal.endpoint);
-  const writes = countWrites(dynamo);
-  const dir = mkdtempSync(join(tmpdir(), 'toolrunner-bench-'));
-  const configPath = join(dir, 'config.json');
+  let writes!: ReturnType<typeof countWrites>;
   const key = 'tr_bench_agent_key_0123456789abcdef';
-  writeFileSync(configPath, JSON.stringify({ principals: [{ id: 'agent', key, roles: ['agent'], tools: '*' }], approvalSecret: 'bench-secret-0123456789abcdef' }));
-  const stack = await startStack({ dataDir: dir, configPath, dynamoEndpoint: dynamoLocal.endpoint, dynamoClient: dynamo, tablePrefix: 'bench' });
+  const bench = await startBenchStack({ name: 'bench', principals: [{ id: 'agent', key, roles: ['agent'], tools: '*' }], instrument: (client) => (writes = countWrites(client)) });
+  const { stack } = bench;
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', prefer: 'wait=25' };
   const post = async (path: string, body: unknown) => (await fetch(`${stack.apiUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(body) })).json() as Promise<any>;
   const createRun = async () => (await post('/v1/runs', { budgets: { maxToolCalls: 100_000, maxTurns: 10_000 } })).runId as string;
@@ -88,7 +84,7 @@ async function main(): Promise<void> {
   };
 
   // The peer: the same HTTP read behind Powertools idempotency, on the same DynamoDB Local.
-  const persistenceStore = new DynamoDBPersistenceLayer({ tableName: 'bench-idempotency', awsSdkV3Client: localClient(dynamoLocal.endpoint) });
+  const persistenceStore = new DynamoDBPersistenceLayer({ tableName: 'bench-idempotency', awsSdkV3Client: localClient(bench.dynamoEndpoint) });
   const peerConfig = new IdempotencyConfig({ eventKeyJmesPath: 'callId' });
   // As in a Lambda: the in-progress marker expires with the invocation's remaining time.
   peerConfig.registerLambdaContext({ getRemainingTimeInMillis: () => 30_000 } as Context);
@@ -154,13 +150,8 @@ async function main(): Promise<void> {
     };
     console.log(JSON.stringify(figures, null, 2));
   } finally {
-    await stack.stop();
-    await dynamoLocal.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await bench.stop();
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runMain(main);

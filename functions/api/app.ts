@@ -178,7 +178,8 @@ export function makeApp(deps: Deps): Hono<Env> {
     const run = await deps.store.getRun(guarded.value);
     if (!run) throw new ApiError(404, 'not_found', 'no such run');
     if (guarded.replayed) c.header('Idempotent-Replayed', 'true');
-    return c.json(runView(run, deps.now()), guarded.replayed ? 200 : 201);
+    // 201 either way, as the contract says; the header tells a replay.
+    return c.json(runView(run, deps.now()), 201);
   });
 
   app.get('/v1/runs/:runId', async (c) => c.json(runView(await ownRun(c), deps.now())));

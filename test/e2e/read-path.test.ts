@@ -133,6 +133,23 @@ describe('a get_order call through the whole real path', () => {
 });
 
 describe('HTTP boundary', () => {
+  it('creates a run once per Idempotency-Key (Powertools idempotency): a retry gets the same run, another body is refused', async () => {
+    const { api, keys } = stack;
+    const key = `runkey-${Date.now()}`;
+    const body = { budgets: { maxToolCalls: 7 } };
+    const first = await api.request('POST', '/v1/runs', { key: keys.agent, body, headers: { 'idempotency-key': key } });
+    const again = await api.request('POST', '/v1/runs', { key: keys.agent, body, headers: { 'idempotency-key': key } });
+    expect([first.status, again.status]).toEqual([201, 201]);
+    expect(again.body.runId).toBe(first.body.runId);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const other = await api.request('POST', '/v1/runs', { key: keys.agent, body: { budgets: { maxToolCalls: 8 } }, headers: { 'idempotency-key': key } });
+    expect(other).toMatchObject({ status: 409, body: { error: { code: 'invalid_state' } } });
+    // Without the header every request is a new run.
+    const plain = await api.request('POST', '/v1/runs', { key: keys.agent, body });
+    expect(plain.body.runId).not.toBe(first.body.runId);
+  });
+
   it('serves health without a key and refuses everything else without one', async () => {
     const { api } = stack;
     expect(await api.request('GET', '/v1/health')).toMatchObject({ status: 200, body: { status: 'ok' } });

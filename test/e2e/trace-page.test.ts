@@ -1,14 +1,14 @@
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/browser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MetricName } from '../../functions/core/metric-names';
 import { formatTimeline } from '../../functions/core/timeline';
 import { startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded } from '../support/target';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Where the screenshot and the printed timeline go, for a person to look at. */
 const OUT_DIR = process.env.SCREENSHOT_DIR ?? mkdtempSync(join(tmpdir(), 'toolrunner-trace-page-'));
 mkdirSync(OUT_DIR, { recursive: true });
@@ -16,13 +16,8 @@ let stack: TestStack;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
   stack = await startTestStack({ seed: 11 });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    // Playwright gives each launch a fresh temporary profile (it refuses --user-data-dir on launch()).
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
