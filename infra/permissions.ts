@@ -17,6 +17,7 @@ export const COMMAND_ACTIONS = {
   DeleteCommand: ['dynamodb:DeleteItem'],
   DeleteItemCommand: ['dynamodb:DeleteItem'],
   QueryCommand: ['dynamodb:Query'],
+  BatchGetCommand: ['dynamodb:BatchGetItem'],
   // There is no TransactWriteItems action: IAM checks each item's own action (Put, Update, Delete, ConditionCheck).
   TransactWriteCommand: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
   TransactWriteItemsCommand: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
@@ -32,8 +33,8 @@ export type SdkCommand = keyof typeof COMMAND_ACTIONS;
 
 /** The commands behind each port a function may use (the adapters in `functions/adapters/`). */
 export const PORT_COMMANDS = {
-  /** `dynamo-store.ts`: the operations, runs, events and locks tables. */
-  store: ['GetCommand', 'PutCommand', 'UpdateCommand', 'DeleteCommand', 'QueryCommand', 'TransactWriteCommand'],
+  /** `dynamo-store.ts`: the operations, runs, events, watch and locks tables. */
+  store: ['GetCommand', 'BatchGetCommand', 'PutCommand', 'DeleteCommand', 'QueryCommand', 'TransactWriteCommand'],
   /** `submission-guard.ts`: Powertools idempotency's DynamoDB persistence layer, on the idempotency table. */
   onceGuard: ['GetItemCommand', 'PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'],
   /** `config-source.ts`: the principals document in Secrets Manager. */

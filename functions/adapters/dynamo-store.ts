@@ -1,10 +1,11 @@
 import { DynamoDBClient, TransactionCanceledException, ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, DeleteCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, DeleteCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { isActive } from '../core/lifecycle';
 import type { OperationRecord, RunRecord } from '../core/model';
 import { ContentionError, OperationConflictError, OperationExistsError, RunChangedError, type RunChange, type Store } from '../core/ports';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
+import { batchRead, makeWatch } from './dynamo-watch';
+import { EVENTS_PER_BLOCK, makeTraceClock } from './trace-clock';
 import { INDEX, type TableNames } from './tables';
 
 export type { Store } from '../core/ports';
@@ -15,17 +16,15 @@ export function makeDocumentClient(client: DynamoDBClient): DynamoDBDocumentClie
 
 /** Attributes derived from the record for the sparse indexes; computed here, nowhere else. */
 function toItem(op: OperationRecord): Record<string, unknown> {
-  const active = isActive(op);
   return {
     ...compact(op),
-    activeKey: active ? 'active' : undefined,
-    leaseUntil: active ? op.leaseUntil ?? op.updatedAt : undefined,
     approvalPendingKey: op.state === 'awaiting_approval' && op.approval?.state === 'pending' ? 'pending' : undefined,
     reviewOpenKey: isOpenReview(op) ? 'open' : undefined,
   };
 }
 
 function fromItem(item: Record<string, unknown>): OperationRecord {
+  // `activeKey` belonged to an index over active operations that the watch table replaced.
   const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, ...op } = item;
   return expand(op as unknown as OperationRecord);
 }
@@ -71,19 +70,21 @@ function resultOf(outcome: OperationRecord['outcome']): unknown {
 
 /**
  * One write's events as one item: their numbers are consecutive from the item's `seq`, and the run, the
- * time and (when they share it) the operation are said once, not per event. The item stays small, and
- * items in a transaction cost two write units per kilobyte.
+ * time and (when they share it) the operation are said once, not per event. The item stays small.
+ * `owner` marks a block written ahead of its operation's record, outside a transaction: it counts only
+ * once that record names it in `traceSeqs` (a writer that lost its race leaves a block nobody names).
  */
 interface PackedEvents {
   runId: string;
   seq: number;
   at: string;
+  owner?: string;
   operationId?: string;
   callId?: string;
   events: Omit<TraceEvent, 'seq' | 'at' | 'runId'>[];
 }
 
-function packEvents(events: TraceEvent[]): PackedEvents {
+function packEvents(events: TraceEvent[], owner?: string): PackedEvents {
   const [first] = events;
   const shared = (key: 'operationId' | 'callId') => (events.every((e) => e[key] === first[key]) ? first[key] : undefined);
   const operationId = shared('operationId');
@@ -92,6 +93,7 @@ function packEvents(events: TraceEvent[]): PackedEvents {
     runId: first.runId,
     seq: first.seq,
     at: first.at,
+    ...(owner ? { owner } : {}),
     ...(operationId ? { operationId } : {}),
     ...(callId ? { callId } : {}),
     events: events.map(({ seq: _s, at: _a, runId: _r, operationId: op, callId: call, ...rest }) => ({
@@ -117,8 +119,8 @@ function isOpenReview(op: OperationRecord): boolean {
   return op.state === 'outcome_unknown' && op.review?.required === true;
 }
 
-/** The trace's sequence counter is its own item (sort key 0) in the events table, never part of a transaction. */
-const COUNTER_SEQ = 0;
+/** Sort key 0 of the events table held the run's sequence counter before trace-clock.ts; never an event. */
+const LEGACY_COUNTER_SEQ = 0;
 
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
 
@@ -176,7 +178,11 @@ function statusChange(tables: TableNames, runId: string, from: RunRecord['status
   };
 }
 
-export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames): Store {
+/** `clock` dates records, events and watch entries (the wall clock; tests may move it). */
+export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames, clock: () => number = Date.now): Store {
+  const watch = makeWatch(doc, tables.watch, clock);
+  const stamps = makeTraceClock(clock);
+  const nowIso = () => new Date(clock()).toISOString();
   async function queryAll<T>(input: ConstructorParameters<typeof QueryCommand>[0], limit = Infinity): Promise<T[]> {
     const items: T[] = [];
     let ExclusiveStartKey: Record<string, unknown> | undefined;
@@ -188,32 +194,64 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
     return items.slice(0, limit);
   }
 
-  /**
-   * Allocates `events.length` sequence numbers with one atomic counter update: unconditional, so it never
-   * conflicts. A block whose transaction then fails is a gap; seq stays strictly increasing per run.
-   */
-  async function sequence(runId: string, events: NewTraceEvent[], at: string, expiresAtEpoch: number | undefined): Promise<TraceEvent[]> {
-    if (!events.length) return [];
-    const out = await doc.send(
-      new UpdateCommand({
-        TableName: tables.events,
-        Key: { runId, seq: COUNTER_SEQ },
-        UpdateExpression: `ADD #next :n${expiresAtEpoch ? ' SET expiresAtEpoch = :ttl' : ''}`,
-        ExpressionAttributeNames: { '#next': 'next' },
-        ExpressionAttributeValues: { ':n': events.length, ...(expiresAtEpoch ? { ':ttl': expiresAtEpoch } : {}) },
-        ReturnValues: 'UPDATED_NEW',
-      }),
-    );
-    const last = Number(out.Attributes?.next);
-    return events.map((e, i) => ({ ...e, seq: last - events.length + i + 1, at, runId }));
+  /** Numbers a write's events as one block after `floorSeq` (see trace-clock.ts). */
+  function numbered(runId: string, events: NewTraceEvent[], at: string, floorSeq?: number): TraceEvent[] {
+    if (events.length > EVENTS_PER_BLOCK) throw new Error(`one write carries at most ${EVENTS_PER_BLOCK} trace events`);
+    const first = stamps.nextBlock(floorSeq);
+    return events.map((e, i) => ({ ...e, seq: first + i, at, runId }));
   }
 
   /**
-   * The events of one write are one item, keyed by the first of their sequence numbers: one item per
-   * commit keeps transactions small (each item in a transaction costs two write units).
+   * The events of one write are one item, keyed by the first of their sequence numbers; the condition
+   * catches two writers that picked the same block number, and the loser numbers its block again.
    */
-  const eventPuts = (events: TraceEvent[], expiresAtEpoch: number | undefined): TransactItem[] =>
-    events.length ? [{ Put: { TableName: tables.events, Item: { ...packEvents(events), ...(expiresAtEpoch ? { expiresAtEpoch } : {}) } } }] : [];
+  const blockPut = (events: TraceEvent[], expiresAtEpoch: number | undefined, owner?: string) => ({
+    TableName: tables.events,
+    Item: { ...packEvents(events, owner), ...(expiresAtEpoch ? { expiresAtEpoch } : {}) },
+    ConditionExpression: 'attribute_not_exists(seq)',
+  });
+
+  /** Writes a block on its own, numbering it again while its number is taken. */
+  async function putBlock(runId: string, events: NewTraceEvent[], at: string, expiresAtEpoch: number | undefined, owner?: string, floorSeq?: number): Promise<TraceEvent[]> {
+    if (!events.length) return [];
+    for (;;) {
+      const traced = numbered(runId, events, at, floorSeq);
+      try {
+        await doc.send(new PutCommand(blockPut(traced, expiresAtEpoch, owner)));
+        return traced;
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      }
+    }
+  }
+
+  /**
+   * An operation's events are written as their own item just before the record that names them: two
+   * plain writes cost three write units less than one transaction of both. A crash in between leaves a
+   * block no record names, which the trace never shows. Numbered after the operation's own last block.
+   */
+  const writeBlock = (op: OperationRecord, events: NewTraceEvent[], at: string): Promise<TraceEvent[]> =>
+    putBlock(op.runId, events, at, op.expiresAtEpoch, op.operationId, op.traceSeqs?.length ? Math.max(...op.traceSeqs) : undefined);
+
+  /** The record after a write: it names the block of events written for it, after those of earlier writes. */
+  const naming = (op: OperationRecord, earlier: number[] | undefined, traced: TraceEvent[]): OperationRecord => ({
+    ...op,
+    traceSeqs: traced.length ? [...(earlier ?? []), traced[0].seq] : earlier ?? [],
+  });
+
+  async function readOperations(ids: string[], consistent: boolean): Promise<Map<string, OperationRecord>> {
+    const items = await batchRead(doc, tables.operations, 'operationId', ids, consistent);
+    return new Map(items.map((item) => [item.operationId as string, fromItem(item)]));
+  }
+
+  async function eventItems(runId: string): Promise<PackedEvents[]> {
+    return queryAll<PackedEvents>({
+      TableName: tables.events,
+      KeyConditionExpression: 'runId = :r AND seq > :counter',
+      ExpressionAttributeValues: { ':r': runId, ':counter': LEGACY_COUNTER_SEQ },
+      ConsistentRead: true,
+    });
+  }
 
   /** Maps a cancelled transaction onto the domain's errors; `opIndex` is where the operation's put sits. */
   function transactionError(error: unknown, opIndex: number, runIndex: number | undefined): unknown {
@@ -245,9 +283,12 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
     },
 
     async createOperation({ run, runChange, op, events }) {
-      const at = new Date().toISOString();
-      const created: OperationRecord = { ...op, version: 1, updatedAt: at };
-      const traced = await sequence(run.runId, events, at, op.expiresAtEpoch);
+      if (!events.length) throw new Error('an operation is created with its first trace events');
+      const at = nowIso();
+      const proposed: OperationRecord = { ...op, version: 1, updatedAt: at };
+      // Both land before the operation does: a creation that then fails leaves only what nothing names.
+      const [traced] = await Promise.all([writeBlock(proposed, events, at), watch.entryFor(undefined, proposed)]);
+      const created = naming(proposed, undefined, traced);
       const runItem = runChangeItem(tables, run, runChange, at);
       const items: TransactItem[] = [
         ...(runItem ? [runItem] : []),
@@ -260,93 +301,79 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames)
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
         },
-        ...eventPuts(traced, op.expiresAtEpoch),
       ];
       try {
-        await doc.send(new TransactWriteCommand({ TransactItems: items }));
+        if (runItem) await doc.send(new TransactWriteCommand({ TransactItems: items }));
+        else await doc.send(new PutCommand(items[0].Put!));
       } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) throw new OperationExistsError(error.Item ? fromItem(unmarshall(error.Item)) : undefined);
         throw transactionError(error, runItem ? 1 : 0, runItem ? 0 : -1);
       }
       return { op: created, events: traced };
     },
 
     async updateOperation(before, after, events) {
-      const at = new Date().toISOString();
-      const next: OperationRecord = { ...after, version: before.version + 1, updatedAt: at };
-      const traced = await sequence(before.runId, events, at, before.expiresAtEpoch);
-      const put = {
-        TableName: tables.operations,
-        Item: toItem(next),
-        // Why: every transition names the state it leaves and the version it read.
-        ConditionExpression: '#state = :from AND #version = :version',
-        ExpressionAttributeNames: { '#state': 'state', '#version': 'version' },
-        ExpressionAttributeValues: { ':from': before.state, ':version': before.version },
-      };
+      const at = nowIso();
+      const moved: OperationRecord = { ...after, version: before.version + 1, updatedAt: at };
+      const [traced] = await Promise.all([writeBlock(moved, events, at), watch.entryFor(before, moved)]);
+      const next = naming(moved, before.traceSeqs, traced);
       try {
-        if (traced.length) {
-          await doc.send(new TransactWriteCommand({ TransactItems: [{ Put: { ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } }, ...eventPuts(traced, before.expiresAtEpoch)] }));
-        } else {
-          await doc.send(new PutCommand({ ...put, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
-        }
+        await doc.send(
+          new PutCommand({
+            TableName: tables.operations,
+            Item: toItem(next),
+            // Why: every transition names the state it leaves and the version it read; and the blocks it read,
+            // so a writer holding a record without them cannot drop the names of earlier blocks.
+            ConditionExpression: '#state = :from AND #version = :version AND (attribute_not_exists(traceSeqs) OR size(traceSeqs) = :named)',
+            ExpressionAttributeNames: { '#state': 'state', '#version': 'version' },
+            ExpressionAttributeValues: { ':from': before.state, ':version': before.version, ':named': before.traceSeqs?.length ?? 0 },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        );
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) throw new OperationConflictError(error.Item ? fromItem(unmarshall(error.Item)) : undefined);
-        throw transactionError(error, 0, undefined);
+        throw error;
       }
       return { op: next, events: traced };
     },
 
     async updateRunStatus(run, to, events) {
-      const at = new Date().toISOString();
-      const traced = await sequence(run.runId, events, at, run.expiresAtEpoch);
+      const at = nowIso();
       // Why: a status change is a decision about the status read; another change first means decide again.
       const update = statusChange(tables, run.runId, run.status, to, at);
-      try {
-        await doc.send(new TransactWriteCommand({ TransactItems: [update, ...eventPuts(traced, run.expiresAtEpoch)] }));
-      } catch (error) {
-        throw transactionError(error, -1, 0);
+      for (;;) {
+        const traced = numbered(run.runId, events, at);
+        try {
+          await doc.send(new TransactWriteCommand({ TransactItems: [update, ...(traced.length ? [{ Put: blockPut(traced, run.expiresAtEpoch) }] : [])] }));
+          return { ...run, status: to, updatedAt: at };
+        } catch (error) {
+          // The block's number was taken by another writer's block: number it again.
+          if (error instanceof TransactionCanceledException && error.CancellationReasons?.[1]?.Code === 'ConditionalCheckFailed') continue;
+          throw transactionError(error, -1, 0);
+        }
       }
-      return { ...run, status: to, updatedAt: at };
     },
 
     async appendRunEvents(runId, events, expiresAtEpoch) {
-      const traced = await sequence(runId, events, new Date().toISOString(), expiresAtEpoch);
-      // One item holds the whole block, so it lands whole or not at all (a gap in seq), never half a story.
-      const [put] = eventPuts(traced, expiresAtEpoch);
-      if (put?.Put) await doc.send(new PutCommand(put.Put));
-      return traced;
+      // One item holds the whole block, so it lands whole or not at all, never half a story.
+      return putBlock(runId, events, nowIso(), expiresAtEpoch);
     },
 
     async listEvents(runId) {
-      const items = await queryAll<PackedEvents>({
-        TableName: tables.events,
-        KeyConditionExpression: 'runId = :r AND seq > :counter',
-        ExpressionAttributeValues: { ':r': runId, ':counter': COUNTER_SEQ },
-        ConsistentRead: true,
-      });
-      return items.flatMap(unpackEvents);
+      const items = await eventItems(runId);
+      const owners = await readOperations([...new Set(items.flatMap((i) => (i.owner ? [i.owner] : [])))], true);
+      return items.filter((i) => !i.owner || owners.get(i.owner)?.traceSeqs?.includes(i.seq)).flatMap(unpackEvents);
     },
 
     async listOperationsOfRun(runId) {
-      const items = await queryAll<Record<string, unknown>>({
-        TableName: tables.operations,
-        IndexName: INDEX.operationsByRun,
-        KeyConditionExpression: 'runId = :r',
-        ExpressionAttributeValues: { ':r': runId },
-      });
-      return items.map(fromItem);
+      // Every operation's first block names it (the trace is the run's index of its operations).
+      const ids = new Set((await eventItems(runId)).flatMap((i) => [i.owner, i.operationId, ...i.events.map((e) => e.operationId)].filter((id): id is string => !!id)));
+      const ops = [...(await readOperations([...ids], true)).values()].filter((op) => op.runId === runId);
+      return ops.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.operationId.localeCompare(b.operationId));
     },
 
-    async listExpiredLeases(now, limit) {
-      const items = await queryAll<Record<string, unknown>>(
-        {
-          TableName: tables.operations,
-          IndexName: INDEX.activeByLease,
-          KeyConditionExpression: 'activeKey = :a AND leaseUntil < :now',
-          ExpressionAttributeValues: { ':a': 'active', ':now': now },
-        },
-        limit,
-      );
-      return items.map(fromItem);
+    async listExpiredLeases(now, limit, options = {}) {
+      return watch.due(now, limit, options.ignoreLeases === true, (ids) => readOperations(ids, false));
     },
 
     async listPendingApprovals({ approverId, now, limit, after }) {

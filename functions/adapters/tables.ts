@@ -4,7 +4,7 @@
  */
 export interface TableLayout {
   /** Logical name; the physical name comes from the environment. */
-  id: 'runs' | 'operations' | 'events' | 'locks' | 'idempotency';
+  id: 'runs' | 'operations' | 'events' | 'watch' | 'locks' | 'idempotency';
   partitionKey: { name: string; type: 'S' | 'N' };
   sortKey?: { name: string; type: 'S' | 'N' };
   ttlAttribute?: string;
@@ -12,8 +12,6 @@ export interface TableLayout {
 }
 
 export const INDEX = {
-  operationsByRun: 'byRun',
-  activeByLease: 'activeByLease',
   pendingApprovals: 'pendingApprovals',
   openReviews: 'openReviews',
 } as const;
@@ -24,18 +22,21 @@ export const TABLES: readonly TableLayout[] = [
     id: 'operations',
     partitionKey: { name: 'operationId', type: 'S' },
     ttlAttribute: 'expiresAtEpoch',
+    // No index on every operation: each would cost a write unit on most writes. A run's operations are
+    // found through its trace; operations to sweep through the watch table.
     indexes: [
-      { name: INDEX.operationsByRun, partitionKey: { name: 'runId', type: 'S' }, sortKey: { name: 'createdAt', type: 'S' } },
-      // Sparse: only operations that still hold a lease carry `activeKey`, so the sweeper reads only those.
-      { name: INDEX.activeByLease, partitionKey: { name: 'activeKey', type: 'S' }, sortKey: { name: 'leaseUntil', type: 'S' } },
       // Sparse: only operations waiting for a person carry `approvalPendingKey`.
       { name: INDEX.pendingApprovals, partitionKey: { name: 'approvalPendingKey', type: 'S' }, sortKey: { name: 'createdAt', type: 'S' } },
       // Sparse: only outcome_unknown operations flagged for a person's resolution carry `reviewOpenKey`.
       { name: INDEX.openReviews, partitionKey: { name: 'reviewOpenKey', type: 'S' }, sortKey: { name: 'updatedAt', type: 'S' } },
     ],
   },
-  // Sort key 0 holds the run's sequence counter; events start at 1.
+  // One item per write's block of events, keyed by its first sequence number (trace-clock.ts).
   { id: 'events', partitionKey: { name: 'runId', type: 'S' }, sortKey: { name: 'seq', type: 'N' }, ttlAttribute: 'expiresAtEpoch' },
+  // When to look at an active operation again: one entry per operation when it starts (and when its lease
+  // shortens), `<time>#<operationId>` in one of a few shards; the sweeper walks them in time order behind a
+  // cursor, so a settled operation costs nothing more here (see dynamo-watch.ts).
+  { id: 'watch', partitionKey: { name: 'shard', type: 'S' }, sortKey: { name: 'watchKey', type: 'S' }, ttlAttribute: 'expiresAtEpoch' },
   { id: 'locks', partitionKey: { name: 'lockKey', type: 'S' }, ttlAttribute: 'expiresAtEpoch' },
   // Powertools idempotency's default layout.
   { id: 'idempotency', partitionKey: { name: 'id', type: 'S' }, ttlAttribute: 'expiration' },
@@ -47,6 +48,7 @@ export const TABLE_ENV: Record<TableLayout['id'], string> = {
   runs: 'TABLE_RUNS',
   operations: 'TABLE_OPERATIONS',
   events: 'TABLE_EVENTS',
+  watch: 'TABLE_WATCH',
   locks: 'TABLE_LOCKS',
   idempotency: 'TABLE_IDEMPOTENCY',
 };

@@ -127,4 +127,10 @@ export interface OperationRecord {
   traceparent?: string;
   /** Copied from the run: retention applies to the whole run at once. */
   expiresAtEpoch?: number;
+  /**
+   * Store bookkeeping: where this record's trace blocks start. A store that writes a write's events before
+   * the record itself (two plain writes, not a transaction) counts a block only once the record names it,
+   * so the events of a write that lost its race never show. Steps carry it along and never set it.
+   */
+  traceSeqs?: number[];
 }

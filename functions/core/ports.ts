@@ -49,7 +49,10 @@ export interface Store {
   getRun(runId: string): Promise<RunRecord | undefined>;
   getOperation(operationId: string): Promise<OperationRecord | undefined>;
   putNewRun(run: RunRecord): Promise<void>;
-  /** Creates an operation with its first trace events, and applies `runChange` to its run in the same atomic write. */
+  /**
+   * Creates an operation with its first trace events (at least one: a run's trace is where its operations
+   * are found), and applies `runChange` to its run in the same atomic write.
+   */
   createOperation(input: { run: RunRecord; runChange: RunChange; op: OperationRecord; events: NewTraceEvent[] }): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
   /** Moves an operation from the version read (`before`) to `after`, with its trace events, atomically. */
   updateOperation(before: OperationRecord, after: OperationRecord, events: NewTraceEvent[]): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
@@ -59,7 +62,12 @@ export interface Store {
   appendRunEvents(runId: string, events: NewTraceEvent[], expiresAtEpoch: number | undefined): Promise<TraceEvent[]>;
   listEvents(runId: string): Promise<TraceEvent[]>;
   listOperationsOfRun(runId: string): Promise<OperationRecord[]>;
-  listExpiredLeases(now: string, limit: number): Promise<OperationRecord[]>;
+  /**
+   * Active operations whose lease passed before `now`, up to `limit`; with `ignoreLeases`, every active
+   * one (a runtime that knows none of its executions survived). One that stays active and unclaimed is
+   * listed again by a later call.
+   */
+  listExpiredLeases(now: string, limit: number, options?: { ignoreLeases?: boolean }): Promise<OperationRecord[]>;
   /**
    * One page of pending, unexpired approvals that `approverId` did not request, oldest first. `after` is
    * the `nextKey` of the previous page; a `nextKey` means there may be more.

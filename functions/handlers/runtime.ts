@@ -26,6 +26,7 @@ const EnvSchema = z
     TABLE_RUNS: z.string().min(1),
     TABLE_OPERATIONS: z.string().min(1),
     TABLE_EVENTS: z.string().min(1),
+    TABLE_WATCH: z.string().min(1),
     TABLE_LOCKS: z.string().min(1),
     TABLE_IDEMPOTENCY: z.string().min(1),
     STATE_MACHINE_ARN: z.string().min(1),

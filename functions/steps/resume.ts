@@ -34,8 +34,9 @@ export async function resumeOperation(deps: Deps, operationId: string, onlyIfLea
  * none of its executions survived (the embedded stack at boot): then every active operation continues.
  */
 export async function sweep(deps: Deps, limit = 25, options: { ignoreLeases?: boolean } = {}): Promise<string[]> {
-  const cutoff = options.ignoreLeases ? '9999-12-31T23:59:59.999Z' : new Date(deps.now()).toISOString();
-  const stuck = await deps.store.listExpiredLeases(cutoff, limit);
+  const now = new Date(deps.now()).toISOString();
+  const cutoff = options.ignoreLeases ? '9999-12-31T23:59:59.999Z' : now;
+  const stuck = await deps.store.listExpiredLeases(now, limit, options);
   const resumed: string[] = [];
   for (const op of stuck) {
     if (await resumeOperation(deps, op.operationId, cutoff)) resumed.push(op.operationId);

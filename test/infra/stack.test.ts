@@ -86,10 +86,10 @@ describe('CDK stack', () => {
       const refs = JSON.stringify(policy.Properties.PolicyDocument.Statement);
       return Object.entries(tableIds).filter(([id]) => refs.includes(`"${id}"`)).map(([, key]) => key).sort();
     };
-    expect(granted('Api')).toEqual(['id', 'operationId', 'runId', 'runId'].sort());
-    expect(granted('Execute')).toEqual(['lockKey', 'operationId', 'runId', 'runId'].sort());
-    expect(granted('Report')).toEqual(['lockKey', 'operationId', 'runId', 'runId'].sort());
-    expect(granted('Handoff')).toEqual(['operationId', 'runId', 'runId'].sort());
+    expect(granted('Api')).toEqual(['id', 'operationId', 'runId', 'runId', 'shard'].sort());
+    expect(granted('Execute')).toEqual(['lockKey', 'operationId', 'runId', 'runId', 'shard'].sort());
+    expect(granted('Report')).toEqual(['lockKey', 'operationId', 'runId', 'runId', 'shard'].sort());
+    expect(granted('Handoff')).toEqual(['operationId', 'runId', 'runId', 'shard'].sort());
   });
 
   it('uses no wildcard actions, and wildcard resources only where AWS requires them', () => {

@@ -29,6 +29,8 @@ const newOp = (runId: string, callId = 'call_1'): OperationRecord => ({
   state: 'proposed', rawArguments: '{}', inputHash: 'sha256:x', idempotencyKey: 'idk_x', attempts: 0, createdAt: new Date(now).toISOString(), updatedAt: '', version: 0, resumes: 0,
   leaseUntil: new Date(now).toISOString(),
 });
+const proposal = [{ type: 'operation.proposed' as const }];
+const at = (ms: number) => new Date(Date.now() + ms).toISOString();
 const admit = (turn = 1, opensTurn = true) => ({ kind: 'admit' as const, delta: { turn, opensTurn, costCents: 0 }, now });
 
 /** One contract, two implementations: the in-memory store the model-based tests use must behave like DynamoDB's. */
@@ -43,12 +45,14 @@ describe.each([
     const op = newOp(run.runId);
     const out = await store.createOperation({ run, runChange: admit(), op, events: [{ type: 'operation.proposed', operationId: op.operationId }, { type: 'policy.decision', operationId: op.operationId }] });
     expect(out.op.version).toBe(1);
-    expect((await store.listEvents(run.runId)).map((e) => [e.seq, e.type])).toEqual([[1, 'operation.proposed'], [2, 'policy.decision']]);
+    const created = await store.listEvents(run.runId);
+    expect(created.map((e) => e.type)).toEqual(['operation.proposed', 'policy.decision']);
+    expect(created[1].seq).toBe(created[0].seq + 1);
     expect((await store.getRun(run.runId))!.usage).toEqual({ turns: 1, toolCalls: 1, spendCents: 0 });
     expect((await store.listOperationsOfRun(run.runId)).map((o) => o.operationId)).toEqual([op.operationId]);
-    expect((await store.listExpiredLeases('9999', 1000)).some((o) => o.operationId === op.operationId)).toBe(true);
+    expect((await store.listExpiredLeases(new Date().toISOString(), 1000, { ignoreLeases: true })).some((o) => o.operationId === op.operationId)).toBe(true);
     // A second create of the same id fails and says what exists: one logical operation per (runId, callId).
-    const again = await store.createOperation({ run, runChange: admit(1, false), op, events: [] }).catch((e: unknown) => e);
+    const again = await store.createOperation({ run, runChange: admit(1, false), op, events: proposal }).catch((e: unknown) => e);
     expect(again).toBeInstanceOf(OperationExistsError);
     expect((await store.getRun(run.runId))!.usage.toolCalls).toBe(1);
   });
@@ -63,10 +67,13 @@ describe.each([
       { type: 'operation.replayed', operationId: op.operationId, callId: op.callId, detail: { inputHash: 'sha256:x' } },
       { type: 'call.conflict', operationId: op.operationId, callId: op.callId, detail: { storedInputHash: 'sha256:x', submittedInputHash: 'sha256:y' } },
     ], undefined);
-    expect(appended.map((e) => [e.seq, e.type, e.runId])).toEqual([[2, 'operation.replayed', run.runId], [3, 'call.conflict', run.runId]]);
+    expect(appended.map((e) => [e.type, e.runId])).toEqual([['operation.replayed', run.runId], ['call.conflict', run.runId]]);
     expect(await store.appendRunEvents(run.runId, [], undefined)).toEqual([]);
     const events = await store.listEvents(run.runId);
-    expect(events.map((e) => [e.seq, e.type])).toEqual([[1, 'operation.proposed'], [2, 'operation.replayed'], [3, 'call.conflict']]);
+    expect(events.map((e) => e.type)).toEqual(['operation.proposed', 'operation.replayed', 'call.conflict']);
+    expect(events.map((e) => e.seq)).toEqual([events[0].seq, ...appended.map((e) => e.seq)]);
+    expect(events[1].seq).toBeGreaterThan(events[0].seq);
+    expect(events[2].seq).toBe(events[1].seq + 1);
     expect(events[2].detail).toEqual({ storedInputHash: 'sha256:x', submittedInputHash: 'sha256:y' });
     // The operation itself did not move.
     expect((await store.getOperation(op.operationId))!.version).toBe(1);
@@ -76,7 +83,7 @@ describe.each([
     const store = await make();
     const run = newRun();
     await store.putNewRun(run);
-    const created = (await store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: [] })).op;
+    const created = (await store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: proposal })).op;
     await store.updateOperation(created, { ...created, state: 'validated' }, [{ type: 'state.transition', from: 'proposed', to: 'validated' }]);
     const stale = await store.updateOperation(created, { ...created, state: 'rejected' }, []).catch((e: unknown) => e);
     expect(stale).toBeInstanceOf(OperationConflictError);
@@ -115,7 +122,49 @@ describe.each([
     const closed = await store.updateRunStatus(run, 'cancelled', [{ type: 'run.cancelled' }]);
     expect(closed.status).toBe('cancelled');
     await expect(store.updateRunStatus(run, 'budget_exhausted', [])).rejects.toBeInstanceOf(RunChangedError);
-    await expect(store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: [] })).rejects.toBeInstanceOf(RunChangedError);
+    await expect(store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: proposal })).rejects.toBeInstanceOf(RunChangedError);
+  });
+
+  it('shows the events of the write that won a race for a version, never those of the one that lost', async () => {
+    const store = await make();
+    const run = newRun();
+    await store.putNewRun(run);
+    const created = (await store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: proposal })).op;
+    const moves = await Promise.allSettled([
+      store.updateOperation(created, { ...created, state: 'validated' }, [{ type: 'state.transition', from: 'proposed', to: 'validated' }]),
+      store.updateOperation(created, { ...created, state: 'rejected' }, [{ type: 'state.transition', from: 'proposed', to: 'rejected' }]),
+    ]);
+    expect(moves.filter((m) => m.status === 'fulfilled')).toHaveLength(1);
+    const won = (await store.getOperation(created.operationId))!;
+    const events = await store.listEvents(run.runId);
+    expect(events.map((e) => [e.type, e.to])).toEqual([['operation.proposed', undefined], ['state.transition', won.state]]);
+    // The next write keeps the blocks of the writes before it.
+    const next = await store.updateOperation(won, { ...won }, [{ type: 'policy.decision' }]);
+    expect((await store.listEvents(run.runId)).map((e) => e.type)).toEqual(['operation.proposed', 'state.transition', 'policy.decision']);
+    expect((await store.listOperationsOfRun(run.runId)).map((o) => [o.operationId, o.version])).toEqual([[created.operationId, next.op.version]]);
+  });
+
+  it('lists an active operation once its lease passes, again while nobody claims it, never before and never once settled', async () => {
+    const store = await make();
+    const run = newRun();
+    await store.putNewRun(run);
+    const create = async (callId: string, leaseMs: number) => (await store.createOperation({ run, runChange: admit(1, callId === 'a'), op: { ...newOp(run.runId, callId), leaseUntil: at(leaseMs) }, events: proposal })).op;
+    const a = await create('a', 60_000);
+    const b = await create('b', 60_000);
+    const c = await create('c', 600_000);
+    await store.updateOperation(b, { ...b, state: 'rejected', envelope: { status: 'rejected' } as OperationRecord['envelope'] }, []);
+    const due = async (ms: number) => (await store.listExpiredLeases(at(ms), 100)).map((o) => o.callId).sort();
+    expect(await due(0)).toEqual([]);
+    expect(await due(120_000)).toEqual(['a']);
+    // Nobody claimed it: listed again.
+    expect(await due(240_000)).toEqual(['a']);
+    // Renewed further out: not due until that passes. Shortened: due at the shorter lease.
+    const aNow = (await store.getOperation(a.operationId))!;
+    await store.updateOperation(aNow, { ...aNow, leaseUntil: at(900_000) }, []);
+    await store.updateOperation(c, { ...c, leaseUntil: at(300_000) }, []);
+    expect(await due(360_000)).toEqual(['c']);
+    expect(await due(1_000_000)).toEqual(['a', 'c']);
+    expect((await store.listExpiredLeases(at(0), 100, { ignoreLeases: true })).map((o) => o.callId).sort()).toEqual(['a', 'c']);
   });
 
   it('lease locks: one holder at a time; an expired holder is taken over and cannot release the new lock', async () => {

@@ -41,6 +41,7 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
       runs.set(run.runId, clone(run));
     },
     async createOperation({ run, runChange, op, events: list }) {
+      if (!list.length) throw new Error('an operation is created with its first trace events');
       if (ops.has(op.operationId)) throw new OperationExistsError(clone(ops.get(op.operationId)));
       const stored = runs.get(run.runId);
       if (!stored) throw new Error('no run');
@@ -88,8 +89,8 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
     async listOperationsOfRun(runId) {
       return clone([...ops.values()].filter((o) => o.runId === runId));
     },
-    async listExpiredLeases(now, limit) {
-      return clone([...ops.values()].filter((o) => isActive(o) && (o.leaseUntil ?? o.updatedAt) < now).slice(0, limit));
+    async listExpiredLeases(now, limit, options = {}) {
+      return clone([...ops.values()].filter((o) => isActive(o) && (options.ignoreLeases || (o.leaseUntil ?? o.updatedAt) < now)).slice(0, limit));
     },
     async listPendingApprovals({ approverId, now, limit, after }) {
       const pending = [...ops.values()]

@@ -1,0 +1,30 @@
+/**
+ * Trace sequence numbers without a shared counter (a counter is one more write, and one more round trip,
+ * on every step). `seq = slot × 64 + index`: a slot is a millisecond since 2026 times 64 plus a random
+ * sub-slot, and each stored block of events (at most 64) holds one slot. Writers never wait on each other:
+ * two that pick the same slot in one run collide on the block's conditional put, and the loser picks again.
+ *
+ * So numbers are unique and strictly increasing per run, follow the clock across processes, and never fall
+ * below a floor the writer read (the operation's own last block): one operation's story stays in order
+ * whatever the clocks of the processes that wrote it. They are not contiguous, and stay below 2^53 until
+ * about 2095.
+ */
+export const EVENTS_PER_BLOCK = 64;
+const SUBSLOTS = 64;
+const EPOCH_MS = Date.UTC(2026, 0, 1);
+
+export interface TraceClock {
+  /** The first sequence number of a new block: after `floorSeq`, and after every block this process numbered. */
+  nextBlock(floorSeq?: number): number;
+}
+
+export function makeTraceClock(clock: () => number, random: () => number = Math.random): TraceClock {
+  let last = -1;
+  return {
+    nextBlock(floorSeq = -1) {
+      const fromClock = (clock() - EPOCH_MS) * SUBSLOTS + Math.floor(random() * SUBSLOTS);
+      last = Math.max(fromClock, Math.floor(floorSeq / EVENTS_PER_BLOCK) + 1, last + 1);
+      return last * EVENTS_PER_BLOCK;
+    },
+  };
+}
