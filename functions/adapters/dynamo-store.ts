@@ -1,6 +1,8 @@
 import { DynamoDBClient, TransactionCanceledException, ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, DeleteCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { randomUUID } from 'node:crypto';
 import type { OperationRecord, RunRecord } from '../core/model';
 import { ContentionError, OperationConflictError, OperationExistsError, RunChangedError, type RunChange, type Store } from '../core/ports';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
@@ -24,8 +26,8 @@ function toItem(op: OperationRecord): Record<string, unknown> {
 }
 
 function fromItem(item: Record<string, unknown>): OperationRecord {
-  // `activeKey` belonged to an index over active operations that the watch table replaced.
-  const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, ...op } = item;
+  // `activeKey` put a record written before the watch table in the legacy index; `writeId` names a write.
+  const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, writeId: _w, ...op } = item;
   return expand(op as unknown as OperationRecord);
 }
 
@@ -112,6 +114,14 @@ function unpackEvents(item: PackedEvents | { events: TraceEvent[] }): TraceEvent
     const ids = { ...(packed.operationId ? { operationId: packed.operationId } : {}), ...(packed.callId ? { callId: packed.callId } : {}) };
     return { seq: packed.seq + i, at: packed.at, runId: packed.runId, ...ids, ...e } as TraceEvent;
   });
+}
+
+/**
+ * The SDK resends a write whose answer was lost; the resend then fails its own condition. A plain put has
+ * no request token (a transaction has), so each write names itself, and finding its own name is success.
+ */
+function ownWrite(item: Record<string, AttributeValue> | undefined, writeId: string): boolean {
+  return item?.writeId?.S === writeId;
 }
 
 /** Waits for a person: the outcome is unknown and neither reconciliation nor a reviewer settled it. */
@@ -228,10 +238,10 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
   /**
    * An operation's events are written as their own item just before the record that names them: two
    * plain writes cost three write units less than one transaction of both. A crash in between leaves a
-   * block no record names, which the trace never shows. Numbered after the operation's own last block.
+   * block no record names, which the trace never shows. Numbered after the blocks `before` names.
    */
-  const writeBlock = (op: OperationRecord, events: NewTraceEvent[], at: string): Promise<TraceEvent[]> =>
-    putBlock(op.runId, events, at, op.expiresAtEpoch, op.operationId, op.traceSeqs?.length ? Math.max(...op.traceSeqs) : undefined);
+  const writeBlock = (op: OperationRecord, before: OperationRecord | undefined, events: NewTraceEvent[], at: string): Promise<TraceEvent[]> =>
+    putBlock(op.runId, events, at, op.expiresAtEpoch, op.operationId, before?.traceSeqs?.length ? Math.max(...before.traceSeqs) : undefined);
 
   /** The record after a write: it names the block of events written for it, after those of earlier writes. */
   const naming = (op: OperationRecord, earlier: number[] | undefined, traced: TraceEvent[]): OperationRecord => ({
@@ -285,9 +295,10 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     async createOperation({ run, runChange, op, events }) {
       if (!events.length) throw new Error('an operation is created with its first trace events');
       const at = nowIso();
+      const writeId = randomUUID();
       const proposed: OperationRecord = { ...op, version: 1, updatedAt: at };
       // Both land before the operation does: a creation that then fails leaves only what nothing names.
-      const [traced] = await Promise.all([writeBlock(proposed, events, at), watch.entryFor(undefined, proposed)]);
+      const [traced] = await Promise.all([writeBlock(proposed, undefined, events, at), watch.entryFor(undefined, proposed)]);
       const created = naming(proposed, undefined, traced);
       const runItem = runChangeItem(tables, run, runChange, at);
       const items: TransactItem[] = [
@@ -295,7 +306,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         {
           Put: {
             TableName: tables.operations,
-            Item: toItem(created),
+            Item: { ...toItem(created), writeId },
             // Why: the operation id is derived from (runId, callId); it may be created once only.
             ConditionExpression: 'attribute_not_exists(operationId)',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -306,7 +317,10 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         if (runItem) await doc.send(new TransactWriteCommand({ TransactItems: items }));
         else await doc.send(new PutCommand(items[0].Put!));
       } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) throw new OperationExistsError(error.Item ? fromItem(unmarshall(error.Item)) : undefined);
+        if (error instanceof ConditionalCheckFailedException) {
+          if (ownWrite(error.Item, writeId)) return { op: created, events: traced };
+          throw new OperationExistsError(error.Item ? fromItem(unmarshall(error.Item)) : undefined);
+        }
         throw transactionError(error, runItem ? 1 : 0, runItem ? 0 : -1);
       }
       return { op: created, events: traced };
@@ -314,14 +328,15 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
     async updateOperation(before, after, events) {
       const at = nowIso();
+      const writeId = randomUUID();
       const moved: OperationRecord = { ...after, version: before.version + 1, updatedAt: at };
-      const [traced] = await Promise.all([writeBlock(moved, events, at), watch.entryFor(before, moved)]);
+      const [traced] = await Promise.all([writeBlock(moved, before, events, at), watch.entryFor(before, moved)]);
       const next = naming(moved, before.traceSeqs, traced);
       try {
         await doc.send(
           new PutCommand({
             TableName: tables.operations,
-            Item: toItem(next),
+            Item: { ...toItem(next), writeId },
             // Why: every transition names the state it leaves and the version it read; and the blocks it read,
             // so a writer holding a record without them cannot drop the names of earlier blocks.
             ConditionExpression: '#state = :from AND #version = :version AND (attribute_not_exists(traceSeqs) OR size(traceSeqs) = :named)',
@@ -331,7 +346,10 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
           }),
         );
       } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) throw new OperationConflictError(error.Item ? fromItem(unmarshall(error.Item)) : undefined);
+        if (error instanceof ConditionalCheckFailedException) {
+          if (ownWrite(error.Item, writeId)) return { op: next, events: traced };
+          throw new OperationConflictError(error.Item ? fromItem(unmarshall(error.Item)) : undefined);
+        }
         throw error;
       }
       return { op: next, events: traced };
@@ -373,7 +391,22 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     },
 
     async listExpiredLeases(now, limit, options = {}) {
-      return watch.due(now, limit, options.ignoreLeases === true, (ids) => readOperations(ids, false));
+      const ignoreLeases = options.ignoreLeases === true;
+      const [watched, legacy] = await Promise.all([
+        watch.due(now, limit, ignoreLeases, (ids) => readOperations(ids, true)),
+        queryAll<Record<string, unknown>>(
+          {
+            TableName: tables.operations,
+            IndexName: INDEX.legacyActiveByLease,
+            KeyConditionExpression: ignoreLeases ? 'activeKey = :a' : 'activeKey = :a AND leaseUntil < :now',
+            ExpressionAttributeValues: { ':a': 'active', ...(ignoreLeases ? {} : { ':now': now }) },
+          },
+          limit,
+        ),
+      ]);
+      const found = new Map(watched.map((op) => [op.operationId, op]));
+      for (const item of legacy) if (!found.has(item.operationId as string)) found.set(item.operationId as string, fromItem(item));
+      return [...found.values()].slice(0, limit);
     },
 
     async listPendingApprovals({ approverId, now, limit, after }) {

@@ -61,8 +61,10 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
     async entryFor(before, after) {
       if (!isActive(after)) return;
       // The entry that watches `before` comes due first and is still ahead of the cursor, unless `before` had
-      // no entry (new, or settled until now) or its lease had passed (then it may have been listed already).
-      if (before && isActive(before) && leaseOf(before) >= nowIso() && leaseOf(after) >= leaseOf(before)) return;
+      // no entry (new, settled until now, or written before the watch table: no `traceSeqs`) or its lease had
+      // passed (then it may have been listed already).
+      const watched = before !== undefined && before.traceSeqs !== undefined && isActive(before) && leaseOf(before) >= nowIso();
+      if (watched && leaseOf(after) >= leaseOf(before)) return;
       await put(after.operationId, leaseOf(after));
     },
 

@@ -12,6 +12,7 @@ export interface TableLayout {
 }
 
 export const INDEX = {
+  legacyActiveByLease: 'activeByLease',
   pendingApprovals: 'pendingApprovals',
   openReviews: 'openReviews',
 } as const;
@@ -25,6 +26,10 @@ export const TABLES: readonly TableLayout[] = [
     // No index on every operation: each would cost a write unit on most writes. A run's operations are
     // found through its trace; operations to sweep through the watch table.
     indexes: [
+      // Legacy, for one release: operations written before the watch table carry `activeKey` and are swept
+      // through this index until their next write. No new item carries it, so it costs no write unit; a later
+      // release drops it (CloudFormation deletes one index per update, and `byRun` went in this one).
+      { name: INDEX.legacyActiveByLease, partitionKey: { name: 'activeKey', type: 'S' }, sortKey: { name: 'leaseUntil', type: 'S' } },
       // Sparse: only operations waiting for a person carry `approvalPendingKey`.
       { name: INDEX.pendingApprovals, partitionKey: { name: 'approvalPendingKey', type: 'S' }, sortKey: { name: 'createdAt', type: 'S' } },
       // Sparse: only outcome_unknown operations flagged for a person's resolution carry `reviewOpenKey`.

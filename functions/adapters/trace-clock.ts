@@ -4,10 +4,10 @@
  * sub-slot, and each stored block of events (at most 64) holds one slot. Writers never wait on each other:
  * two that pick the same slot in one run collide on the block's conditional put, and the loser picks again.
  *
- * So numbers are unique and strictly increasing per run, follow the clock across processes, and never fall
- * below a floor the writer read (the operation's own last block): one operation's story stays in order
- * whatever the clocks of the processes that wrote it. They are not contiguous, and stay below 2^53 until
- * about 2095.
+ * So numbers are unique per run, and a block numbers after the floor its writer read (the operation's own
+ * last block) and after every block of its process: one operation's story, and one process's, stay in order
+ * whatever the clocks. Between processes (say a replay noted by one Lambda and the result it replays written
+ * by another), order is that of their clocks. Numbers are not contiguous, and stay below 2^53 until about 2095.
  */
 export const EVENTS_PER_BLOCK = 64;
 const SUBSLOTS = 64;

@@ -65,7 +65,7 @@ export interface Store {
   /**
    * Active operations whose lease passed before `now`, up to `limit`; with `ignoreLeases`, every active
    * one (a runtime that knows none of its executions survived). One that stays active and unclaimed is
-   * listed again by a later call.
+   * listed again by a later call, possibly only a while later (the DynamoDB store: a minute).
    */
   listExpiredLeases(now: string, limit: number, options?: { ignoreLeases?: boolean }): Promise<OperationRecord[]>;
   /**

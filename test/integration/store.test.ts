@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { makeDocumentClient, makeDynamoStore } from '../../functions/adapters/dynamo-store';
@@ -179,5 +180,62 @@ describe.each([
     expect(await store.acquireLock(key, 'C', 1000, t0 + 2100)).toBe(false);
     await store.releaseLock(key, 'B');
     expect(await store.acquireLock(key, 'C', 1000, t0 + 2200)).toBe(true);
+  });
+});
+
+describe('DynamoDB store: what only DynamoDB can do', () => {
+  it('a write whose answer was lost and that the SDK resent is its own success, not a conflict with itself', async () => {
+    const prefix = `s${randomBytes(4).toString('hex')}`;
+    const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
+    await ensureTables(client, tables);
+    const lossy = localClient(inject('dynamoEndpoint'));
+    let drop = 0;
+    // Inside the SDK's retry loop: the put reaches DynamoDB, its answer does not.
+    lossy.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (context.commandName === 'PutItemCommand' && (args.input as { TableName?: string }).TableName === tables.operations && drop > 0) {
+          drop--;
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', $metadata: {} });
+        }
+        return out;
+      },
+      { step: 'deserialize', name: 'loseAnswer' },
+    );
+    try {
+      const store = makeDynamoStore(makeDocumentClient(lossy), tables);
+      const run = newRun();
+      await store.putNewRun(run);
+      const created = (await store.createOperation({ run, runChange: { kind: 'none' }, op: newOp(run.runId), events: proposal })).op;
+      drop = 1;
+      const moved = await store.updateOperation(created, { ...created, state: 'validated' }, [{ type: 'state.transition', from: 'proposed', to: 'validated' }]);
+      expect(drop).toBe(0);
+      expect(moved.op.version).toBe(2);
+      expect((await store.getOperation(created.operationId))!.state).toBe('validated');
+      expect((await store.listEvents(run.runId)).map((e) => e.type)).toEqual(['operation.proposed', 'state.transition']);
+    } finally {
+      lossy.destroy();
+    }
+  });
+
+  it('sweeps an operation written before the watch table through the legacy index, and watches it from its next write', async () => {
+    const prefix = `s${randomBytes(4).toString('hex')}`;
+    const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
+    await ensureTables(client, tables);
+    const doc = makeDocumentClient(client);
+    const store = makeDynamoStore(doc, tables);
+    const run = newRun();
+    await store.putNewRun(run);
+    // As the previous release wrote it: in the active index, no trace names, no watch entry.
+    const legacy = { ...newOp(run.runId), state: 'executing' as const, version: 3, updatedAt: at(0), leaseUntil: at(60_000) };
+    await doc.send(new PutCommand({ TableName: tables.operations, Item: { ...legacy, activeKey: 'active' } }));
+    const due = async (ms: number) => (await store.listExpiredLeases(at(ms), 100)).map((o) => o.operationId);
+    expect(await due(0)).toEqual([]);
+    expect(await due(120_000)).toEqual([legacy.operationId]);
+    // Its next write takes it out of the legacy index and gives it a watch entry, even with a longer lease.
+    const read = (await store.getOperation(legacy.operationId))!;
+    await store.updateOperation(read, { ...read, leaseUntil: at(300_000) }, []);
+    expect(await due(120_000)).toEqual([]);
+    expect(await due(360_000)).toEqual([legacy.operationId]);
   });
 });
