@@ -2,7 +2,7 @@ import { DynamoDBClient, TransactionCanceledException, ConditionalCheckFailedExc
 import { DynamoDBDocumentClient, GetCommand, PutCommand, DeleteCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { OperationRecord, RunRecord } from '../core/model';
 import { ContentionError, OperationConflictError, OperationExistsError, RunChangedError, type RunChange, type Store } from '../core/ports';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
@@ -34,11 +34,20 @@ function fromItem(item: Record<string, unknown>): OperationRecord {
 /**
  * Every write unit counts (items in a transaction cost double, and each index holds a copy): a result is
  * stored once, in `outcome`, not again in the last attempt and the envelope, which also need not repeat
- * the ids the record carries. `expand` puts them back, so nothing outside this file sees the difference.
+ * the ids the record carries; arguments sent canonical are stored once too. `expand` puts them back, so
+ * nothing outside this file sees the difference.
  */
 function compact(op: OperationRecord): OperationRecord {
   const result = resultOf(op.outcome);
-  const out: OperationRecord = { ...op };
+  const out: OperationRecord & { rawArgumentsAre?: 'frozen' | 'frozenParsed' } = { ...op };
+  // Arguments the model sent already canonical are the frozen ones: kept once, told apart from a JSON string.
+  if (op.frozenArguments !== undefined && op.rawArguments === op.frozenArguments) {
+    out.rawArguments = undefined;
+    out.rawArgumentsAre = 'frozen';
+  } else if (op.frozenArguments !== undefined && typeof op.rawArguments === 'object' && op.rawArguments !== null && JSON.stringify(op.rawArguments) === op.frozenArguments) {
+    out.rawArguments = undefined;
+    out.rawArgumentsAre = 'frozenParsed';
+  }
   const last = op.lastAttempt;
   if (result !== undefined && last?.outcome.kind === 'succeeded' && last.outcome.result === result) {
     out.lastAttempt = { ...last, outcome: { kind: 'succeeded', upstreamStatus: last.outcome.upstreamStatus } as typeof last.outcome };
@@ -51,9 +60,11 @@ function compact(op: OperationRecord): OperationRecord {
   return out;
 }
 
-function expand(op: OperationRecord): OperationRecord {
+function expand(item: OperationRecord & { rawArgumentsAre?: 'frozen' | 'frozenParsed' }): OperationRecord {
+  const { rawArgumentsAre, ...op } = item;
   const result = resultOf(op.outcome);
   const out: OperationRecord = { ...op };
+  if (rawArgumentsAre && op.frozenArguments !== undefined) out.rawArguments = rawArgumentsAre === 'frozen' ? op.frozenArguments : JSON.parse(op.frozenArguments);
   const last = op.lastAttempt;
   if (result !== undefined && last?.outcome.kind === 'succeeded' && !('result' in last.outcome)) {
     out.lastAttempt = { ...last, outcome: { ...(last.outcome as object), result } as typeof last.outcome };
@@ -123,6 +134,9 @@ function unpackEvents(item: PackedEvents | { events: TraceEvent[] }): TraceEvent
 function ownWrite(item: Record<string, AttributeValue> | undefined, writeId: string): boolean {
   return item?.writeId?.S === writeId;
 }
+
+/** 72 random bits: unique among the writes of one operation, and short (every byte of the item is billed). */
+const newWriteId = () => randomBytes(9).toString('base64url');
 
 /** Waits for a person: the outcome is unknown and neither reconciliation nor a reviewer settled it. */
 function isOpenReview(op: OperationRecord): boolean {
@@ -295,7 +309,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     async createOperation({ run, runChange, op, events }) {
       if (!events.length) throw new Error('an operation is created with its first trace events');
       const at = nowIso();
-      const writeId = randomUUID();
+      const writeId = newWriteId();
       const proposed: OperationRecord = { ...op, version: 1, updatedAt: at };
       // Both land before the operation does: a creation that then fails leaves only what nothing names.
       const [traced] = await Promise.all([writeBlock(proposed, undefined, events, at), watch.entryFor(undefined, proposed)]);
@@ -328,7 +342,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
     async updateOperation(before, after, events) {
       const at = nowIso();
-      const writeId = randomUUID();
+      const writeId = newWriteId();
       const moved: OperationRecord = { ...after, version: before.version + 1, updatedAt: at };
       const [traced] = await Promise.all([writeBlock(moved, before, events, at), watch.entryFor(before, moved)]);
       const next = naming(moved, before.traceSeqs, traced);

@@ -126,6 +126,21 @@ describe.each([
     await expect(store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: proposal })).rejects.toBeInstanceOf(RunChangedError);
   });
 
+  it('gives back the arguments as sent, whether an object, a JSON string or something else than the frozen form', async () => {
+    const store = await make();
+    const run = newRun({ maxToolCalls: 10 });
+    await store.putNewRun(run);
+    const frozen = '{"amount":1000,"currency":"USD"}';
+    for (const [i, raw] of [{ amount: 1000, currency: 'USD' }, frozen, { currency: 'USD', amount: 1000 }, '{ "amount": 1000, "currency": "USD" }'].entries()) {
+      const op = { ...newOp(run.runId, `raw_${i}`), rawArguments: raw, frozenArguments: frozen };
+      await store.createOperation({ run: (await store.getRun(run.runId))!, runChange: admit(1, i === 0), op, events: proposal });
+      const read = (await store.getOperation(op.operationId))!;
+      expect(read.rawArguments).toEqual(raw);
+      expect(typeof read.rawArguments).toBe(typeof raw);
+      expect(read.frozenArguments).toBe(frozen);
+    }
+  });
+
   it('shows the events of the write that won a race for a version, never those of the one that lost', async () => {
     const store = await make();
     const run = newRun();
