@@ -9,11 +9,12 @@ import type { OperationRecord } from '../core/model';
  *
  * An entry `<time>#<operationId>` says "look at this operation again at this time". One is written when
  * an operation becomes active, at its lease, and again whenever its lease shortens or is renewed after it
- * passed; a longer lease needs none, because the entry that watches the shorter one comes due first. Entries are never deleted (TTL drops them): the sweeper walks
- * them in time order behind a cursor per shard, and each one it passes is either settled (nothing to do),
- * still leased (watched again at its lease) or lost (handed back, and watched again in case its
- * resumption fails). So every active operation always has an entry at or before its lease expiry, ahead
- * of the cursor.
+ * passed; a longer lease needs none, because the entry that watches the shorter one comes due first.
+ * Entries are never deleted (TTL drops them): the sweeper walks them in time order behind a cursor per
+ * shard, and each one it passes is either settled (nothing to do), still leased (watched again at its
+ * lease) or lost (handed back, and watched again in case its resumption fails). So every active operation
+ * always has an entry ahead of the cursor, due at its lease expiry at the latest (or a minute after it was
+ * last handed back).
  */
 
 /** Shards spread the entries of one moment over partitions; the sweeper reads them all. */
@@ -35,7 +36,7 @@ function shardOf(operationId: string): string {
 }
 
 export interface Watch {
-  /** The entry an operation needs after this write, if any: it becomes active, or its lease shortens. */
+  /** Writes the entry an operation needs after this write, if any (see above). Call it before the write. */
   entryFor(before: OperationRecord | undefined, after: OperationRecord): Promise<void>;
   /** Active operations whose lease passed before `now` (every active one with `ignoreLeases`), up to `limit`. */
   due(now: string, limit: number, ignoreLeases: boolean, read: (ids: string[]) => Promise<Map<string, OperationRecord>>): Promise<OperationRecord[]>;
