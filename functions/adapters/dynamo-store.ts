@@ -251,8 +251,9 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
   /**
    * An operation's events are written as their own item just before the record that names them: two
-   * plain writes cost three write units less than one transaction of both. A crash in between leaves a
-   * block no record names, which the trace never shows. Numbered after the blocks `before` names.
+   * plain writes cost half of one transaction of both (items in a transaction count twice). A crash in
+   * between leaves a block no record names, which the trace never shows. Numbered after the blocks `before`
+   * names.
    */
   const writeBlock = (op: OperationRecord, before: OperationRecord | undefined, events: NewTraceEvent[], at: string): Promise<TraceEvent[]> =>
     putBlock(op.runId, events, at, op.expiresAtEpoch, op.operationId, before?.traceSeqs?.length ? Math.max(...before.traceSeqs) : undefined);
@@ -263,8 +264,8 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     traceSeqs: traced.length ? [...(earlier ?? []), traced[0].seq] : earlier ?? [],
   });
 
-  async function readOperations(ids: string[], consistent: boolean): Promise<Map<string, OperationRecord>> {
-    const items = await batchRead(doc, tables.operations, 'operationId', ids, consistent);
+  async function readOperations(ids: string[]): Promise<Map<string, OperationRecord>> {
+    const items = await batchRead(doc, tables.operations, 'operationId', ids);
     return new Map(items.map((item) => [item.operationId as string, fromItem(item)]));
   }
 
@@ -393,21 +394,21 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
     async listEvents(runId) {
       const items = await eventItems(runId);
-      const owners = await readOperations([...new Set(items.flatMap((i) => (i.owner ? [i.owner] : [])))], true);
+      const owners = await readOperations([...new Set(items.flatMap((i) => (i.owner ? [i.owner] : [])))]);
       return items.filter((i) => !i.owner || owners.get(i.owner)?.traceSeqs?.includes(i.seq)).flatMap(unpackEvents);
     },
 
     async listOperationsOfRun(runId) {
       // Every operation's first block names it (the trace is the run's index of its operations).
       const ids = new Set((await eventItems(runId)).flatMap((i) => [i.owner, i.operationId, ...i.events.map((e) => e.operationId)].filter((id): id is string => !!id)));
-      const ops = [...(await readOperations([...ids], true)).values()].filter((op) => op.runId === runId);
+      const ops = [...(await readOperations([...ids])).values()].filter((op) => op.runId === runId);
       return ops.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.operationId.localeCompare(b.operationId));
     },
 
     async listExpiredLeases(now, limit, options = {}) {
       const ignoreLeases = options.ignoreLeases === true;
       const [watched, legacy] = await Promise.all([
-        watch.due(now, limit, ignoreLeases, (ids) => readOperations(ids, true)),
+        watch.due(now, limit, ignoreLeases, readOperations),
         queryAll<Record<string, unknown>>(
           {
             TableName: tables.operations,

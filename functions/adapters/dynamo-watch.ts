@@ -119,13 +119,13 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
   };
 }
 
-/** Reads operations by id in batches of 100 (BatchGetItem's limit), retrying what DynamoDB leaves unprocessed. */
-export async function batchRead(doc: DynamoDBDocumentClient, table: string, key: string, ids: string[], consistent: boolean): Promise<Record<string, unknown>[]> {
+/** Reads items by key in batches of 100 (BatchGetItem's limit), consistently, retrying what DynamoDB leaves unprocessed. */
+export async function batchRead(doc: DynamoDBDocumentClient, table: string, key: string, ids: string[]): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   for (let i = 0; i < ids.length; i += 100) {
     let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + 100).map((id) => ({ [key]: id }));
     for (let round = 0; keys?.length; round++) {
-      const out = await doc.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: consistent } } }));
+      const out = await doc.send(new BatchGetCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }));
       items.push(...(out.Responses?.[table] ?? []));
       keys = out.UnprocessedKeys?.[table]?.Keys as Record<string, unknown>[] | undefined;
       if (keys?.length) await new Promise((r) => setTimeout(r, Math.min(1000, 20 * 2 ** round) * Math.random()));
