@@ -5,6 +5,8 @@ import {
   ErrorSchema,
   OperationSchema,
   PendingSchema,
+  PreviewResultSchema,
+  ReviewsSchema,
   RunSchema,
   ToolsSchema,
   TraceSchema,
@@ -39,7 +41,7 @@ export interface ClientOptions {
   /** A principal's bearer key. */
   apiKey: string;
   /** Defaults to the global `fetch`. */
-  fetch?: typeof fetch;
+  fetch?: (url: string, init: RequestInit) => Promise<Response>;
 }
 
 export interface ToolCall {
@@ -53,13 +55,8 @@ export interface ToolCall {
 export type ToolCallResult = { kind: 'envelope'; envelope: Envelope; replayed: boolean } | { kind: 'pending'; operationId: string; state: string; statusUrl: string };
 
 /** The answer of the policy preview: what validation would decide, without creating an operation. */
-export const PreviewSchema = z.looseObject({ decision: z.enum(['allow', 'deny', 'require_approval']), code: z.string().optional(), message: z.string(), inputHash: z.string() });
-export type Preview = z.infer<typeof PreviewSchema>;
-
+export type Preview = z.infer<typeof PreviewResultSchema>;
 /** An operation waiting for a person's resolution. */
-export const ReviewsSchema = z.looseObject({
-  reviews: z.array(z.looseObject({ operationId: z.string(), runId: z.string(), toolName: z.string(), reason: z.string(), since: z.string(), resolveUrl: z.string() })),
-});
 export type Review = z.infer<typeof ReviewsSchema>['reviews'][number];
 
 const WAIT_MAX_SECONDS = 25;
@@ -160,7 +157,7 @@ export function createClient(options: ClientOptions) {
     },
     /** What validation would decide for this call (tool, schema, authorization, budget, approval), with no operation. */
     async previewToolCall(runId: string, call: { name: string; arguments: Record<string, unknown> | string }): Promise<Preview> {
-      return (await request('POST', `/v1/runs/${id(runId)}/tool-calls/preview`, PreviewSchema, { body: call })).body;
+      return (await request('POST', `/v1/runs/${id(runId)}/tool-calls/preview`, PreviewResultSchema, { body: call })).body;
     },
     /** Pending approvals the caller (an approver) may decide. */
     async listApprovals(): Promise<Approval[]> {

@@ -30,7 +30,7 @@ const CallMeta = z.looseObject({
 });
 
 export function envelopeResult(envelope: Envelope): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(envelope) }], structuredContent: envelope, isError: envelope.status !== 'succeeded' };
+  return { content: [{ type: 'text', text: JSON.stringify(envelope) }], structuredContent: envelope as unknown as Record<string, unknown>, isError: envelope.status !== 'succeeded' };
 }
 
 export function pendingResult(op: { operationId: string; state: string; statusUrl?: string }): CallToolResult {

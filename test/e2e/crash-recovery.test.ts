@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../local/dynamodb-local';
 import { Api, Sandbox, shape } from '../support/stack';
+import { npmStart, type NpmStarted } from '../support/npm-start';
 import { isEmbedded } from '../support/target';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-crash-'));
@@ -12,36 +12,15 @@ const configPath = join(dataDir, 'config.json');
 const agentKey = 'tr_crash_test_agent_key_0123456789';
 writeFileSync(configPath, JSON.stringify({ principals: [{ id: 'agent', key: agentKey, roles: ['agent'], tools: '*' }], approvalSecret: 'crash-test-secret-0123456789abcdef' }));
 
-let child: ChildProcess | undefined;
+let started: NpmStarted | undefined;
 
-/** `npm start` in its own process group, so SIGKILL takes down npm, node and DynamoDB Local at once. */
-async function npmStart(ports: { api: number; sandbox: number }): Promise<{ output: () => string }> {
-  let output = '';
-  child = spawn('npm', ['start'], {
-    cwd: process.cwd(),
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PORT: String(ports.api), SANDBOX_PORT: String(ports.sandbox), TOOLRUNNER_DATA_DIR: dataDir, TOOLRUNNER_CONFIG: configPath },
-  });
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-  const deadline = Date.now() + 90_000;
-  while (!output.includes('ready: api=')) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`npm start did not become ready:\n${output}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { output: () => output };
-}
-
-function killGroup(signal: NodeJS.Signals): Promise<void> {
-  const proc = child!;
-  const exited = new Promise<void>((r) => (proc.exitCode !== null || proc.signalCode !== null ? r() : proc.once('exit', () => r())));
-  process.kill(-proc.pid!, signal);
-  return exited;
-}
+const start = async (ports: { api: number; sandbox: number }) => {
+  started = await npmStart({ PORT: String(ports.api), SANDBOX_PORT: String(ports.sandbox), TOOLRUNNER_DATA_DIR: dataDir, TOOLRUNNER_CONFIG: configPath });
+  return started;
+};
 
 afterAll(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) await killGroup('SIGKILL').catch(() => undefined);
+  if (started?.alive()) await started.signalGroup('SIGKILL').catch(() => undefined);
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -49,7 +28,7 @@ afterAll(async () => {
 describe.runIf(isEmbedded)('crash after the write', () => {
   it('SIGKILL while a charge is in flight; after a restart the operation is reported and the ledger has one charge', async () => {
     const ports = { api: await freePort(), sandbox: await freePort() };
-    await npmStart(ports);
+    await start(ports);
     const api = new Api(`http://127.0.0.1:${ports.api}`);
     const sandbox = new Sandbox(`http://127.0.0.1:${ports.sandbox}`);
     const runId = await api.createRun(agentKey);
@@ -62,8 +41,8 @@ describe.runIf(isEmbedded)('crash after the write', () => {
     const before = await api.operation(agentKey, opId);
     expect(before).toMatchObject({ state: 'executing', attempts: 1 });
 
-    await killGroup('SIGKILL');
-    const restarted = await npmStart(ports);
+    await started!.signalGroup('SIGKILL');
+    const restarted = await start(ports);
     expect(restarted.output()).toContain('recovered 1 operation(s)');
 
     const after = await api.until('the operation to be reported', () => api.operation(agentKey, opId), (op) => op.state === 'reported', 60_000);
@@ -84,7 +63,7 @@ describe.runIf(isEmbedded)('crash after the write', () => {
     expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ result: 'found' });
 
     // SIGTERM to npm start: a clean shutdown and exit code 0.
-    const proc = child!;
+    const proc = restarted.child;
     const code = new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
     proc.kill('SIGTERM');
     expect(await code).toBe(0);

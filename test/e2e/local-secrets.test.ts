@@ -1,44 +1,23 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../local/dynamodb-local';
+import { npmStart, type NpmStarted } from '../support/npm-start';
 import { isEmbedded } from '../support/target';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-secrets-'));
 const configPath = join(dataDir, 'config', 'toolrunner.local.json');
-let child: ChildProcess | undefined;
+let started: NpmStarted | undefined;
 
-/** `npm start` in its own process group; resolves with its output once it prints `ready:`. */
-async function npmStart(): Promise<() => string> {
-  let output = '';
+const start = async () => {
   const [api, sandbox] = [await freePort(), await freePort()];
-  child = spawn('npm', ['start'], {
-    cwd: process.cwd(),
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PORT: String(api), SANDBOX_PORT: String(sandbox), TOOLRUNNER_DATA_DIR: dataDir, TOOLRUNNER_CONFIG: configPath },
-  });
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-  const deadline = Date.now() + 90_000;
-  while (!output.includes('ready: api=')) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`npm start did not become ready:\n${output}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return () => output;
-}
-
-function stop(signal: NodeJS.Signals): Promise<number | null> {
-  const proc = child!;
-  const exited = new Promise<number | null>((r) => (proc.exitCode !== null || proc.signalCode !== null ? r(proc.exitCode) : proc.once('exit', (code) => r(code))));
-  process.kill(-proc.pid!, signal);
-  return exited;
-}
+  started = await npmStart({ PORT: String(api), SANDBOX_PORT: String(sandbox), TOOLRUNNER_DATA_DIR: dataDir, TOOLRUNNER_CONFIG: configPath });
+  return started.output;
+};
 
 afterAll(async () => {
-  if (child && child.exitCode === null && child.signalCode === null) await stop('SIGKILL').catch(() => undefined);
+  if (started?.alive()) await started.signalGroup('SIGKILL').catch(() => undefined);
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -69,13 +48,13 @@ const LOOPBACK = new Set(['0100007F', '0000000000000000FFFF00000100007F', '00000
 
 describe.runIf(isEmbedded)('the local stack keeps its secrets', () => {
   it('prints keys only when it creates the config file; DynamoDB Local listens on loopback only, owner-only files, no CORS *', async () => {
-    const first = await npmStart();
+    const first = await start();
     const keys = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { key: string }[] }).principals.map((p) => p.key);
     expect(first()).toContain('created with random keys');
     expect(keys.some((k) => first().includes(k))).toBe(true);
-    expect(await stop('SIGTERM')).toBe(0);
+    expect(await started!.signalGroup('SIGTERM')).toBe(0);
 
-    const second = await npmStart();
+    const second = await start();
     expect(second()).toContain(`keys: ${configPath} (not printed`);
     for (const key of keys) expect(second()).not.toContain(key);
 
@@ -93,6 +72,6 @@ describe.runIf(isEmbedded)('the local stack keeps its secrets', () => {
     const preflight = await fetch(`http://127.0.0.1:${sockets[0].port}/`, { method: 'OPTIONS', headers: { origin: 'http://evil.example', 'access-control-request-method': 'POST' } });
     expect(preflight.headers.get('access-control-allow-origin')).not.toBe('*');
     expect(preflight.headers.get('access-control-allow-origin')).not.toBe('http://evil.example');
-    expect(await stop('SIGTERM')).toBe(0);
+    expect(await started!.signalGroup('SIGTERM')).toBe(0);
   }, 240_000);
 });

@@ -1,0 +1,37 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface NpmStarted {
+  child: ChildProcess;
+  output(): string;
+  /** Signals the whole process group (npm, node and DynamoDB Local at once); resolves with npm's exit code. */
+  signalGroup(signal: NodeJS.Signals): Promise<number | null>;
+  alive(): boolean;
+}
+
+/** `npm start` in its own process group with these knobs added to the environment, once it prints `ready:`. */
+export async function npmStart(env: Record<string, string>): Promise<NpmStarted> {
+  let output = '';
+  const child = spawn('npm', ['start'], { cwd: process.cwd(), detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  const started: NpmStarted = {
+    child,
+    output: () => output,
+    alive,
+    signalGroup(signal) {
+      const exited = new Promise<number | null>((r) => (alive() ? child.once('exit', (code) => r(code)) : r(child.exitCode)));
+      process.kill(-child.pid!, signal);
+      return exited;
+    },
+  };
+  const deadline = Date.now() + 90_000;
+  while (!output.includes('ready: api=')) {
+    if (Date.now() > deadline || !alive()) {
+      if (alive()) await started.signalGroup('SIGKILL');
+      throw new Error(`npm start did not become ready:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return started;
+}
