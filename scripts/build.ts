@@ -19,6 +19,8 @@ const entries: Record<string, string> = {
   'client/index': 'functions/client/index.ts',
   cli: 'cli/main.ts',
   'cdk/index': 'functions/cdk/index.ts',
+  'openai-agents': 'functions/agents/openai-agents.ts',
+  'ai-sdk': 'functions/agents/ai-sdk.ts',
 };
 // The Lambda entries the construct bundles in the user's app (infra/bundling.ts runnerFile finds them at
 // dist/functions/handlers/*.js); `toolrunner-user-tools` stays a bare import, aliased to the user's module then.

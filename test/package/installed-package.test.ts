@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -140,6 +140,14 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     const tsc = await run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', app], { cwd: app }).catch((e: { stdout: string }) => ({ stdout: e.stdout, failed: true }));
     expect(tsc.stdout).toBe('');
   }, 120_000);
+
+  it('exports the framework adapters by their package names (their frameworks are optional peers)', async () => {
+    const resolved = await run(process.execPath, ['--input-type=module', '-e', "console.log(JSON.stringify(['openai-agents', 'ai-sdk'].map((name) => import.meta.resolve(`toolrunner/${name}`))))"], { cwd: app });
+    const [agents, aiSdk] = JSON.parse(resolved.stdout) as string[];
+    expect(agents).toMatch(/node_modules\/toolrunner\/dist\/openai-agents\.js$/);
+    expect(aiSdk).toMatch(/node_modules\/toolrunner\/dist\/ai-sdk\.js$/);
+    for (const file of [agents, aiSdk]) expect(existsSync(new URL(file))).toBe(true);
+  });
 
   it('runs the user’s tools with `toolrunner start --tools`, serves them through the typed client, and stops on SIGTERM', async () => {
     const [port, sandboxPort] = [await freePort(), await freePort()];
