@@ -55,7 +55,9 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
   if (created) {
     // The only time keys reach the terminal: the file was just made, and whoever started it needs them once.
     console.log(`keys: ${configPath} (created with random keys; they are printed this once only)`);
-    const agent = (JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] }).principals.find((p) => p.roles.includes('agent'));
+    const { principals } = JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { id: string; key: string; roles: string[] }[] };
+    for (const p of principals) console.log(`  ${p.id} (${p.roles.join(', ')}): ${p.key}`);
+    const agent = principals.find((p) => p.roles.includes('agent'));
     const firstTool = [...stack.deps.tools.keys()][0];
     if (agent) {
       console.log('try:');
