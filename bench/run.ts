@@ -1,6 +1,5 @@
 import '../local/env-defaults';
 import { runMain, startBenchStack } from './bench-stack';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import { freePort, localClient } from '../local/dynamodb-local';
+import { npmStart } from '../test/support/npm-start';
 
 /**
  * `npm run bench`: figures measured in one run on this machine, side by side with the peer a user would
@@ -26,17 +26,9 @@ const mib = () => Math.round(process.memoryUsage().rss / 1048576);
 async function timeToReady(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'toolrunner-bench-start-'));
   const started = Date.now();
-  const child = spawn('npm', ['start'], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORT: String(await freePort()), SANDBOX_PORT: String(await freePort()), TOOLRUNNER_DATA_DIR: dir, TOOLRUNNER_CONFIG: join(dir, 'config.json') } });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  while (!out.includes('ready: api=')) {
-    if (child.exitCode !== null) throw new Error(`npm start exited: ${out}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const npm = await npmStart({ PORT: String(await freePort()), SANDBOX_PORT: String(await freePort()), TOOLRUNNER_DATA_DIR: dir, TOOLRUNNER_CONFIG: join(dir, 'config.json') });
   const ms = Date.now() - started;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
+  await npm.signalGroup('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
   return ms;
 }
