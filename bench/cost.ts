@@ -6,7 +6,6 @@ import { FUNCTIONS } from '../infra/functions';
 import type { LifecycleFunction } from '../statemachines/definition';
 import { sweep } from '../functions/steps/resume';
 import { makeDocumentClient, makeDynamoStore } from '../functions/adapters/dynamo-store';
-import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
 import { localClient } from '../local/dynamodb-local';
 
 /**
@@ -117,9 +116,7 @@ async function main(): Promise<void> {
   };
   // The measurement's own reads go through a client of their own, so they are not counted as the call's.
   const observer = localClient(bench.dynamoEndpoint);
-  // startBenchStack names the tables `<name>-<id>`.
-  const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `cost-${id}`])) as TableNames;
-  const observed = makeDynamoStore(makeDocumentClient(observer), tables);
+  const observed = makeDynamoStore(makeDocumentClient(observer), stack.tables);
   const settled = async (operationId: string) => {
     for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
       const op = await observed.getOperation(operationId);

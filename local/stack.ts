@@ -51,6 +51,8 @@ export interface Stack {
   handlers: HandlerMode;
   /** The embedded engine's state machine, for Step Functions calls (DescribeExecution, history). */
   stateMachineArn: string;
+  /** The DynamoDB tables' names, for readers of their own (measurements, tests). */
+  tables: TableNames;
   stop(): Promise<void>;
 }
 
@@ -220,7 +222,7 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   timer.unref();
   started.push(async () => clearInterval(timer));
 
-  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, handlers: handlers.mode, stateMachineArn: engine.stateMachineArn, stop };
+  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, handlers: handlers.mode, stateMachineArn: engine.stateMachineArn, tables, stop };
 }
 
 /** Each line with the seconds since the stack began to start, e.g. `[ 2.4s] tables ready`. */
