@@ -21,7 +21,14 @@ export async function startBenchStack(options: {
   const dir = mkdtempSync(join(tmpdir(), `toolrunner-${options.name}-`));
   const configPath = join(dir, 'config.json');
   writeFileSync(configPath, JSON.stringify({ principals: options.principals, approvalSecret: `${options.name}-secret-0123456789abcdef` }));
-  const stack = await startStack({ dataDir: dir, configPath, dynamoEndpoint: dynamoLocal.endpoint, dynamoClient: dynamo, tablePrefix: options.name, ...options.stack });
+  const stack = await startStack({
+    dataDir: dir,
+    configPath,
+    dynamoEndpoint: dynamoLocal.endpoint,
+    dynamoClient: dynamo,
+    tablePrefix: options.name,
+    ...options.stack,
+  });
   return {
     stack,
     dynamoEndpoint: dynamoLocal.endpoint,

@@ -45,7 +45,16 @@ interface Tally {
   /** Entries written for the sweeper, each read once by a later sweep (charged below, then dropped). */
   watchEntries: number;
 }
-const zero = (): Tally => ({ transitions: 0, expressExecutions: 0, expressGbSeconds: 0, lambdaInvocations: 0, lambdaGbSeconds: 0, dynamoWriteUnits: 0, dynamoReadUnits: 0, watchEntries: 0 });
+const zero = (): Tally => ({
+  transitions: 0,
+  expressExecutions: 0,
+  expressGbSeconds: 0,
+  lambdaInvocations: 0,
+  lambdaGbSeconds: 0,
+  dynamoWriteUnits: 0,
+  dynamoReadUnits: 0,
+  watchEntries: 0,
+});
 
 function countCapacity(client: DynamoDBClient, tally: () => Tally): void {
   client.middlewareStack.add(
@@ -107,7 +116,11 @@ async function main(): Promise<void> {
   const { stack } = bench;
   const request = async (path: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
     const started = performance.now();
-    const res = await fetch(`${stack.apiUrl}${path}`, { method: body === undefined ? 'GET' : 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${stack.apiUrl}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const json = (await res.json()) as any;
     // The API is a Lambda too: one invocation per request, for as long as it waits.
     current.lambdaInvocations++;
@@ -131,21 +144,45 @@ async function main(): Promise<void> {
   let n = 0;
   const paths: Record<string, (runId: string) => Promise<void>> = {
     read: async (runId) => {
-      const env = await request(`/v1/runs/${runId}/tool-calls`, agentKey, { callId: `c${n++}`, turn: 1, name: 'get_order', arguments: { orderId: 'ord_3' } }, { prefer: 'wait=25' });
+      const env = await request(
+        `/v1/runs/${runId}/tool-calls`,
+        agentKey,
+        { callId: `c${n++}`, turn: 1, name: 'get_order', arguments: { orderId: 'ord_3' } },
+        { prefer: 'wait=25' },
+      );
       await settled(env.logical_operation_id);
     },
     write: async (runId) => {
-      const env = await request(`/v1/runs/${runId}/tool-calls`, agentKey, { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: { amount: 1000, currency: 'USD', customer: `cus_${n}` } }, { prefer: 'wait=25' });
+      const env = await request(
+        `/v1/runs/${runId}/tool-calls`,
+        agentKey,
+        { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: { amount: 1000, currency: 'USD', customer: `cus_${n}` } },
+        { prefer: 'wait=25' },
+      );
       await settled(env.logical_operation_id);
     },
     write_with_one_retry: async (runId) => {
-      await fetch(`${stack.sandboxUrl}/_sandbox/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ route: 'POST /v1/charges', mode: 'fail_503', count: 1 }) });
-      const env = await request(`/v1/runs/${runId}/tool-calls`, agentKey, { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: { amount: 1000, currency: 'USD', customer: `cus_${n}` } }, { prefer: 'wait=25' });
+      await fetch(`${stack.sandboxUrl}/_sandbox/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ route: 'POST /v1/charges', mode: 'fail_503', count: 1 }),
+      });
+      const env = await request(
+        `/v1/runs/${runId}/tool-calls`,
+        agentKey,
+        { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: { amount: 1000, currency: 'USD', customer: `cus_${n}` } },
+        { prefer: 'wait=25' },
+      );
       if (env.status !== 'succeeded') throw new Error(`retry path: ${JSON.stringify(env)}`);
       await settled(env.logical_operation_id);
     },
     approval: async (runId) => {
-      const pending = await request(`/v1/runs/${runId}/tool-calls`, agentKey, { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: { amount: 75_000, currency: 'USD', customer: `cus_${n}` } }, { prefer: 'wait=25' });
+      const pending = await request(
+        `/v1/runs/${runId}/tool-calls`,
+        agentKey,
+        { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: { amount: 75_000, currency: 'USD', customer: `cus_${n}` } },
+        { prefer: 'wait=25' },
+      );
       const list = await request('/v1/approvals?status=pending', approverKey);
       const link = new URL(list.approvals.find((a: { operationId: string }) => a.operationId === pending.operationId).url);
       await request(link.pathname, approverKey, { decision: 'approve', sig: link.searchParams.get('sig') });
@@ -166,7 +203,9 @@ async function main(): Promise<void> {
         await quiet();
         for (const key of Object.keys(sum) as (keyof Tally)[]) sum[key] += current[key];
       }
-      const per = Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, Math.round((v / CALLS) * 10_000) / 10_000])) as unknown as Tally;
+      const per = Object.fromEntries(
+        Object.entries(sum).map(([k, v]) => [k, Math.round((v / CALLS) * 10_000) / 10_000]),
+      ) as unknown as Tally;
       results[name] = { ...per, usdPerMillion: Math.round(usdPerMillion(per) * 100) / 100 };
     }
     // The sweeper's share: one sweep, late enough that every entry is due, over all the entries written.
@@ -185,7 +224,25 @@ async function main(): Promise<void> {
     // The target's subject: calls that need no approval, on the path they take when the upstream answers.
     // A retry is its own path above: most of its extra is the API Lambda billed while it waits out the backoff.
     const noApproval = Math.max(results.read.usdPerMillion, results.write.usdPerMillion);
-    console.log(JSON.stringify({ paths: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, { transitions: v.transitions, expressExecutions: v.expressExecutions, lambdaInvocations: v.lambdaInvocations, lambdaGbSeconds: v.lambdaGbSeconds, dynamoWriteUnits: v.dynamoWriteUnits, dynamoReadUnits: v.dynamoReadUnits, usdPerMillion: v.usdPerMillion }])), noApprovalUsdPerMillion: noApproval }));
+    console.log(
+      JSON.stringify({
+        paths: Object.fromEntries(
+          Object.entries(results).map(([k, v]) => [
+            k,
+            {
+              transitions: v.transitions,
+              expressExecutions: v.expressExecutions,
+              lambdaInvocations: v.lambdaInvocations,
+              lambdaGbSeconds: v.lambdaGbSeconds,
+              dynamoWriteUnits: v.dynamoWriteUnits,
+              dynamoReadUnits: v.dynamoReadUnits,
+              usdPerMillion: v.usdPerMillion,
+            },
+          ]),
+        ),
+        noApprovalUsdPerMillion: noApproval,
+      }),
+    );
   } finally {
     observer.destroy();
     await bench.stop();

@@ -26,7 +26,12 @@ const mib = () => Math.round(process.memoryUsage().rss / 1048576);
 async function timeToReady(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'toolrunner-bench-start-'));
   const started = Date.now();
-  const npm = await npmStart({ PORT: String(await freePort()), SANDBOX_PORT: String(await freePort()), TOOLRUNNER_DATA_DIR: dir, TOOLRUNNER_CONFIG: join(dir, 'config.json') });
+  const npm = await npmStart({
+    PORT: String(await freePort()),
+    SANDBOX_PORT: String(await freePort()),
+    TOOLRUNNER_DATA_DIR: dir,
+    TOOLRUNNER_CONFIG: join(dir, 'config.json'),
+  });
   const ms = Date.now() - started;
   await npm.signalGroup('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
@@ -49,7 +54,9 @@ function countWrites(client: DynamoDBClient) {
       if (/^(Put|Update|Delete)Item|TransactWriteItems|BatchWriteItem/.test(name)) {
         const input = args.input as { ConditionExpression?: string; TransactItems?: Record<string, { ConditionExpression?: string }>[] };
         counts.calls++;
-        const conditional = decides(input.ConditionExpression) || (input.TransactItems ?? []).some((item) => Object.values(item).some((op) => decides(op?.ConditionExpression)));
+        const conditional =
+          decides(input.ConditionExpression) ||
+          (input.TransactItems ?? []).some((item) => Object.values(item).some((op) => decides(op?.ConditionExpression)));
         if (conditional) counts.conditional++;
         else if (input.ConditionExpression === TRACE_BLOCK_GUARD) counts.traceBlocks++;
         counts.byCommand[name] = (counts.byCommand[name] ?? 0) + 1;
@@ -63,7 +70,11 @@ function countWrites(client: DynamoDBClient) {
     writes: counts.calls - before.calls,
     conditional: counts.conditional - before.conditional,
     traceBlocks: counts.traceBlocks - before.traceBlocks,
-    byCommand: Object.fromEntries(Object.entries(counts.byCommand).map(([k, v]) => [k, v - (before.byCommand[k] ?? 0)]).filter(([, v]) => (v as number) > 0)),
+    byCommand: Object.fromEntries(
+      Object.entries(counts.byCommand)
+        .map(([k, v]) => [k, v - (before.byCommand[k] ?? 0)])
+        .filter(([, v]) => (v as number) > 0),
+    ),
   });
   return { snapshot, since };
 }
@@ -72,24 +83,40 @@ async function main(): Promise<void> {
   const readyMs = await timeToReady();
   let writes!: ReturnType<typeof countWrites>;
   const key = 'tr_bench_agent_key_0123456789abcdef';
-  const bench = await startBenchStack({ name: 'bench', principals: [{ id: 'agent', key, roles: ['agent'], tools: '*' }], instrument: (client) => (writes = countWrites(client)) });
+  const bench = await startBenchStack({
+    name: 'bench',
+    principals: [{ id: 'agent', key, roles: ['agent'], tools: '*' }],
+    instrument: (client) => (writes = countWrites(client)),
+  });
   const { stack } = bench;
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', prefer: 'wait=25' };
-  const post = async (path: string, body: unknown) => (await fetch(`${stack.apiUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(body) })).json() as Promise<any>;
+  const post = async (path: string, body: unknown) =>
+    (await fetch(`${stack.apiUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(body) })).json() as Promise<any>;
   const createRun = async () => (await post('/v1/runs', { budgets: { maxToolCalls: 100_000, maxTurns: 10_000 } })).runId as string;
   let n = 0;
   const getOrder = async (runId: string) => {
     const i = n++;
-    const env = await post(`/v1/runs/${runId}/tool-calls`, { callId: `call_b${i}`, turn: 1, name: 'get_order', arguments: { orderId: `ord_${1 + (i % 100)}` } });
+    const env = await post(`/v1/runs/${runId}/tool-calls`, {
+      callId: `call_b${i}`,
+      turn: 1,
+      name: 'get_order',
+      arguments: { orderId: `ord_${1 + (i % 100)}` },
+    });
     if (env.status !== 'succeeded') throw new Error(`unexpected envelope ${JSON.stringify(env)}`);
   };
 
   // The peer: the same HTTP read behind Powertools idempotency, on the same DynamoDB Local.
-  const persistenceStore = new DynamoDBPersistenceLayer({ tableName: 'bench-idempotency', awsSdkV3Client: localClient(bench.dynamoEndpoint) });
+  const persistenceStore = new DynamoDBPersistenceLayer({
+    tableName: 'bench-idempotency',
+    awsSdkV3Client: localClient(bench.dynamoEndpoint),
+  });
   const peerConfig = new IdempotencyConfig({ eventKeyJmesPath: 'callId' });
   // As in a Lambda: the in-progress marker expires with the invocation's remaining time.
   peerConfig.registerLambdaContext({ getRemainingTimeInMillis: () => 30_000 } as Context);
-  const peer = makeIdempotent(async (event: { callId: string; orderId: string }) => (await fetch(`${stack.sandboxUrl}/v1/orders/${event.orderId}`)).json(), { persistenceStore, config: peerConfig });
+  const peer = makeIdempotent(
+    async (event: { callId: string; orderId: string }) => (await fetch(`${stack.sandboxUrl}/v1/orders/${event.orderId}`)).json(),
+    { persistenceStore, config: peerConfig },
+  );
 
   try {
     const runId = await createRun();
@@ -111,7 +138,11 @@ async function main(): Promise<void> {
       if (env.status !== 'succeeded') throw new Error(`${call.name}: ${JSON.stringify(env)}`);
       const answered = writes.since(before);
       const opId = env.logical_operation_id as string;
-      for (const deadline = Date.now() + 10_000; (await stack.deps.store.getOperation(opId))?.state !== 'reported' && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+      for (
+        const deadline = Date.now() + 10_000;
+        (await stack.deps.store.getOperation(opId))?.state !== 'reported' && Date.now() < deadline;
+      )
+        await new Promise((r) => setTimeout(r, 10));
       return { beforeAnswer: answered, inAll: writes.since(before) };
     };
     const getOrderWrites = await perCall({ name: 'get_order', arguments: { orderId: 'ord_7' } });
@@ -120,7 +151,11 @@ async function main(): Promise<void> {
     // Throughput: RUNS runs at once, each calling in sequence, as concurrent agents would.
     const runs = await Promise.all(Array.from({ length: RUNS }, createRun));
     const t0 = performance.now();
-    await Promise.all(runs.map(async (r) => { for (let i = 0; i < CALLS_PER_RUN; i++) await getOrder(r); }));
+    await Promise.all(
+      runs.map(async (r) => {
+        for (let i = 0; i < CALLS_PER_RUN; i++) await getOrder(r);
+      }),
+    );
     const callsPerSecond = (RUNS * CALLS_PER_RUN) / ((performance.now() - t0) / 1000);
 
     // Memory over many calls: the embedded engine and the handlers run in this process.
@@ -132,7 +167,11 @@ async function main(): Promise<void> {
     const rssByQuarter: number[] = [];
     for (let quarter = 0; quarter < 4; quarter++) {
       let left = Math.ceil(SOAK_CALLS / 4);
-      await Promise.all(soakRuns.map(async (r) => { while (left-- > 0) await getOrder(r); }));
+      await Promise.all(
+        soakRuns.map(async (r) => {
+          while (left-- > 0) await getOrder(r);
+        }),
+      );
       gc();
       rssByQuarter.push(mib());
     }

@@ -26,7 +26,8 @@ export async function loadTools(path: string): Promise<ToolSpec[]> {
   }
   // A CommonJS module or tsx's interop may nest the default export once more.
   const exported = Array.isArray(mod.default) ? mod.default : (mod.default as { default?: unknown } | undefined)?.default;
-  if (!Array.isArray(exported) || exported.length === 0) throw new Error(`${file}: the default export must be a non-empty array of tool specs`);
+  if (!Array.isArray(exported) || exported.length === 0)
+    throw new Error(`${file}: the default export must be a non-empty array of tool specs`);
   makeRegistry(exported as ToolSpec[]);
   return exported as ToolSpec[];
 }

@@ -31,11 +31,30 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   // Where every execution that is resumed enters: routes by the record (and reads the approval TTL).
   Validate: { entry: 'validate', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: STEP_PORTS },
   // requestApproval hands the token back itself when the operation moved, and notifies approvers.
-  RequestApproval: { entry: 'request-approval', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: [...STEP_PORTS, 'taskResponse', 'notify'] },
+  RequestApproval: {
+    entry: 'request-approval',
+    timeoutSeconds: 30,
+    tools: false,
+    tables: LIFECYCLE_TABLES,
+    ports: [...STEP_PORTS, 'taskResponse', 'notify'],
+  },
   ExpireApproval: { entry: 'expire-approval', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: STEP_PORTS },
   // One attempt: the longest tool timeout plus the intent and outcome writes. Holds the operation's lock.
-  Execute: { entry: 'execute', timeoutSeconds: 300, memoryMb: 512, tools: true, tables: [...LIFECYCLE_TABLES, 'locks'], ports: [...STEP_PORTS, 'notify'] },
-  Reconcile: { entry: 'reconcile', timeoutSeconds: 120, tools: true, tables: [...LIFECYCLE_TABLES, 'locks'], ports: [...STEP_PORTS, 'notify'] },
+  Execute: {
+    entry: 'execute',
+    timeoutSeconds: 300,
+    memoryMb: 512,
+    tools: true,
+    tables: [...LIFECYCLE_TABLES, 'locks'],
+    ports: [...STEP_PORTS, 'notify'],
+  },
+  Reconcile: {
+    entry: 'reconcile',
+    timeoutSeconds: 120,
+    tools: true,
+    tables: [...LIFECYCLE_TABLES, 'locks'],
+    ports: [...STEP_PORTS, 'notify'],
+  },
   // Releases the lock of an operation it reports (records written before reporting was folded in).
   Report: { entry: 'report', timeoutSeconds: 30, tools: true, tables: [...LIFECYCLE_TABLES, 'locks'], ports: STEP_PORTS },
   // Express only: continues an operation on the Standard machine (a person must decide, a long wait).
@@ -51,7 +70,13 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     ports: ['store', 'onceGuard', 'config', 'startExecution', 'startSyncExecution', 'stopExecution', 'taskResponse'],
   },
   // Resumes operations past their lease: stops the lost execution, starts a fresh one. Reads no config.
-  Sweeper: { entry: 'sweeper', timeoutSeconds: 60, tools: false, tables: LIFECYCLE_TABLES, ports: ['store', 'startExecution', 'stopExecution'] },
+  Sweeper: {
+    entry: 'sweeper',
+    timeoutSeconds: 60,
+    tools: false,
+    tables: LIFECYCLE_TABLES,
+    ports: ['store', 'startExecution', 'stopExecution'],
+  },
 };
 
 export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];

@@ -16,7 +16,15 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct, type IConstruct } from 'constructs';
 import { TABLE_ENV, TABLES, type TableLayout } from '../functions/adapters/tables';
 import { MAX_APPROVAL_TTL_SECONDS } from '../functions/core/config';
-import { ASL_PATH, EXPRESS_ASL_PATH, LIFECYCLE_FUNCTIONS, placeholderOf, placeholdersIn, readDefinition, readExpressDefinition } from '../statemachines/definition';
+import {
+  ASL_PATH,
+  EXPRESS_ASL_PATH,
+  LIFECYCLE_FUNCTIONS,
+  placeholderOf,
+  placeholdersIn,
+  readDefinition,
+  readExpressDefinition,
+} from '../statemachines/definition';
 import { cdkBundling, runnerFile } from './bundling';
 import { API_STAGE_NAME, FUNCTIONS, type FunctionName } from './functions';
 import { actionsOf, type Port } from './permissions';
@@ -75,13 +83,23 @@ export class ToolRunner extends Construct {
     const logGroup = (logId: string) => new logs.LogGroup(this, logId, { retention, removalPolicy });
 
     if (props.approvalTtlSeconds !== undefined) {
-      if (props.configSecret) throw new Error('ToolRunner: approvalTtlSeconds applies to the secret it creates; with configSecret, set it in that document');
-      if (!Number.isInteger(props.approvalTtlSeconds) || props.approvalTtlSeconds < 1 || props.approvalTtlSeconds > MAX_APPROVAL_TTL_SECONDS) {
-        throw new Error(`ToolRunner: approvalTtlSeconds must be an integer from 1 to ${MAX_APPROVAL_TTL_SECONDS} (the state machine must outlive the wait)`);
+      if (props.configSecret)
+        throw new Error('ToolRunner: approvalTtlSeconds applies to the secret it creates; with configSecret, set it in that document');
+      if (
+        !Number.isInteger(props.approvalTtlSeconds) ||
+        props.approvalTtlSeconds < 1 ||
+        props.approvalTtlSeconds > MAX_APPROVAL_TTL_SECONDS
+      ) {
+        throw new Error(
+          `ToolRunner: approvalTtlSeconds must be an integer from 1 to ${MAX_APPROVAL_TTL_SECONDS} (the state machine must outlive the wait)`,
+        );
       }
     }
 
-    this.tables = Object.fromEntries(TABLES.map((layout) => [layout.id, this.table(layout, removalPolicy)])) as Record<TableLayout['id'], dynamodb.Table>;
+    this.tables = Object.fromEntries(TABLES.map((layout) => [layout.id, this.table(layout, removalPolicy)])) as Record<
+      TableLayout['id'],
+      dynamodb.Table
+    >;
     this.configSecret =
       props.configSecret ??
       new secrets.Secret(this, 'Config', {
@@ -103,10 +121,25 @@ export class ToolRunner extends Construct {
 
     // Names, not references, break the cycle state machine → functions → (env, policies) → state machine.
     const stateMachineName = (this.stateMachineName = `${stack.stackName}-${this.node.id}-invocation`);
-    const stateMachineArn = stack.formatArn({ service: 'states', resource: 'stateMachine', resourceName: stateMachineName, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
-    const executionsArn = stack.formatArn({ service: 'states', resource: 'execution', resourceName: `${stateMachineName}:*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    const stateMachineArn = stack.formatArn({
+      service: 'states',
+      resource: 'stateMachine',
+      resourceName: stateMachineName,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    const executionsArn = stack.formatArn({
+      service: 'states',
+      resource: 'execution',
+      resourceName: `${stateMachineName}:*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
     const expressStateMachineName = `${stateMachineName}-express`;
-    const expressStateMachineArn = stack.formatArn({ service: 'states', resource: 'stateMachine', resourceName: expressStateMachineName, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    const expressStateMachineArn = stack.formatArn({
+      service: 'states',
+      resource: 'stateMachine',
+      resourceName: expressStateMachineName,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
 
     const throttling = props.throttling ?? { rateLimit: 200, burstLimit: 400 };
     const accessLogs = logGroup('ApiAccessLogs');
@@ -147,9 +180,14 @@ export class ToolRunner extends Construct {
     this.functions = Object.fromEntries(
       Object.entries(FUNCTIONS).map(([name, spec]) => {
         const logs = logGroup(`${name}Logs`);
-        const role = new iam.Role(this, `${name}Role`, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `toolrunner ${name} function` });
+        const role = new iam.Role(this, `${name}Role`, {
+          assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+          description: `toolrunner ${name} function`,
+        });
         // Instead of the AWS managed basic execution policy (logs:* on every group): its own log group only.
-        role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logs.logGroupArn] }));
+        role.addToPolicy(
+          new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logs.logGroupArn] }),
+        );
         const fn = new NodejsFunction(this, `${name}Function`, {
           entry: runnerFile(`functions/handlers/${spec.entry}`),
           handler: 'handler',
@@ -179,7 +217,9 @@ export class ToolRunner extends Construct {
     });
     // The ASL invokes unqualified function ARNs; `grantInvoke` would add `<arn>:*` (every version) too.
     const invokes = (text: string) => Object.values(this.substitutionsFor(text));
-    this.stateMachine.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readDefinition()) }));
+    this.stateMachine.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readDefinition()) }),
+    );
 
     // Calls that need no person: the Express variant, generated from the same definition (statemachines/express.ts).
     this.expressStateMachine = new sfn.StateMachine(this, 'InvocationExpress', {
@@ -190,7 +230,9 @@ export class ToolRunner extends Construct {
       tracingEnabled: true,
       logs: { destination: logGroup('InvocationExpressLogs'), level: sfn.LogLevel.ALL, includeExecutionData: false },
     });
-    this.expressStateMachine.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readExpressDefinition()) }));
+    this.expressStateMachine.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readExpressDefinition()) }),
+    );
 
     // Errors API Gateway answers itself keep the API's error shape: { error: { code, message } }.
     const gatewayErrors: [apigw.ResponseType, string, string, string][] = [
@@ -200,9 +242,15 @@ export class ToolRunner extends Construct {
       [apigw.ResponseType.DEFAULT_5XX, '502', 'internal', 'internal error'],
     ];
     for (const [type, statusCode, code, message] of gatewayErrors) {
-      this.api.addGatewayResponse(`Gateway${code}${statusCode}`, { type, statusCode, templates: { 'application/json': JSON.stringify({ error: { code, message } }) } });
+      this.api.addGatewayResponse(`Gateway${code}${statusCode}`, {
+        type,
+        statusCode,
+        templates: { 'application/json': JSON.stringify({ error: { code, message } }) },
+      });
     }
-    this.api.root.addResource('v1').addProxy({ defaultIntegration: new apigw.LambdaIntegration(this.functions.Api, { proxy: true }), anyMethod: true });
+    this.api.root
+      .addResource('v1')
+      .addProxy({ defaultIntegration: new apigw.LambdaIntegration(this.functions.Api, { proxy: true }), anyMethod: true });
 
     this.sweepSchedule = new scheduler.Schedule(this, 'SweepSchedule', {
       description: 'Resumes operations stuck past their lease',
@@ -216,15 +264,25 @@ export class ToolRunner extends Construct {
   /** The function ARN for each `${...FunctionArn}` placeholder a definition has, and no other. */
   private substitutionsFor(definition: string): Record<string, string> {
     const used = new Set(placeholdersIn(definition));
-    return Object.fromEntries(LIFECYCLE_FUNCTIONS.filter((n) => used.has(placeholderOf(n))).map((n) => [placeholderOf(n), this.functions[n].functionArn]));
+    return Object.fromEntries(
+      LIFECYCLE_FUNCTIONS.filter((n) => used.has(placeholderOf(n))).map((n) => [placeholderOf(n), this.functions[n].functionArn]),
+    );
   }
 
   /** Exactly the actions of the ports a function uses, each on the resources it touches. */
-  private grantPorts(fn: NodejsFunction, tableIds: readonly TableLayout['id'][], ports: readonly Port[], arns: { stateMachineArn: string; expressStateMachineArn: string; executionsArn: string }): void {
+  private grantPorts(
+    fn: NodejsFunction,
+    tableIds: readonly TableLayout['id'][],
+    ports: readonly Port[],
+    arns: { stateMachineArn: string; expressStateMachineArn: string; executionsArn: string },
+  ): void {
     const dynamo = actionsOf(ports.filter((p) => p === 'store' || p === 'onceGuard'));
     if (dynamo.length) {
       // Queries go to named indexes; each is its own resource, so no `index/*` wildcard.
-      const resources = tableIds.flatMap((id) => [this.tables[id].tableArn, ...(TABLES.find((l) => l.id === id)?.indexes ?? []).map((i) => `${this.tables[id].tableArn}/index/${i.name}`)]);
+      const resources = tableIds.flatMap((id) => [
+        this.tables[id].tableArn,
+        ...(TABLES.find((l) => l.id === id)?.indexes ?? []).map((i) => `${this.tables[id].tableArn}/index/${i.name}`),
+      ]);
       fn.addToRolePolicy(new iam.PolicyStatement({ actions: dynamo, resources }));
     }
     const on = (port: Port, resources: string[]) => {
@@ -232,7 +290,10 @@ export class ToolRunner extends Construct {
     };
     on('config', [this.configSecret.secretArn]);
     // The API starts either machine; everyone else (the sweeper, a handoff) only the Standard one.
-    on('startExecution', ports.includes('startSyncExecution') ? [arns.stateMachineArn, arns.expressStateMachineArn] : [arns.stateMachineArn]);
+    on(
+      'startExecution',
+      ports.includes('startSyncExecution') ? [arns.stateMachineArn, arns.expressStateMachineArn] : [arns.stateMachineArn],
+    );
     on('startSyncExecution', [arns.expressStateMachineArn]);
     on('stopExecution', [arns.executionsArn]);
     on('taskResponse', [arns.stateMachineArn]);
@@ -245,7 +306,10 @@ export class ToolRunner extends Construct {
   }
 
   private table(layout: TableLayout, removalPolicy: RemovalPolicy): dynamodb.Table {
-    const attr = (k: { name: string; type: 'S' | 'N' }) => ({ name: k.name, type: k.type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER });
+    const attr = (k: { name: string; type: 'S' | 'N' }) => ({
+      name: k.name,
+      type: k.type === 'S' ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER,
+    });
     const table = new dynamodb.Table(this, `${layout.id[0].toUpperCase()}${layout.id.slice(1)}Table`, {
       partitionKey: attr(layout.partitionKey),
       sortKey: layout.sortKey && attr(layout.sortKey),
@@ -256,7 +320,12 @@ export class ToolRunner extends Construct {
       removalPolicy,
     });
     for (const index of layout.indexes ?? []) {
-      table.addGlobalSecondaryIndex({ indexName: index.name, partitionKey: attr(index.partitionKey), sortKey: attr(index.sortKey), projectionType: dynamodb.ProjectionType.ALL });
+      table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: attr(index.partitionKey),
+        sortKey: attr(index.sortKey),
+        projectionType: dynamodb.ProjectionType.ALL,
+      });
     }
     return table;
   }
@@ -264,31 +333,77 @@ export class ToolRunner extends Construct {
   /** cdk-nag findings acknowledged, each on the narrowest construct, each with its reason. */
   private suppressFindingsWithReasons(): void {
     const ack = (scope: IConstruct, id: string, reason: string) => Validations.of(scope).acknowledge({ id, reason });
-    const xray = 'X-Ray (active tracing) has no resource-level permissions: xray:PutTraceSegments and xray:PutTelemetryRecords need Resource "*".';
+    const xray =
+      'X-Ray (active tracing) has no resource-level permissions: xray:PutTraceSegments and xray:PutTelemetryRecords need Resource "*".';
     for (const fn of Object.values(this.functions)) {
       ack(fn.role!, 'AwsSolutions-IAM5[Resource::*]', xray);
-      ack(fn, 'AwsSolutions-L1', 'Node.js 22 is a supported LTS Lambda runtime; the bundles target it (infra/bundling.ts) and LocalStack runs it. Moving to a newer runtime is a deliberate change, tested first.');
+      ack(
+        fn,
+        'AwsSolutions-L1',
+        'Node.js 22 is a supported LTS Lambda runtime; the bundles target it (infra/bundling.ts) and LocalStack runs it. Moving to a newer runtime is a deliberate change, tested first.',
+      );
       ack(fn, 'Serverless-LambdaLatestVersion', 'Same as AwsSolutions-L1: Node.js 22 is the chosen, supported runtime.');
-      ack(fn, 'Serverless-LambdaDLQ', 'Invoked synchronously (Step Functions lambda:invoke, API Gateway proxy) where the caller sees and handles failures; the sweeper runs every minute, so a failed sweep is retried by the next one, and DynamoDB holds every state a retry needs.');
+      ack(
+        fn,
+        'Serverless-LambdaDLQ',
+        'Invoked synchronously (Step Functions lambda:invoke, API Gateway proxy) where the caller sees and handles failures; the sweeper runs every minute, so a failed sweep is retried by the next one, and DynamoDB holds every state a retry needs.',
+      );
     }
-    ack(this.stateMachine.role, 'AwsSolutions-IAM5[Resource::*]', `${xray} CloudWatch Logs vended log delivery (logs:CreateLogDelivery and friends) has no resource-level permissions either.`);
-    ack(this.expressStateMachine.role, 'AwsSolutions-IAM5[Resource::*]', `${xray} CloudWatch Logs vended log delivery (logs:CreateLogDelivery and friends) has no resource-level permissions either.`);
+    ack(
+      this.stateMachine.role,
+      'AwsSolutions-IAM5[Resource::*]',
+      `${xray} CloudWatch Logs vended log delivery (logs:CreateLogDelivery and friends) has no resource-level permissions either.`,
+    );
+    ack(
+      this.expressStateMachine.role,
+      'AwsSolutions-IAM5[Resource::*]',
+      `${xray} CloudWatch Logs vended log delivery (logs:CreateLogDelivery and friends) has no resource-level permissions either.`,
+    );
     // How cdk-nag prints the executions ARN (infra/tool-runner.ts builds it with formatArn): tokens as <Name>.
     const stack = Stack.of(this);
     const shown = (value: string, token: string) => (Token.isUnresolved(value) ? `<${token}>` : value);
     const executions = `arn:<AWS::Partition>:states:${shown(stack.region, 'AWS::Region')}:${shown(stack.account, 'AWS::AccountId')}:execution:${this.stateMachineName}:*`;
     for (const fn of [this.functions.Api, this.functions.Sweeper]) {
-      ack(fn.role!, `AwsSolutions-IAM5[Resource::${executions}]`, 'StopExecution acts on an execution, whose name is only known at run time (the operation id); the wildcard is limited to executions of this one state machine.');
+      ack(
+        fn.role!,
+        `AwsSolutions-IAM5[Resource::${executions}]`,
+        'StopExecution acts on an execution, whose name is only known at run time (the operation id); the wildcard is limited to executions of this one state machine.',
+      );
     }
     if (this.configSecret instanceof secrets.Secret) {
-      ack(this.configSecret, 'AwsSolutions-SMG4', 'The secret is the principals document (API keys edited by operators) and the approval-link signing key; a rotation Lambda cannot invent keys that agents hold. Rotate by editing the document: the runner re-reads it within 30 s.');
+      ack(
+        this.configSecret,
+        'AwsSolutions-SMG4',
+        'The secret is the principals document (API keys edited by operators) and the approval-link signing key; a rotation Lambda cannot invent keys that agents hold. Rotate by editing the document: the runner re-reads it within 30 s.',
+      );
     }
     const schedulerRole = this.sweepScheduleRole();
-    if (schedulerRole) ack(schedulerRole, `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(this.functions.Sweeper.node.defaultChild as lambda.CfnFunction)}.Arn>:*]`, 'aws-scheduler-targets grants lambda:InvokeFunction on the function and its versions; the schedule invokes the unqualified function.');
-    ack(this.api, 'AwsSolutions-APIG2', 'The API Lambda validates every request with zod, the same schemas that define the API; a greedy proxy resource has no API Gateway models to validate against.');
-    ack(this.api, 'AwsSolutions-APIG3', 'A WAF web ACL is the deployer\'s choice and cost; the stage has throttling. Attach a web ACL to the stage where required.');
-    ack(this.api, 'AwsSolutions-APIG4', 'Authentication is in the app: bearer keys from the principals secret (agents, approvers, reviewers) and HMAC-signed approval links; IAM or Cognito authorizers do not fit agent API keys.');
+    if (schedulerRole)
+      ack(
+        schedulerRole,
+        `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(this.functions.Sweeper.node.defaultChild as lambda.CfnFunction)}.Arn>:*]`,
+        'aws-scheduler-targets grants lambda:InvokeFunction on the function and its versions; the schedule invokes the unqualified function.',
+      );
+    ack(
+      this.api,
+      'AwsSolutions-APIG2',
+      'The API Lambda validates every request with zod, the same schemas that define the API; a greedy proxy resource has no API Gateway models to validate against.',
+    );
+    ack(
+      this.api,
+      'AwsSolutions-APIG3',
+      "A WAF web ACL is the deployer's choice and cost; the stage has throttling. Attach a web ACL to the stage where required.",
+    );
+    ack(
+      this.api,
+      'AwsSolutions-APIG4',
+      'Authentication is in the app: bearer keys from the principals secret (agents, approvers, reviewers) and HMAC-signed approval links; IAM or Cognito authorizers do not fit agent API keys.',
+    );
     ack(this.api, 'AwsSolutions-COG4', 'Same as AwsSolutions-APIG4: callers are agents with API keys, not Cognito users.');
-    ack(this.api, 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]', 'The account-level role API Gateway writes access and execution logs with; AWS documents this managed policy for it.');
+    ack(
+      this.api,
+      'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+      'The account-level role API Gateway writes access and execution logs with; AWS documents this managed policy for it.',
+    );
   }
 }

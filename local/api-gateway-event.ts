@@ -25,7 +25,9 @@ export function viaProxyEvent(handler: () => Promise<ProxyHandler>, stage: strin
       httpMethod: request.method,
       headers,
       multiValueHeaders,
-      queryStringParameters: Object.keys(query).length ? Object.fromEntries(Object.entries(query).map(([k, v]) => [k, v[v.length - 1]])) : null,
+      queryStringParameters: Object.keys(query).length
+        ? Object.fromEntries(Object.entries(query).map(([k, v]) => [k, v[v.length - 1]]))
+        : null,
       multiValueQueryStringParameters: Object.keys(query).length ? query : null,
       pathParameters: { proxy: url.pathname.replace(/^\/v1\//, '') },
       stageVariables: null,

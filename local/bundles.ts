@@ -26,10 +26,13 @@ const signature = (file: string): [number, number] | undefined => {
 };
 
 function current(record: BuildRecord | undefined): boolean {
-  return !!record && Object.entries(record.inputs).every(([file, sig]) => {
-    const now = signature(file);
-    return now !== undefined && now[0] === sig[0] && now[1] === sig[1];
-  });
+  return (
+    !!record &&
+    Object.entries(record.inputs).every(([file, sig]) => {
+      const now = signature(file);
+      return now !== undefined && now[0] === sig[0] && now[1] === sig[1];
+    })
+  );
 }
 
 /**
@@ -48,7 +51,11 @@ export async function lambdaBundle(name: FunctionName, options: { toolsEntry?: s
   const buildName = `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
   const outfile = join(dir, buildName, 'index.mjs');
   mkdirSync(join(dir, buildName), { recursive: true });
-  const result = await build({ ...esbuildOptions(runnerFile(`functions/handlers/${FUNCTIONS[name].entry}`), outfile, toolsEntry), metafile: true, logLevel: 'error' });
+  const result = await build({
+    ...esbuildOptions(runnerFile(`functions/handlers/${FUNCTIONS[name].entry}`), outfile, toolsEntry),
+    metafile: true,
+    logLevel: 'error',
+  });
   const inputs = Object.fromEntries(Object.keys(result.metafile.inputs).map((f) => [resolve(f), signature(resolve(f))!]));
   const next: BuildRecord = { build: buildName, inputs };
   const temp = `${recordFile}.${buildName}`;

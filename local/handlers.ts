@@ -64,7 +64,11 @@ type LambdaHandler = (event: unknown, context: unknown) => Promise<unknown>;
  */
 async function bundledHandlers(context: HandlerContext): Promise<Handlers> {
   const files = Object.fromEntries(
-    await Promise.all((Object.keys(FUNCTIONS) as FunctionName[]).map(async (name) => [name, await lambdaBundle(name, { toolsEntry: context.toolsEntry })] as const)),
+    await Promise.all(
+      (Object.keys(FUNCTIONS) as FunctionName[]).map(
+        async (name) => [name, await lambdaBundle(name, { toolsEntry: context.toolsEntry })] as const,
+      ),
+    ),
   ) as Record<FunctionName, string>;
   const instance = randomBytes(6).toString('hex');
   const toolsOnly = context.toolsEnvironment ?? ['SANDBOX_URL'];

@@ -35,7 +35,8 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
   const dataDir = resolve(knobs.TOOLRUNNER_DATA_DIR);
   console.log(`toolrunner: starting the embedded stack (data in ${dataDir})`);
   const otlp = startOtlpExport();
-  if (otlp) console.log(`  spans: exporting OTLP to ${process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT}`);
+  if (otlp)
+    console.log(`  spans: exporting OTLP to ${process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT}`);
   try {
     created = ensureConfig(configPath).created;
     stack = await startStack({
@@ -61,18 +62,25 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
     const firstTool = [...stack.deps.tools.keys()][0];
     if (agent) {
       console.log('try:');
-      console.log(`  RUN=$(curl -s -X POST ${stack.apiUrl}/v1/runs -H 'Authorization: Bearer ${agent.key}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`);
+      console.log(
+        `  RUN=$(curl -s -X POST ${stack.apiUrl}/v1/runs -H 'Authorization: Bearer ${agent.key}' | sed -E 's/.*"runId":"([^"]+)".*/\\1/')`,
+      );
       if (stack.sandboxUrl) {
-        console.log(`  curl -s -X POST ${stack.apiUrl}/v1/runs/$RUN/tool-calls -H 'Authorization: Bearer ${agent.key}' -H 'Content-Type: application/json' -d '{"callId":"call_1","turn":1,"name":"get_order","arguments":{"orderId":"ord_1"}}'`);
+        console.log(
+          `  curl -s -X POST ${stack.apiUrl}/v1/runs/$RUN/tool-calls -H 'Authorization: Bearer ${agent.key}' -H 'Content-Type: application/json' -d '{"callId":"call_1","turn":1,"name":"get_order","arguments":{"orderId":"ord_1"}}'`,
+        );
       } else if (firstTool) {
-        console.log(`  curl -s ${stack.apiUrl}/v1/tools -H 'Authorization: Bearer ${agent.key}'    # then POST /v1/runs/$RUN/tool-calls with "name":"${firstTool}"`);
+        console.log(
+          `  curl -s ${stack.apiUrl}/v1/tools -H 'Authorization: Bearer ${agent.key}'    # then POST /v1/runs/$RUN/tool-calls with "name":"${firstTool}"`,
+        );
       }
     }
   } else {
     console.log(`keys: ${configPath} (not printed; read them from that file)`);
   }
   if (stack.recovered.length) console.log(`recovered ${stack.recovered.length} operation(s) interrupted by the last shutdown`);
-  for (const line of startSummary({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, dataDir, configPath, createdKeys: created })) console.log(line);
+  for (const line of startSummary({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, dataDir, configPath, createdKeys: created }))
+    console.log(line);
   console.log(`handlers: ${stack.handlers}`);
   console.log(`ready: api=${stack.apiUrl}${stack.sandboxUrl ? ` sandbox=${stack.sandboxUrl}` : ''}`);
 

@@ -38,13 +38,20 @@ function historyEvent(e: EngineEvent): Execution['history'][number] {
   const timestamp = (e.timestamp ?? Date.now()) / 1000;
   if (e.state && (e.type === 'StateEntered' || e.type === 'StateExited')) {
     const entered = e.type === 'StateEntered';
-    return { timestamp, type: `${e.state.type}${e.type}`, detail: { [entered ? 'stateEnteredEventDetails' : 'stateExitedEventDetails']: { name: e.state.name } } };
+    return {
+      timestamp,
+      type: `${e.state.type}${e.type}`,
+      detail: { [entered ? 'stateEnteredEventDetails' : 'stateExitedEventDetails']: { name: e.state.name } },
+    };
   }
   return { timestamp, type: e.type === 'ExecutionTimeout' ? 'ExecutionTimedOut' : e.type };
 }
 
 class SfnError extends Error {
-  constructor(readonly type: string, message: string) {
+  constructor(
+    readonly type: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -87,7 +94,10 @@ export class LocalStepFunctions {
   private server?: Server;
   /** The first machine's ARN (the Standard lifecycle). */
   readonly stateMachineArn: string;
-  private readonly machines = new Map<string, { machine: StateMachine; definition: { States: Record<string, { Type: string; Resource?: string }> }; type: LocalMachine['type'] }>();
+  private readonly machines = new Map<
+    string,
+    { machine: StateMachine; definition: { States: Record<string, { Type: string; Resource?: string }> }; type: LocalMachine['type'] }
+  >();
 
   constructor(
     machines: LocalMachine[],
@@ -96,7 +106,11 @@ export class LocalStepFunctions {
   ) {
     for (const m of machines) {
       const definition = JSON.parse(m.definition);
-      this.machines.set(this.arnOf(m.name), { machine: new StateMachine(definition as never, { validationOptions: { checkArn: true, checkPaths: true } }), definition, type: m.type });
+      this.machines.set(this.arnOf(m.name), {
+        machine: new StateMachine(definition as never, { validationOptions: { checkArn: true, checkPaths: true } }),
+        definition,
+        type: m.type,
+      });
     }
     this.stateMachineArn = this.arnOf(machines[0].name);
   }
@@ -120,7 +134,10 @@ export class LocalStepFunctions {
           res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' });
           res.end(JSON.stringify(out));
         } catch (error) {
-          const e = error instanceof SfnError ? error : new SfnError(error instanceof z.ZodError ? 'ValidationException' : 'InternalFailure', (error as Error).message);
+          const e =
+            error instanceof SfnError
+              ? error
+              : new SfnError(error instanceof z.ZodError ? 'ValidationException' : 'InternalFailure', (error as Error).message);
           res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
           res.end(JSON.stringify({ __type: `com.amazonaws.swf.service.v2.model#${e.type}`, message: e.message }));
         }
@@ -142,19 +159,48 @@ export class LocalStepFunctions {
         return this.start(Inputs.StartExecution.parse(body)).started;
       case 'StartSyncExecution': {
         const req = Inputs.StartExecution.parse(body);
-        if (this.machines.get(req.stateMachineArn)?.type !== 'EXPRESS') throw new SfnError('StateMachineTypeNotSupported', 'StartSyncExecution needs an EXPRESS state machine');
+        if (this.machines.get(req.stateMachineArn)?.type !== 'EXPRESS')
+          throw new SfnError('StateMachineTypeNotSupported', 'StartSyncExecution needs an EXPRESS state machine');
         const { started, done } = this.start(req);
         await done;
         const e = this.executions.get(started.executionArn)!;
-        return { executionArn: e.arn, stateMachineArn: req.stateMachineArn, name: e.name, status: e.status, startDate: e.startDate, stopDate: e.stopDate, input: e.input, output: e.output, error: e.error, cause: e.cause };
+        return {
+          executionArn: e.arn,
+          stateMachineArn: req.stateMachineArn,
+          name: e.name,
+          status: e.status,
+          startDate: e.startDate,
+          stopDate: e.stopDate,
+          input: e.input,
+          output: e.output,
+          error: e.error,
+          cause: e.cause,
+        };
       }
       case 'DescribeExecution': {
         const e = this.find(Inputs.DescribeExecution.parse(body).executionArn);
-        return { executionArn: e.arn, stateMachineArn: this.stateMachineArn, name: e.name, status: e.status, startDate: e.startDate, stopDate: e.stopDate, input: e.input, output: e.output, error: e.error, cause: e.cause };
+        return {
+          executionArn: e.arn,
+          stateMachineArn: this.stateMachineArn,
+          name: e.name,
+          status: e.status,
+          startDate: e.startDate,
+          stopDate: e.stopDate,
+          input: e.input,
+          output: e.output,
+          error: e.error,
+          cause: e.cause,
+        };
       }
       case 'GetExecutionHistory': {
         const req = Inputs.GetExecutionHistory.parse(body);
-        const events = this.find(req.executionArn).history.map((h, i) => ({ id: i + 1, previousEventId: i, timestamp: h.timestamp, type: h.type, ...h.detail }));
+        const events = this.find(req.executionArn).history.map((h, i) => ({
+          id: i + 1,
+          previousEventId: i,
+          timestamp: h.timestamp,
+          type: h.type,
+          ...h.detail,
+        }));
         return { events: req.reverseOrder ? events.reverse() : events };
       }
       case 'StopExecution': {
@@ -197,8 +243,14 @@ export class LocalStepFunctions {
   private retire(arn: string): void {
     const e = this.executions.get(arn);
     if (!e) return;
-    const type = [...this.machines.entries()].find(([machineArn]) => arn.startsWith(machineArn.replace(':stateMachine:', ':execution:')))?.[1].type ?? 'EXPRESS';
-    this.onFinished?.({ machine: type, transitions: e.history.filter((h) => h.type.endsWith('StateEntered')).length, durationMs: ((e.stopDate ?? Date.now() / 1000) - e.startDate) * 1000 });
+    const type =
+      [...this.machines.entries()].find(([machineArn]) => arn.startsWith(machineArn.replace(':stateMachine:', ':execution:')))?.[1].type ??
+      'EXPRESS';
+    this.onFinished?.({
+      machine: type,
+      transitions: e.history.filter((h) => h.type.endsWith('StateEntered')).length,
+      durationMs: ((e.stopDate ?? Date.now() / 1000) - e.startDate) * 1000,
+    });
     e.abort = () => undefined;
     this.finished.push(arn);
     while (this.finished.length > LocalStepFunctions.KEEP_FINISHED) this.executions.delete(this.finished.shift()!);
@@ -219,7 +271,10 @@ export class LocalStepFunctions {
   }
 
   /** Idempotent by name, as on AWS: same name and input returns the running execution; otherwise it exists already. */
-  private start(req: z.infer<typeof Inputs.StartExecution>): { started: { executionArn: string; startDate: number }; done: Promise<unknown> } {
+  private start(req: z.infer<typeof Inputs.StartExecution>): {
+    started: { executionArn: string; startDate: number };
+    done: Promise<unknown>;
+  } {
     const target = this.machines.get(req.stateMachineArn);
     if (!target) throw new SfnError('StateMachineDoesNotExist', `no state machine ${req.stateMachineArn}`);
     const name = req.name ?? randomBytes(16).toString('hex');
@@ -229,12 +284,22 @@ export class LocalStepFunctions {
     const input = req.input ?? '{}';
     const existing = this.executions.get(arn);
     if (existing) {
-      if (existing.status === 'RUNNING' && existing.input === input) return { started: { executionArn: arn, startDate: existing.startDate }, done: Promise.resolve() };
+      if (existing.status === 'RUNNING' && existing.input === input)
+        return { started: { executionArn: arn, startDate: existing.startDate }, done: Promise.resolve() };
       throw new SfnError('ExecutionAlreadyExists', `execution ${name} already exists`);
     }
     const controller = new AbortController();
     const parsedInput = JSON.parse(input);
-    const execution: Execution = { name, arn, input, status: 'RUNNING', startDate: Date.now() / 1000, history: [], abort: () => undefined, controller };
+    const execution: Execution = {
+      name,
+      arn,
+      input,
+      status: 'RUNNING',
+      startDate: Date.now() / 1000,
+      history: [],
+      abort: () => undefined,
+      controller,
+    };
     this.executions.set(arn, execution);
     if (typeof parsedInput?.operationId === 'string') this.byOperation.set(parsedInput.operationId, controller);
 
@@ -245,37 +310,54 @@ export class LocalStepFunctions {
     };
     const run = target.machine.run(parsedInput, {
       overrides: { taskResourceLocalHandlers: this.localHandlers(arn, target.definition) as never },
-      context: { Execution: { Id: arn, Name: name }, Task: { get Token() { return mintToken(); } } },
+      context: {
+        Execution: { Id: arn, Name: name },
+        Task: {
+          get Token() {
+            return mintToken();
+          },
+        },
+      },
     });
     execution.abort = run.abort;
     void (async () => {
       for await (const event of run.eventLogs) execution.history.push(historyEvent(event as EngineEvent));
     })().catch(() => undefined);
-    const done = run.result.then(
-      (output) => {
-        if (execution.status !== 'RUNNING') return;
-        execution.status = 'SUCCEEDED';
-        execution.output = JSON.stringify(output);
-        execution.stopDate = Date.now() / 1000;
-      },
-      (error: Error & { cause?: Error }) => {
-        if (execution.status !== 'RUNNING') return;
-        const inner = error.cause ?? error;
-        execution.status = error.name === 'ExecutionTimeoutError' ? 'TIMED_OUT' : error.name === 'ExecutionAbortedError' ? 'ABORTED' : 'FAILED';
-        execution.error = inner.name;
-        execution.cause = inner.message;
-        execution.stopDate = Date.now() / 1000;
-      },
-    ).finally(() => {
-      for (const [token, pending] of this.tokens) if (pending.execution === arn) { pending.closed = true; this.tokens.delete(token); }
-      if (this.byOperation.get(parsedInput?.operationId) === controller) this.byOperation.delete(parsedInput.operationId);
-      this.retire(arn);
-    });
+    const done = run.result
+      .then(
+        (output) => {
+          if (execution.status !== 'RUNNING') return;
+          execution.status = 'SUCCEEDED';
+          execution.output = JSON.stringify(output);
+          execution.stopDate = Date.now() / 1000;
+        },
+        (error: Error & { cause?: Error }) => {
+          if (execution.status !== 'RUNNING') return;
+          const inner = error.cause ?? error;
+          execution.status =
+            error.name === 'ExecutionTimeoutError' ? 'TIMED_OUT' : error.name === 'ExecutionAbortedError' ? 'ABORTED' : 'FAILED';
+          execution.error = inner.name;
+          execution.cause = inner.message;
+          execution.stopDate = Date.now() / 1000;
+        },
+      )
+      .finally(() => {
+        for (const [token, pending] of this.tokens)
+          if (pending.execution === arn) {
+            pending.closed = true;
+            this.tokens.delete(token);
+          }
+        if (this.byOperation.get(parsedInput?.operationId) === controller) this.byOperation.delete(parsedInput.operationId);
+        this.retire(arn);
+      });
     return { started: { executionArn: arn, startDate: execution.startDate }, done };
   }
 
   /** lambda:invoke states call the function and mirror AWS's `{ Payload, StatusCode }`; .waitForTaskToken waits for the token. */
-  private localHandlers(executionArn: string, definition: { States: Record<string, { Type: string; Resource?: string }> }): Record<string, (input: unknown) => Promise<unknown>> {
+  private localHandlers(
+    executionArn: string,
+    definition: { States: Record<string, { Type: string; Resource?: string }> },
+  ): Record<string, (input: unknown) => Promise<unknown>> {
     const handlers: Record<string, (input: unknown) => Promise<unknown>> = {};
     for (const [stateName, state] of Object.entries(definition.States)) {
       if (state.Type !== 'Task') continue;

@@ -13,7 +13,14 @@ import type { ToolSpec } from '../functions/core/tool-spec';
 import type { Deps } from '../functions/core/ports';
 import { sweep } from '../functions/steps/resume';
 import { createSandbox } from '../sandbox/server';
-import { LIFECYCLE_FUNCTIONS, placeholderOf, readDefinition, readExpressDefinition, substitute, type LifecycleFunction } from '../statemachines/definition';
+import {
+  LIFECYCLE_FUNCTIONS,
+  placeholderOf,
+  readDefinition,
+  readExpressDefinition,
+  substitute,
+  type LifecycleFunction,
+} from '../statemachines/definition';
 import { ensureTables, localClient, startDynamoLocal } from './dynamodb-local';
 import { makeHandlers, type HandlerMode } from './handlers';
 import { LocalStepFunctions, type ExecutionSummary, type LocalFunction } from './sfn-endpoint';
@@ -102,7 +109,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 }
 
 /** Each handler, timed for the cost model when it asks; unchanged otherwise. */
-function timed(handlers: Record<LifecycleFunction, LocalFunction>, invoked?: (fn: LifecycleFunction, ms: number) => void): Record<LifecycleFunction, LocalFunction> {
+function timed(
+  handlers: Record<LifecycleFunction, LocalFunction>,
+  invoked?: (fn: LifecycleFunction, ms: number) => void,
+): Record<LifecycleFunction, LocalFunction> {
   if (!invoked) return handlers;
   return Object.fromEntries(
     Object.entries(handlers).map(([name, fn]) => [
@@ -169,7 +179,15 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   const engine = new LocalStepFunctions(
     [
       { name: `${prefix}-invocation`, definition: substitute(readDefinition(), substitutions), type: 'STANDARD' },
-      ...(express ? [{ name: `${prefix}-invocation-express`, definition: substitute(readExpressDefinition(), substitutions), type: 'EXPRESS' as const }] : []),
+      ...(express
+        ? [
+            {
+              name: `${prefix}-invocation-express`,
+              definition: substitute(readExpressDefinition(), substitutions),
+              type: 'EXPRESS' as const,
+            },
+          ]
+        : []),
     ],
     Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), lifecycle[n]])),
     options.instrument?.executed,
@@ -195,7 +213,12 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     TOOLRUNNER_CONFIG: options.configPath,
   };
   const env = parseEnv(lambdaEnv);
-  deps = depsFromEnv(env, { tools: options.tools, abortSignalFor: engine.abortSignalFor, dynamoClient: options.dynamoClient, inProcessSteps: handlers.mode === 'source' });
+  deps = depsFromEnv(env, {
+    tools: options.tools,
+    abortSignalFor: engine.abortSignalFor,
+    dynamoClient: options.dynamoClient,
+    inProcessSteps: handlers.mode === 'source',
+  });
 
   const api = serve({ fetch: handlers.api, port, hostname: '127.0.0.1' }) as Server;
   const apiPort = await new Promise<number>((r, reject) => {
@@ -222,7 +245,16 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
   timer.unref();
   started.push(async () => clearInterval(timer));
 
-  return { apiUrl: `http://127.0.0.1:${apiPort}`, sandboxUrl, deps, recovered, handlers: handlers.mode, stateMachineArn: engine.stateMachineArn, tables, stop };
+  return {
+    apiUrl: `http://127.0.0.1:${apiPort}`,
+    sandboxUrl,
+    deps,
+    recovered,
+    handlers: handlers.mode,
+    stateMachineArn: engine.stateMachineArn,
+    tables,
+    stop,
+  };
 }
 
 /** Each line with the seconds since the stack began to start, e.g. `[ 2.4s] tables ready`. */

@@ -1,5 +1,11 @@
 /** Where things are, on one screen, printed just before the `ready:` line (whose format stays as it is). */
-export function startSummary(where: { apiUrl: string; sandboxUrl?: string; dataDir: string; configPath: string; createdKeys: boolean }): string[] {
+export function startSummary(where: {
+  apiUrl: string;
+  sandboxUrl?: string;
+  dataDir: string;
+  configPath: string;
+  createdKeys: boolean;
+}): string[] {
   const { apiUrl } = where;
   return [
     '',

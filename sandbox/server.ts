@@ -4,9 +4,19 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { FaultSchema, initialState, StateFile, type Fault, type LedgerEntry } from './state';
 
-const ChargeBody = z.strictObject({ amount: z.number().int().positive(), currency: z.string().regex(/^[A-Z]{3}$/), customer: z.string().min(1), description: z.string().optional() });
+const ChargeBody = z.strictObject({
+  amount: z.number().int().positive(),
+  currency: z.string().regex(/^[A-Z]{3}$/),
+  customer: z.string().min(1),
+  description: z.string().optional(),
+});
 const EmailBody = z.strictObject({ to: z.string().min(3), subject: z.string().min(1), body: z.string() });
-const AddressBody = z.strictObject({ line1: z.string().min(1), city: z.string().min(1), postalCode: z.string().min(1), country: z.string().min(2) });
+const AddressBody = z.strictObject({
+  line1: z.string().min(1),
+  city: z.string().min(1),
+  postalCode: z.string().min(1),
+  country: z.string().min(2),
+});
 
 const MAX_BODY = 1024 * 1024;
 
@@ -46,7 +56,8 @@ export function createSandbox(dataDir: string): Server {
     if (method === 'GET' && path === '/health') return send(res, 200, { status: 'ok' });
     if (method === 'POST' && path === '/_sandbox/faults') {
       const parsed = FaultSchema.safeParse(body);
-      if (!parsed.success) return send(res, 400, { error: { code: 'invalid_request', message: parsed.error.issues.map((i) => i.message).join('; ') } });
+      if (!parsed.success)
+        return send(res, 400, { error: { code: 'invalid_request', message: parsed.error.issues.map((i) => i.message).join('; ') } });
       state.faults.push(parsed.data);
       file.save();
       await file.durable();
@@ -97,7 +108,12 @@ export function createSandbox(dataDir: string): Server {
       case 'fail_503':
         return send(res, 503, { error: { code: 'service_unavailable', message: 'try again later' } });
       case 'rate_limit_429':
-        return send(res, 429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'retry-after': String(fault.retryAfterSeconds ?? 1) });
+        return send(
+          res,
+          429,
+          { error: { code: 'rate_limited', message: 'slow down' } },
+          { 'retry-after': String(fault.retryAfterSeconds ?? 1) },
+        );
       case 'permanent_402':
         return send(res, 402, { error: { code: 'card_declined', message: 'the card was declined' } });
       case 'hang':
@@ -134,7 +150,10 @@ export function createSandbox(dataDir: string): Server {
     file.state.ledger.push({ ...entry, at: new Date().toISOString() });
   }
 
-  function routeOf(method: string, path: string): { key: string; run: (body: unknown, url: URL, req: IncomingMessage) => Answer } | undefined {
+  function routeOf(
+    method: string,
+    path: string,
+  ): { key: string; run: (body: unknown, url: URL, req: IncomingMessage) => Answer } | undefined {
     const state = () => file.state;
     if (method === 'POST' && path === '/v1/charges') {
       return {
@@ -147,11 +166,20 @@ export function createSandbox(dataDir: string): Server {
           if (key) {
             const seen = state().idempotency[key];
             if (seen && seen.bodyHash !== bodyHash) {
-              return { status: 409, body: { error: { code: 'idempotency_key_reused', message: 'this key was used with a different body' } } };
+              return {
+                status: 409,
+                body: { error: { code: 'idempotency_key_reused', message: 'this key was used with a different body' } },
+              };
             }
             if (seen) return { status: seen.status, body: seen.body, headers: { 'idempotent-replayed': 'true' } };
           }
-          const charge = { id: `ch_${state().nextId++}`, ...parsed.data, status: 'succeeded' as const, idempotencyKey: key, created: new Date().toISOString() };
+          const charge = {
+            id: `ch_${state().nextId++}`,
+            ...parsed.data,
+            status: 'succeeded' as const,
+            idempotencyKey: key,
+            created: new Date().toISOString(),
+          };
           state().charges.push(charge);
           if (key) state().idempotency[key] = { bodyHash, status: 200, body: charge };
           record({ kind: 'charge', id: charge.id, idempotencyKey: key, body: parsed.data });

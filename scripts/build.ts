@@ -26,7 +26,6 @@ const entries: Record<string, string> = {
 // dist/functions/handlers/*.js); `toolrunner-user-tools` stays a bare import, aliased to the user's module then.
 for (const spec of Object.values(FUNCTIONS)) entries[`functions/handlers/${spec.entry}`] = `functions/handlers/${spec.entry}.ts`;
 
-
 rmSync(dist, { recursive: true, force: true });
 
 const result = await build({
@@ -58,11 +57,17 @@ for (const [output, meta] of Object.entries(result.metafile.outputs)) {
 }
 chmodSync(join(dist, 'cli.js'), 0o755);
 
-const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined });
+const config = ts.getParsedCommandLineOfConfigFile(
+  join(root, 'tsconfig.json'),
+  {},
+  { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined },
+);
 if (!config) throw new Error('build: cannot read tsconfig.json');
 const typesDir = join(dist, 'types');
 const program = ts.createProgram(
-  Object.values(entries).filter((e) => e !== 'cli/main.ts' && !e.startsWith('functions/handlers/')).map((e) => join(root, e)),
+  Object.values(entries)
+    .filter((e) => e !== 'cli/main.ts' && !e.startsWith('functions/handlers/'))
+    .map((e) => join(root, e)),
   { ...config.options, noEmit: false, declaration: true, emitDeclarationOnly: true, outDir: typesDir, rootDir: root },
 );
 const emitted = program.emit(undefined, undefined, undefined, true);

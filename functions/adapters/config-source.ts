@@ -11,7 +11,8 @@ const processSecret = randomBytes(32).toString('base64url');
 
 function resolve(raw: unknown, origin: string): ResolvedConfig {
   const parsed = RunnerConfigSchema.safeParse(raw);
-  if (!parsed.success) throw new Error(`${origin}: invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new Error(`${origin}: invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   return { ...parsed.data, approvalSecret: parsed.data.approvalSecret ?? processSecret };
 }
 
@@ -24,7 +25,12 @@ function describeProblem(text: string): string {
     return 'not valid JSON (perhaps caught mid-write)';
   }
   const parsed = RunnerConfigSchema.safeParse(raw);
-  return parsed.success ? 'valid' : `invalid at ${parsed.error.issues.map((i) => i.path.join('.') || '(root)').slice(0, 5).join(', ')}`;
+  return parsed.success
+    ? 'valid'
+    : `invalid at ${parsed.error.issues
+        .map((i) => i.path.join('.') || '(root)')
+        .slice(0, 5)
+        .join(', ')}`;
 }
 
 /**
@@ -59,7 +65,14 @@ export function fileConfigSource(path: string, log: (line: string) => void = (li
       return valid;
     }
     if (!valid) throw new Error(`${path}: ${problem}`);
-    log(JSON.stringify({ level: 'warn', message: 'configuration file is unusable; the last valid configuration keeps serving', path, problem }));
+    log(
+      JSON.stringify({
+        level: 'warn',
+        message: 'configuration file is unusable; the last valid configuration keeps serving',
+        path,
+        problem,
+      }),
+    );
     return valid;
   };
 }

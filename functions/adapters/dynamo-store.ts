@@ -44,7 +44,12 @@ function compact(op: OperationRecord): OperationRecord {
   if (op.frozenArguments !== undefined && op.rawArguments === op.frozenArguments) {
     out.rawArguments = undefined;
     out.rawArgumentsAre = 'frozen';
-  } else if (op.frozenArguments !== undefined && typeof op.rawArguments === 'object' && op.rawArguments !== null && JSON.stringify(op.rawArguments) === op.frozenArguments) {
+  } else if (
+    op.frozenArguments !== undefined &&
+    typeof op.rawArguments === 'object' &&
+    op.rawArguments !== null &&
+    JSON.stringify(op.rawArguments) === op.frozenArguments
+  ) {
     out.rawArguments = undefined;
     out.rawArgumentsAre = 'frozenParsed';
   }
@@ -55,7 +60,10 @@ function compact(op: OperationRecord): OperationRecord {
   if (op.envelope && op.envelope.call_id === op.callId && op.envelope.logical_operation_id === op.operationId) {
     const { call_id: _c, logical_operation_id: _l, result: envelopeResult, ...rest } = op.envelope;
     const fromOutcome = result !== undefined && envelopeResult === result;
-    out.envelope = { ...rest, ...(fromOutcome ? { resultFromOutcome: true } : envelopeResult === undefined ? {} : { result: envelopeResult }) } as unknown as OperationRecord['envelope'];
+    out.envelope = {
+      ...rest,
+      ...(fromOutcome ? { resultFromOutcome: true } : envelopeResult === undefined ? {} : { result: envelopeResult }),
+    } as unknown as OperationRecord['envelope'];
   }
   return out;
 }
@@ -64,7 +72,8 @@ function expand(item: OperationRecord & { rawArgumentsAre?: 'frozen' | 'frozenPa
   const { rawArgumentsAre, ...op } = item;
   const result = resultOf(op.outcome);
   const out: OperationRecord = { ...op };
-  if (rawArgumentsAre && op.frozenArguments !== undefined) out.rawArguments = rawArgumentsAre === 'frozen' ? op.frozenArguments : JSON.parse(op.frozenArguments);
+  if (rawArgumentsAre && op.frozenArguments !== undefined)
+    out.rawArguments = rawArgumentsAre === 'frozen' ? op.frozenArguments : JSON.parse(op.frozenArguments);
   const last = op.lastAttempt;
   if (result !== undefined && last?.outcome.kind === 'succeeded' && !('result' in last.outcome)) {
     out.lastAttempt = { ...last, outcome: { ...(last.outcome as object), result } as typeof last.outcome };
@@ -160,7 +169,11 @@ function runChangeItem(tables: TableNames, run: RunRecord, change: RunChange, at
       const { delta } = change;
       const b = run.budgets;
       const turn = delta.opensTurn
-        ? { set: ', #usage.turns = #usage.turns + :one, lastTurn = :turn', cond: ' AND lastTurn < :turn AND #usage.turns < :maxTurns', values: { ':maxTurns': b.maxTurns } }
+        ? {
+            set: ', #usage.turns = #usage.turns + :one, lastTurn = :turn',
+            cond: ' AND lastTurn < :turn AND #usage.turns < :maxTurns',
+            values: { ':maxTurns': b.maxTurns },
+          }
         : { set: '', cond: ' AND lastTurn >= :turn', values: {} };
       return {
         Update: {
@@ -236,7 +249,14 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
   });
 
   /** Writes a block on its own, numbering it again while its number is taken. */
-  async function putBlock(runId: string, events: NewTraceEvent[], at: string, expiresAtEpoch: number | undefined, owner?: string, floorSeq?: number): Promise<TraceEvent[]> {
+  async function putBlock(
+    runId: string,
+    events: NewTraceEvent[],
+    at: string,
+    expiresAtEpoch: number | undefined,
+    owner?: string,
+    floorSeq?: number,
+  ): Promise<TraceEvent[]> {
     if (!events.length) return [];
     for (;;) {
       const traced = numbered(runId, events, at, floorSeq);
@@ -255,13 +275,25 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
    * between leaves a block no record names, which the trace never shows. Numbered after the blocks `before`
    * names.
    */
-  const writeBlock = (op: OperationRecord, before: OperationRecord | undefined, events: NewTraceEvent[], at: string): Promise<TraceEvent[]> =>
-    putBlock(op.runId, events, at, op.expiresAtEpoch, op.operationId, before?.traceSeqs?.length ? Math.max(...before.traceSeqs) : undefined);
+  const writeBlock = (
+    op: OperationRecord,
+    before: OperationRecord | undefined,
+    events: NewTraceEvent[],
+    at: string,
+  ): Promise<TraceEvent[]> =>
+    putBlock(
+      op.runId,
+      events,
+      at,
+      op.expiresAtEpoch,
+      op.operationId,
+      before?.traceSeqs?.length ? Math.max(...before.traceSeqs) : undefined,
+    );
 
   /** The record after a write: it names the block of events written for it, after those of earlier writes. */
   const naming = (op: OperationRecord, earlier: number[] | undefined, traced: TraceEvent[]): OperationRecord => ({
     ...op,
-    traceSeqs: traced.length ? [...(earlier ?? []), traced[0].seq] : earlier ?? [],
+    traceSeqs: traced.length ? [...(earlier ?? []), traced[0].seq] : (earlier ?? []),
   });
 
   async function readOperations(ids: string[]): Promise<Map<string, OperationRecord>> {
@@ -287,7 +319,8 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
       const current = op.Item ? fromItem(unmarshall(op.Item)) : undefined;
       return runIndex === undefined ? new OperationConflictError(current) : new OperationExistsError(current);
     }
-    if (runIndex !== undefined && reasons[runIndex]?.Code === 'ConditionalCheckFailed') return new RunChangedError('the run changed since it was read');
+    if (runIndex !== undefined && reasons[runIndex]?.Code === 'ConditionalCheckFailed')
+      return new RunChangedError('the run changed since it was read');
     if (reasons.some((r) => r.Code === 'TransactionConflict')) return new ContentionError('concurrent transactions on one item');
     return error;
   }
@@ -377,7 +410,11 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
       for (;;) {
         const traced = numbered(run.runId, events, at);
         try {
-          await doc.send(new TransactWriteCommand({ TransactItems: [update, ...(traced.length ? [{ Put: blockPut(traced, run.expiresAtEpoch) }] : [])] }));
+          await doc.send(
+            new TransactWriteCommand({
+              TransactItems: [update, ...(traced.length ? [{ Put: blockPut(traced, run.expiresAtEpoch) }] : [])],
+            }),
+          );
           return { ...run, status: to, updatedAt: at };
         } catch (error) {
           // The block's number was taken by another writer's block: number it again.
@@ -400,7 +437,11 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
     async listOperationsOfRun(runId) {
       // Every operation's first block names it (the trace is the run's index of its operations).
-      const ids = new Set((await eventItems(runId)).flatMap((i) => [i.owner, i.operationId, ...i.events.map((e) => e.operationId)].filter((id): id is string => !!id)));
+      const ids = new Set(
+        (await eventItems(runId)).flatMap((i) =>
+          [i.owner, i.operationId, ...i.events.map((e) => e.operationId)].filter((id): id is string => !!id),
+        ),
+      );
       const ops = [...(await readOperations([...ids])).values()].filter((op) => op.runId === runId);
       return ops.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.operationId.localeCompare(b.operationId));
     },
@@ -435,7 +476,8 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
             KeyConditionExpression: 'approvalPendingKey = :p',
             // Why: the requester (and the run's owner) may not approve the operation, and an expired approval cannot
             // be decided; filtering here (not after a fixed-size read) means every approver sees every approval across pages.
-            FilterExpression: 'principalId <> :me AND (attribute_not_exists(requestedBy) OR requestedBy <> :me) AND #approval.expiresAt > :now',
+            FilterExpression:
+              'principalId <> :me AND (attribute_not_exists(requestedBy) OR requestedBy <> :me) AND #approval.expiresAt > :now',
             ExpressionAttributeNames: { '#approval': 'approval' },
             ExpressionAttributeValues: { ':p': 'pending', ':me': approverId, ':now': now },
             ExclusiveStartKey,

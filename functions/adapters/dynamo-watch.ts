@@ -39,7 +39,12 @@ export interface Watch {
   /** Writes the entry an operation needs after this write, if any (see above). Call it before the write. */
   entryFor(before: OperationRecord | undefined, after: OperationRecord): Promise<void>;
   /** Active operations whose lease passed before `now` (every active one with `ignoreLeases`), up to `limit`. */
-  due(now: string, limit: number, ignoreLeases: boolean, read: (ids: string[]) => Promise<Map<string, OperationRecord>>): Promise<OperationRecord[]>;
+  due(
+    now: string,
+    limit: number,
+    ignoreLeases: boolean,
+    read: (ids: string[]) => Promise<Map<string, OperationRecord>>,
+  ): Promise<OperationRecord[]>;
 }
 
 export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () => number): Watch {
@@ -50,7 +55,12 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
     const now = nowIso();
     const time = at > now ? at : now;
     const epoch = Math.ceil(Date.parse(time) / 1000) + ENTRY_TTL_SECONDS;
-    await doc.send(new PutCommand({ TableName: table, Item: { shard: shardOf(operationId), watchKey: `${time}#${operationId}`, operationId, expiresAtEpoch: epoch } }));
+    await doc.send(
+      new PutCommand({
+        TableName: table,
+        Item: { shard: shardOf(operationId), watchKey: `${time}#${operationId}`, operationId, expiresAtEpoch: epoch },
+      }),
+    );
   }
 
   async function cursorOf(shard: string): Promise<string> {
@@ -112,7 +122,8 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
         // Every entry up to `passed` was handled; with the whole range read, everything up to `upTo` was.
         const reached = complete ? upTo : passed;
         const next = reached < ceiling ? reached : ceiling;
-        if (next > cursor) await doc.send(new PutCommand({ TableName: table, Item: { shard: CURSOR_SHARD, watchKey: shard, position: next } }));
+        if (next > cursor)
+          await doc.send(new PutCommand({ TableName: table, Item: { shard: CURSOR_SHARD, watchKey: shard, position: next } }));
       }
       return [...found.values()];
     },
@@ -120,7 +131,12 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
 }
 
 /** Reads items by key in batches of 100 (BatchGetItem's limit), consistently, retrying what DynamoDB leaves unprocessed. */
-export async function batchRead(doc: DynamoDBDocumentClient, table: string, key: string, ids: string[]): Promise<Record<string, unknown>[]> {
+export async function batchRead(
+  doc: DynamoDBDocumentClient,
+  table: string,
+  key: string,
+  ids: string[],
+): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   for (let i = 0; i < ids.length; i += 100) {
     let keys: Record<string, unknown>[] | undefined = ids.slice(i, i + 100).map((id) => ({ [key]: id }));

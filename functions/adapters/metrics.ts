@@ -20,7 +20,9 @@ export function memoryMetrics(): Metrics & { snapshot(): MetricSample[] } {
       counts.set(key, sample);
     },
     snapshot() {
-      return [...counts.values()].map((s) => ({ ...s, dimensions: { ...s.dimensions } })).sort((a, b) => a.name.localeCompare(b.name) || JSON.stringify(a.dimensions).localeCompare(JSON.stringify(b.dimensions)));
+      return [...counts.values()]
+        .map((s) => ({ ...s, dimensions: { ...s.dimensions } }))
+        .sort((a, b) => a.name.localeCompare(b.name) || JSON.stringify(a.dimensions).localeCompare(JSON.stringify(b.dimensions)));
     },
   };
 }
@@ -29,7 +31,9 @@ export function memoryMetrics(): Metrics & { snapshot(): MetricSample[] } {
  * The metrics port on AWS: CloudWatch embedded metric format through Powertools. Each count is a single
  * metric with its own dimensions, written at once, so no flush at the end of an invocation is needed.
  */
-export function emfMetrics(metrics = new PowertoolsMetrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'toolrunner', serviceName: 'toolrunner' })): Metrics {
+export function emfMetrics(
+  metrics = new PowertoolsMetrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'toolrunner', serviceName: 'toolrunner' }),
+): Metrics {
   return {
     count(name, dimensions, value = 1) {
       const single = metrics.singleMetric();
@@ -41,6 +45,8 @@ export function emfMetrics(metrics = new PowertoolsMetrics({ namespace: process.
 
 /** One line for people: `ToolCalls{outcome=succeeded,tool=charge_card} 3`. */
 export function formatSample(sample: MetricSample): string {
-  const dims = Object.entries(sample.dimensions).map(([k, v]) => `${k}=${v}`).join(',');
+  const dims = Object.entries(sample.dimensions)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
   return `${sample.name}{${dims}} ${sample.value}`;
 }

@@ -13,7 +13,14 @@ function reviewText(m: ReviewNotice): string {
 export function snsNotifier(client: SNSClient, topicArn: string): Notifier & ReviewNotifier {
   return {
     async reviewRequired(m) {
-      await client.send(new PublishCommand({ TopicArn: topicArn, Subject: `Review needed: ${m.toolName}`.slice(0, 99), Message: reviewText(m), MessageAttributes: { kind: { DataType: 'String', StringValue: 'review' } } }));
+      await client.send(
+        new PublishCommand({
+          TopicArn: topicArn,
+          Subject: `Review needed: ${m.toolName}`.slice(0, 99),
+          Message: reviewText(m),
+          MessageAttributes: { kind: { DataType: 'String', StringValue: 'review' } },
+        }),
+      );
     },
     async approvalRequested(m) {
       for (const link of m.links) {

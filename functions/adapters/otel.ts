@@ -1,10 +1,18 @@
-import { context, defaultTextMapGetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  defaultTextMapGetter,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Tracer,
+} from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { TRACEPARENT } from '../core/trace-context';
 import type { AttemptSpanEnd, AttemptSpanStart, Telemetry } from '../core/ports';
 
 const propagator = new W3CTraceContextPropagator();
-
 
 /** The attributes known before the call: GenAI semantic conventions for tool execution, plus the runner's own. */
 export function startAttributes(start: AttemptSpanStart): Attributes {
@@ -41,22 +49,30 @@ export function endAttributes(end: AttemptSpanEnd): Attributes {
 export function otelTelemetry(tracer: Tracer = trace.getTracer('toolrunner')): Telemetry {
   return {
     attemptSpan(start, attempt, end) {
-      const parent = start.traceparent && TRACEPARENT.test(start.traceparent) ? propagator.extract(ROOT_CONTEXT, { traceparent: start.traceparent }, defaultTextMapGetter) : context.active();
-      return tracer.startActiveSpan(`execute_tool ${start.toolName}`, { kind: SpanKind.INTERNAL, attributes: startAttributes(start) }, parent, async (span) => {
-        try {
-          const result = await attempt();
-          const finished = end(result);
-          span.setAttributes(endAttributes(finished));
-          if (finished.outcome.kind !== 'succeeded') span.setStatus({ code: SpanStatusCode.ERROR, message: finished.outcome.kind });
-          return result;
-        } catch (error) {
-          // Why not recordException: it would export the stack; the name says enough and nothing leaks.
-          span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.name : 'error' });
-          throw error;
-        } finally {
-          span.end();
-        }
-      });
+      const parent =
+        start.traceparent && TRACEPARENT.test(start.traceparent)
+          ? propagator.extract(ROOT_CONTEXT, { traceparent: start.traceparent }, defaultTextMapGetter)
+          : context.active();
+      return tracer.startActiveSpan(
+        `execute_tool ${start.toolName}`,
+        { kind: SpanKind.INTERNAL, attributes: startAttributes(start) },
+        parent,
+        async (span) => {
+          try {
+            const result = await attempt();
+            const finished = end(result);
+            span.setAttributes(endAttributes(finished));
+            if (finished.outcome.kind !== 'succeeded') span.setStatus({ code: SpanStatusCode.ERROR, message: finished.outcome.kind });
+            return result;
+          } catch (error) {
+            // Why not recordException: it would export the stack; the name says enough and nothing leaks.
+            span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.name : 'error' });
+            throw error;
+          } finally {
+            span.end();
+          }
+        },
+      );
     },
   };
 }

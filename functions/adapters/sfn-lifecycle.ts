@@ -29,9 +29,14 @@ export function sfnLifecycle(client: SFNClient, stateMachineArn: string, express
     ...(expressStateMachineArn
       ? {
           async startSync(input, name) {
-            const out = await client.send(new StartSyncExecutionCommand({ stateMachineArn: expressStateMachineArn, name, input: JSON.stringify(input) }));
+            const out = await client.send(
+              new StartSyncExecutionCommand({ stateMachineArn: expressStateMachineArn, name, input: JSON.stringify(input) }),
+            );
             // A failed or timed-out Express execution leaves the operation to its lease: the sweeper resumes it.
-            if (out.status !== 'SUCCEEDED') console.error(JSON.stringify({ level: 'warn', message: 'express execution did not succeed', name, status: out.status, error: out.error }));
+            if (out.status !== 'SUCCEEDED')
+              console.error(
+                JSON.stringify({ level: 'warn', message: 'express execution did not succeed', name, status: out.status, error: out.error }),
+              );
           },
         }
       : {}),

@@ -1,5 +1,10 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { IdempotencyAlreadyInProgressError, IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  IdempotencyValidationError,
+  makeIdempotent,
+} from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
@@ -15,11 +20,19 @@ const IN_PROGRESS_SECONDS = 30;
  * not need it: their operation id is derived from (runId, callId) and created by a conditional write.
  */
 export function powertoolsOnceGuard(client: DynamoDBClient, tableName: string): OnceGuard {
-  const config = new IdempotencyConfig({ eventKeyJmesPath: '[scope, key]', payloadValidationJmesPath: 'payloadHash', expiresAfterSeconds: 24 * 3600, throwOnNoIdempotencyKey: true });
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: '[scope, key]',
+    payloadValidationJmesPath: 'payloadHash',
+    expiresAfterSeconds: 24 * 3600,
+    throwOnNoIdempotencyKey: true,
+  });
   // A short in-progress lease: a submitter that died frees the key quickly (see above for why that is safe).
   config.registerLambdaContext({ getRemainingTimeInMillis: () => IN_PROGRESS_SECONDS * 1000 } as Context);
   const persistenceStore = new DynamoDBPersistenceLayer({ tableName, awsSdkV3Client: client });
-  const once = makeIdempotent(async (event: OnceKey & { nonce: string; submit: () => Promise<unknown> }) => ({ nonce: event.nonce, value: await event.submit() }), { persistenceStore, config });
+  const once = makeIdempotent(
+    async (event: OnceKey & { nonce: string; submit: () => Promise<unknown> }) => ({ nonce: event.nonce, value: await event.submit() }),
+    { persistenceStore, config },
+  );
 
   return async <T>(key: OnceKey, submit: () => Promise<T>): Promise<Guarded<T>> => {
     const nonce = randomUUID();

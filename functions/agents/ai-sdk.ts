@@ -15,7 +15,10 @@ export interface ToolrunnerAiSdk {
   generate(options: GenerateOptions): Promise<Awaited<ReturnType<typeof generateText>>>;
 }
 
-type GenerateOptions = Omit<Parameters<typeof generateText>[0], 'tools' | 'prompt' | 'messages'> & { prompt?: string; messages?: ModelMessage[] };
+type GenerateOptions = Omit<Parameters<typeof generateText>[0], 'tools' | 'prompt' | 'messages'> & {
+  prompt?: string;
+  messages?: ModelMessage[];
+};
 
 interface ApprovalRequestPart {
   type: 'tool-approval-request';
@@ -53,7 +56,11 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
       if (!spec) continue;
       const decision = await session.awaitDecision(spec, request.toolCall.toolCallId, turn, request.toolCall.input);
       // A denial's reason is what the model reads: the runner's envelope.
-      answers.push(decision.approved ? { type: 'tool-approval-response', approvalId: request.approvalId, approved: true } : { type: 'tool-approval-response', approvalId: request.approvalId, approved: false, reason: modelText(decision.result) });
+      answers.push(
+        decision.approved
+          ? { type: 'tool-approval-response', approvalId: request.approvalId, approved: true }
+          : { type: 'tool-approval-response', approvalId: request.approvalId, approved: false, reason: modelText(decision.result) },
+      );
     }
     return { role: 'tool', content: answers };
   }

@@ -20,7 +20,10 @@ export type Submission =
 type ToolArguments = Record<string, unknown> | string;
 
 export interface RunnerHttp {
-  createRun(body?: { budgets?: Record<string, number>; metadata?: Record<string, unknown> }): ReturnType<ReturnType<typeof createClient>['createRun']>;
+  createRun(body?: {
+    budgets?: Record<string, number>;
+    metadata?: Record<string, unknown>;
+  }): ReturnType<ReturnType<typeof createClient>['createRun']>;
   getRun(runId: string): ReturnType<ReturnType<typeof createClient>['getRun']>;
   listTools<T = unknown>(format: string): Promise<T[]>;
   preview(runId: string, call: { name: string; arguments: unknown }): Promise<Preview>;
@@ -33,7 +36,11 @@ export interface RunnerHttp {
 
 export function runnerHttp(options: { baseUrl: string; key: string; fetch?: FetchLike }): RunnerHttp {
   const send = options.fetch;
-  const client = createClient({ baseUrl: options.baseUrl, apiKey: options.key, ...(send ? { fetch: async (url: string, init: RequestInit) => send(new Request(url, init)) } : {}) });
+  const client = createClient({
+    baseUrl: options.baseUrl,
+    apiKey: options.key,
+    ...(send ? { fetch: async (url: string, init: RequestInit) => send(new Request(url, init)) } : {}),
+  });
   return {
     createRun: (body = {}) => client.createRun(body),
     getRun: (runId) => client.getRun(runId),
@@ -44,7 +51,8 @@ export function runnerHttp(options: { baseUrl: string; key: string; fetch?: Fetc
         const answer = await client.callTool(runId, { ...call, arguments: call.arguments as ToolArguments }, { waitSeconds });
         return answer.kind === 'envelope' ? { kind: 'reported', envelope: answer.envelope, replayed: answer.replayed } : answer;
       } catch (error) {
-        if (error instanceof ToolRunnerError && error.status === 409) return { kind: 'refused', status: 409, code: error.code, message: error.message };
+        if (error instanceof ToolRunnerError && error.status === 409)
+          return { kind: 'refused', status: 409, code: error.code, message: error.message };
         throw error;
       }
     },
@@ -65,7 +73,8 @@ export async function waitForOperation(
   for (;;) {
     const op = await http.getOperation(operationId);
     const awaitingPerson = op.state === 'awaiting_approval' && op.approval?.state === 'pending';
-    if (op.envelope || (awaitingPerson && options.stopWhenAwaitingApproval) || Date.now() >= options.deadline || options.signal?.aborted) return op;
+    if (op.envelope || (awaitingPerson && options.stopWhenAwaitingApproval) || Date.now() >= options.deadline || options.signal?.aborted)
+      return op;
     await new Promise((r) => setTimeout(r, Math.min(options.pollMs ?? 200, Math.max(1, options.deadline - Date.now()))));
   }
 }

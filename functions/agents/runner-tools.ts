@@ -32,7 +32,10 @@ export interface RunnerTool {
 }
 
 /** What the model sees for one call: the runner's envelope, or the reason the runner refused the request. */
-export type ModelVisibleResult = Envelope | { status: 'pending'; operationId: string; state: string; message: string } | { error: { code: string; message: string } };
+export type ModelVisibleResult =
+  | Envelope
+  | { status: 'pending'; operationId: string; state: string; message: string }
+  | { error: { code: string; message: string } };
 
 export class RunnerSession {
   private constructor(
@@ -50,11 +53,19 @@ export class RunnerSession {
   /** The principal's tools, in OpenAI's function shape (strict where the runner can promise it). */
   async tools(): Promise<RunnerTool[]> {
     const [openai, neutral] = await Promise.all([
-      this.http.listTools<{ function: { name: string; description: string; parameters: Record<string, unknown>; strict: boolean } }>('openai'),
+      this.http.listTools<{ function: { name: string; description: string; parameters: Record<string, unknown>; strict: boolean } }>(
+        'openai',
+      ),
       this.http.listTools<{ name: string; inputSchema: { required?: string[] } }>('neutral'),
     ]);
     const required = new Map(neutral.map((t) => [t.name, t.inputSchema.required ?? []]));
-    return openai.map(({ function: f }) => ({ name: f.name, description: f.description, parameters: f.parameters, strict: f.strict, required: required.get(f.name) ?? [] }));
+    return openai.map(({ function: f }) => ({
+      name: f.name,
+      description: f.description,
+      parameters: f.parameters,
+      strict: f.strict,
+      required: required.get(f.name) ?? [],
+    }));
   }
 
   /** The framework's approval question, answered by the runner's policy through the preview route. */
@@ -67,7 +78,11 @@ export class RunnerSession {
   /** Submits the framework's call under its own call id and waits for what the model should read. */
   async call(tool: RunnerTool, callId: string, turn: number, input: unknown, signal?: AbortSignal): Promise<ModelVisibleResult> {
     const deadline = Date.now() + (this.options.callTimeoutMs ?? 600_000);
-    const submitted = await this.http.submit(this.runId, { callId, turn, name: tool.name, arguments: withoutNullOptionals(tool, input) }, Math.min(25, (deadline - Date.now()) / 1000));
+    const submitted = await this.http.submit(
+      this.runId,
+      { callId, turn, name: tool.name, arguments: withoutNullOptionals(tool, input) },
+      Math.min(25, (deadline - Date.now()) / 1000),
+    );
     if (submitted.kind === 'reported') return submitted.envelope;
     if (submitted.kind === 'refused') return { error: { code: submitted.code, message: submitted.message } };
     const op = await waitForOperation(this.http, submitted.operationId, { deadline, signal, pollMs: this.options.pollMs });
@@ -83,18 +98,33 @@ export class RunnerSession {
    * For a call the framework holds for approval: proposes it to the runner (which notifies approvers with
    * a signed link) and waits for the person's decision. Rejected or refused: the envelope says why.
    */
-  async awaitDecision(tool: RunnerTool, callId: string, turn: number, input: unknown): Promise<{ approved: true } | { approved: false; result: ModelVisibleResult }> {
-    const submitted = await this.http.submit(this.runId, { callId, turn, name: tool.name, arguments: withoutNullOptionals(tool, input) }, 0);
+  async awaitDecision(
+    tool: RunnerTool,
+    callId: string,
+    turn: number,
+    input: unknown,
+  ): Promise<{ approved: true } | { approved: false; result: ModelVisibleResult }> {
+    const submitted = await this.http.submit(
+      this.runId,
+      { callId, turn, name: tool.name, arguments: withoutNullOptionals(tool, input) },
+      0,
+    );
     if (submitted.kind === 'refused') return { approved: false, result: { error: { code: submitted.code, message: submitted.message } } };
-    if (submitted.kind === 'reported') return submitted.envelope.status === 'succeeded' ? { approved: true } : { approved: false, result: submitted.envelope };
+    if (submitted.kind === 'reported')
+      return submitted.envelope.status === 'succeeded' ? { approved: true } : { approved: false, result: submitted.envelope };
     const deadline = Date.now() + (this.options.approvalTimeoutMs ?? 86_400_000);
     for (;;) {
       const op = await this.http.getOperation(submitted.operationId);
       if (op.envelope) return op.envelope.status === 'succeeded' ? { approved: true } : { approved: false, result: op.envelope };
       const decided = op.approval && op.approval.state !== 'pending';
       // Approved, or no approval was needed after all: the framework's execute step fetches the result.
-      if ((decided && op.approval!.state === 'approved') || (!op.approval && op.state !== 'proposed' && op.state !== 'validated')) return { approved: true };
-      if (Date.now() > deadline) return { approved: false, result: { status: 'pending', operationId: op.operationId, state: op.state, message: 'no approver decided in time' } };
+      if ((decided && op.approval!.state === 'approved') || (!op.approval && op.state !== 'proposed' && op.state !== 'validated'))
+        return { approved: true };
+      if (Date.now() > deadline)
+        return {
+          approved: false,
+          result: { status: 'pending', operationId: op.operationId, state: op.state, message: 'no approver decided in time' },
+        };
       await new Promise((r) => setTimeout(r, this.options.pollMs ?? 250));
     }
   }

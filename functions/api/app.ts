@@ -38,7 +38,11 @@ type Env = { Variables: { principal: Principal } };
 
 /** Errors are `{ error: { code, message } }` (the README's "Using it" and `docs/openapi.json`); nothing else, and never a stack. */
 class ApiError extends Error {
-  constructor(readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429, readonly code: string, message: string) {
+  constructor(
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -69,7 +73,14 @@ async function jsonBody<T>(c: Context, schema: z.ZodType<T>, optional = false): 
   if (!bounded.ok) throw new ApiError(400, 'invalid_request', bounded.reason === 'syntax' ? 'the body is not valid JSON' : bounded.message);
   const parsed = schema.safeParse(bounded.value);
   if (!parsed.success) {
-    throw new ApiError(400, 'invalid_request', parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+    throw new ApiError(
+      400,
+      'invalid_request',
+      parsed.error.issues
+        .slice(0, 5)
+        .map((i) => `${i.path.join('.') || 'body'}: ${i.message}`)
+        .join('; '),
+    );
   }
   return parsed.data;
 }
@@ -81,7 +92,8 @@ async function jsonBody<T>(c: Context, schema: z.ZodType<T>, optional = false): 
  */
 function assertArgumentsBounded(args: unknown): void {
   const text = typeof args === 'string' ? args : JSON.stringify(args);
-  if (Buffer.byteLength(text) > JSON_BOUNDS.maxArgumentsBytes) throw new ApiError(400, 'invalid_request', `arguments: over ${JSON_BOUNDS.maxArgumentsBytes / 1024} KiB`);
+  if (Buffer.byteLength(text) > JSON_BOUNDS.maxArgumentsBytes)
+    throw new ApiError(400, 'invalid_request', `arguments: over ${JSON_BOUNDS.maxArgumentsBytes / 1024} KiB`);
   if (typeof args !== 'string') return;
   const bounded = parseBoundedJson(args, ['arguments'], JSON_BOUNDS.maxDepth - 1);
   if (!bounded.ok && bounded.reason === 'bounds') throw new ApiError(400, 'invalid_request', bounded.message);
@@ -173,8 +185,12 @@ export function makeApp(deps: Deps): Hono<Env> {
     if (!key || !deps.onceGuard) return c.json(runView(await createRun(deps, principal, body.budgets, body.metadata), deps.now()), 201);
     if (key.length > 255) throw new ApiError(400, 'invalid_request', 'Idempotency-Key is longer than 255 characters');
     // A client retrying run creation after a timeout gets the same run, not a second one.
-    const guarded = await deps.onceGuard({ scope: principal.id, key, payloadHash: hashValue(body) }, async () => (await createRun(deps, principal, body.budgets, body.metadata)).runId);
-    if (guarded.kind === 'payload_mismatch') throw new ApiError(409, 'invalid_state', 'this Idempotency-Key was used with a different body');
+    const guarded = await deps.onceGuard(
+      { scope: principal.id, key, payloadHash: hashValue(body) },
+      async () => (await createRun(deps, principal, body.budgets, body.metadata)).runId,
+    );
+    if (guarded.kind === 'payload_mismatch')
+      throw new ApiError(409, 'invalid_state', 'this Idempotency-Key was used with a different body');
     const run = await deps.store.getRun(guarded.value);
     if (!run) throw new ApiError(404, 'not_found', 'no such run');
     if (guarded.replayed) c.header('Idempotent-Replayed', 'true');
@@ -199,8 +215,12 @@ export function makeApp(deps: Deps): Hono<Env> {
     // Listening before submitting: no change the execution commits can slip past the wait, so no read is needed.
     const watcher = watchOperation(operationIdFor(run.runId, call.callId));
     try {
-      const submitted = await submitToolCall(deps, run, c.get('principal'), call, { waitSeconds, traceparent: validTraceparent(c.req.header('traceparent')) });
-      if (submitted.kind === 'conflict') throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
+      const submitted = await submitToolCall(deps, run, c.get('principal'), call, {
+        waitSeconds,
+        traceparent: validTraceparent(c.req.header('traceparent')),
+      });
+      if (submitted.kind === 'conflict')
+        throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
       if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
       if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
       const op = await waitForSettled(watcher, submitted.op, waitSeconds, submitted.kind === 'created' ? submitted.finished : undefined);
@@ -242,7 +262,12 @@ export function makeApp(deps: Deps): Hono<Env> {
    * Three ways to learn it without polling: the synchronous (Express) execution's end, an in-process
    * notification where the steps run beside the API, and otherwise a poll with backoff.
    */
-  async function waitForSettled(watcher: ReturnType<typeof watchOperation>, op: OperationRecord, seconds: number, finished?: Promise<void>): Promise<OperationRecord> {
+  async function waitForSettled(
+    watcher: ReturnType<typeof watchOperation>,
+    op: OperationRecord,
+    seconds: number,
+    finished?: Promise<void>,
+  ): Promise<OperationRecord> {
     const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
     const newest = () => {
       const seen = watcher.latest();
@@ -286,7 +311,8 @@ export function makeApp(deps: Deps): Hono<Env> {
     const body = await jsonBody(c, ResolveSchema);
     const op = await visibleOperation(c, true);
     const result = await resolveOperation(deps, op, c.get('principal'), body.outcome, body.note);
-    if (!result.ok) throw new ApiError(409, 'invalid_state', `only an outcome_unknown operation can be resolved; this one is ${result.op.state}`);
+    if (!result.ok)
+      throw new ApiError(409, 'invalid_state', `only an outcome_unknown operation can be resolved; this one is ${result.op.state}`);
     return c.json(operationView(result.op));
   });
 
@@ -328,7 +354,8 @@ export function makeApp(deps: Deps): Hono<Env> {
     if ((c.req.query('status') ?? 'pending') !== 'pending') throw new ApiError(400, 'invalid_request', 'only status=pending is supported');
     const limitText = c.req.query('limit');
     const limit = limitText === undefined ? DEFAULT_APPROVALS_PAGE : /^\d{1,3}$/.test(limitText) ? Number(limitText) : NaN;
-    if (!(limit >= 1 && limit <= MAX_APPROVALS_PAGE)) throw new ApiError(400, 'invalid_request', `limit must be an integer from 1 to ${MAX_APPROVALS_PAGE}`);
+    if (!(limit >= 1 && limit <= MAX_APPROVALS_PAGE))
+      throw new ApiError(400, 'invalid_request', `limit must be an integer from 1 to ${MAX_APPROVALS_PAGE}`);
     const cursorText = c.req.query('cursor');
     const after = cursorText === undefined ? undefined : decodeCursor(cursorText);
     if (cursorText !== undefined && !after) throw new ApiError(400, 'invalid_request', 'cursor is not one this API handed out');
@@ -386,10 +413,19 @@ function publicRoutes(deps: Deps): Hono<Env> {
     const approvalId = c.req.param('approvalId');
     if (!isSaneId(approvalId)) return c.html(decisionPage('Approval unavailable', 'no such approval'), 404);
     const sig = c.req.query('sig');
-    if (sig !== undefined && sig.length > MAX_SIG_CHARS) return c.html(decisionPage('Approval unavailable', 'this approval link is not valid'), 403);
+    if (sig !== undefined && sig.length > MAX_SIG_CHARS)
+      return c.html(decisionPage('Approval unavailable', 'this approval link is not valid'), 403);
     const access = await openApproval(deps, approvalId, sig);
     if (!access.ok) return c.html(decisionPage('Approval unavailable', access.message), access.status);
-    return c.html(approvalPage(access.op, access.approver.id, sig!, `/v1/approvals/${access.op.approval!.approvalId}`, deps.tools.get(access.op.toolName)));
+    return c.html(
+      approvalPage(
+        access.op,
+        access.approver.id,
+        sig!,
+        `/v1/approvals/${access.op.approval!.approvalId}`,
+        deps.tools.get(access.op.toolName),
+      ),
+    );
   });
 
   open.post('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {
@@ -419,7 +455,8 @@ function publicRoutes(deps: Deps): Hono<Env> {
       throw new ApiError(result.status, result.code, result.message);
     }
     const state = result.op.approval?.state ?? 'pending';
-    if (isForm) return c.html(decisionPage(state === 'approved' ? 'Approved' : 'Rejected', `The operation was ${state}. You can close this page.`));
+    if (isForm)
+      return c.html(decisionPage(state === 'approved' ? 'Approved' : 'Rejected', `The operation was ${state}. You can close this page.`));
     return c.json({ approvalId, operationId: result.op.operationId, state });
   });
 

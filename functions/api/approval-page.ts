@@ -8,7 +8,8 @@ const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;'
  * the Approve button) and must not leak its signed URL through a Referer.
  */
 export const PAGE_SECURITY_HEADERS = {
-  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'X-Frame-Options': 'DENY',
   'Referrer-Policy': 'no-referrer',
   'X-Content-Type-Options': 'nosniff',
@@ -24,11 +25,15 @@ export function escapeHtml(value: unknown): string {
  * newline), bidirectional overrides and isolates, zero-width characters, line/paragraph separators, the
  * byte-order mark, interlinear annotations and tag characters. A right-to-left override can make "gpj.exe" read "exe.jpg".
  */
-const INVISIBLE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFEFF\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/gu;
+const INVISIBLE =
+  /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFEFF\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/gu;
 
 /** Escapes for HTML and shows invisible and direction-changing characters as `<U+202E>`. */
 export function visibleText(value: unknown): string {
-  return escapeHtml(value).replace(INVISIBLE, (ch) => `<span class="cc">&lt;U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}&gt;</span>`);
+  return escapeHtml(value).replace(
+    INVISIBLE,
+    (ch) => `<span class="cc">&lt;U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}&gt;</span>`,
+  );
 }
 
 const RISK_TEXT: Record<Risk, string> = {

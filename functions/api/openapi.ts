@@ -22,7 +22,13 @@ import {
 } from './schemas';
 
 /** Named schemas of the document: requests as the routes accept them, responses as they answer. */
-const REQUESTS = { CreateRun: CreateRunSchema, ToolCall: ToolCallSchema, Preview: PreviewSchema, Resolve: ResolveSchema, Decision: DecisionSchema } as const;
+const REQUESTS = {
+  CreateRun: CreateRunSchema,
+  ToolCall: ToolCallSchema,
+  Preview: PreviewSchema,
+  Resolve: ResolveSchema,
+  Decision: DecisionSchema,
+} as const;
 const RESPONSES = {
   Error: ErrorSchema,
   Health: HealthSchema,
@@ -61,8 +67,20 @@ const error = (description: string) => ({ description, schema: 'Error' as const 
 
 /** Every route of `app.ts`; a test checks this list against the app's own routes. */
 export const ROUTES: Route[] = [
-  { method: 'get', path: '/v1/health', summary: 'Liveness', access: 'public', responses: { 200: { description: 'the API serves', schema: 'Health' } } },
-  { method: 'get', path: '/v1/openapi.json', summary: 'This document', access: 'public', responses: { 200: { description: 'the OpenAPI 3.1 document of the API' } } },
+  {
+    method: 'get',
+    path: '/v1/health',
+    summary: 'Liveness',
+    access: 'public',
+    responses: { 200: { description: 'the API serves', schema: 'Health' } },
+  },
+  {
+    method: 'get',
+    path: '/v1/openapi.json',
+    summary: 'This document',
+    access: 'public',
+    responses: { 200: { description: 'the OpenAPI 3.1 document of the API' } },
+  },
   {
     method: 'post',
     path: '/v1/runs',
@@ -71,7 +89,13 @@ export const ROUTES: Route[] = [
     body: 'CreateRun',
     responses: { 201: { description: 'the run', schema: 'Run' }, 400: error('malformed body') },
   },
-  { method: 'get', path: '/v1/runs/{runId}', summary: 'A run with its status, budgets and usage', access: ['agent'], responses: { 200: { description: 'the run', schema: 'Run' }, 404: error('no such run') } },
+  {
+    method: 'get',
+    path: '/v1/runs/{runId}',
+    summary: 'A run with its status, budgets and usage',
+    access: ['agent'],
+    responses: { 200: { description: 'the run', schema: 'Run' }, 404: error('no such run') },
+  },
   {
     method: 'post',
     path: '/v1/runs/{runId}/cancel',
@@ -85,9 +109,19 @@ export const ROUTES: Route[] = [
     summary: 'Submit a tool call; the same (runId, callId) is one logical operation',
     access: ['agent'],
     body: 'ToolCall',
-    headers: [{ name: 'Prefer', schema: { type: 'string', pattern: '^wait=\\d+$' }, description: '`wait=N`: wait up to N seconds (0 to 25, default 10) for the envelope' }],
+    headers: [
+      {
+        name: 'Prefer',
+        schema: { type: 'string', pattern: '^wait=\\d+$' },
+        description: '`wait=N`: wait up to N seconds (0 to 25, default 10) for the envelope',
+      },
+    ],
     responses: {
-      200: { description: 'the envelope, once the call is reported', schema: 'Envelope', headers: { 'Idempotent-Replayed': '`true` when this (runId, callId) was submitted before' } },
+      200: {
+        description: 'the envelope, once the call is reported',
+        schema: 'Envelope',
+        headers: { 'Idempotent-Replayed': '`true` when this (runId, callId) was submitted before' },
+      },
       202: { description: 'not reported yet: it waits for a person or took longer than the wait', schema: 'Pending' },
       400: error('malformed body'),
       404: error('no such run'),
@@ -114,7 +148,10 @@ export const ROUTES: Route[] = [
     path: '/v1/operations/{operationId}/cancel',
     summary: 'Cancel one operation',
     access: ['agent'],
-    responses: { 200: { description: 'the operation, cancelled', schema: 'Operation' }, 409: error('`invalid_state`: it already finished') },
+    responses: {
+      200: { description: 'the operation, cancelled', schema: 'Operation' },
+      409: error('`invalid_state`: it already finished'),
+    },
   },
   {
     method: 'post',
@@ -122,15 +159,22 @@ export const ROUTES: Route[] = [
     summary: 'Settle an outcome_unknown operation by a person',
     access: ['reviewer'],
     body: 'Resolve',
-    responses: { 200: { description: 'the operation, settled', schema: 'Operation' }, 409: error('`invalid_state`: it is not outcome_unknown') },
+    responses: {
+      200: { description: 'the operation, settled', schema: 'Operation' },
+      409: error('`invalid_state`: it is not outcome_unknown'),
+    },
   },
   {
     method: 'post',
     path: '/v1/runs/{runId}/tool-calls/preview',
-    summary: 'The policy decision a submission would take now (tool, authorization, arguments, budgets, approval), with no operation, no attempt and no budget used',
+    summary:
+      'The policy decision a submission would take now (tool, authorization, arguments, budgets, approval), with no operation, no attempt and no budget used',
     access: ['agent'],
     body: 'Preview',
-    responses: { 200: { description: '`allow`, `deny` (with the code the envelope would carry) or `require_approval`', schema: 'PreviewResult' }, 409: error('`run_closed`: the run was cancelled') },
+    responses: {
+      200: { description: '`allow`, `deny` (with the code the envelope would carry) or `require_approval`', schema: 'PreviewResult' },
+      409: error('`run_closed`: the run was cancelled'),
+    },
   },
   {
     method: 'get',
@@ -143,7 +187,8 @@ export const ROUTES: Route[] = [
   {
     method: 'get',
     path: '/v1/runs/{runId}/timeline',
-    summary: 'The trace as a timeline page for people: grouped by operation; owners and admins also see the arguments and results, with secrets masked',
+    summary:
+      'The trace as a timeline page for people: grouped by operation; owners and admins also see the arguments and results, with secrets masked',
     access: ['agent', 'reviewer'],
     responses: { 200: { description: 'HTML page', html: true }, 404: error('no such run') },
   },
@@ -172,7 +217,10 @@ export const ROUTES: Route[] = [
       { name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 }, description: 'page size, default 50' },
       { name: 'cursor', required: false, schema: { type: 'string' }, description: 'the `nextCursor` of the previous page' },
     ],
-    responses: { 200: { description: 'one page of pending approvals; `nextCursor` when there may be more', schema: 'Approvals' }, 400: error('a bad limit or cursor') },
+    responses: {
+      200: { description: 'one page of pending approvals; `nextCursor` when there may be more', schema: 'Approvals' },
+      400: error('a bad limit or cursor'),
+    },
   },
   {
     method: 'get',
@@ -180,7 +228,10 @@ export const ROUTES: Route[] = [
     summary: 'The approval page: shows the exact operation; opening it decides nothing',
     access: 'link',
     query: [{ name: 'sig', required: true, schema: { type: 'string' }, description: 'the link’s signature' }],
-    responses: { 200: { description: 'HTML page with the frozen arguments and approve/reject buttons', html: true }, 403: { description: 'bad signature or the requester’s own operation', html: true } },
+    responses: {
+      200: { description: 'HTML page with the frozen arguments and approve/reject buttons', html: true },
+      403: { description: 'bad signature or the requester’s own operation', html: true },
+    },
   },
   {
     method: 'post',
@@ -189,36 +240,72 @@ export const ROUTES: Route[] = [
     access: 'link',
     body: 'Decision',
     form: true,
-    responses: { 200: { description: 'the decision (HTML when posted as a form)', schema: 'DecisionResult' }, 403: error('bad signature or the requester’s own operation'), 409: error('`invalid_state`: already decided or expired') },
+    responses: {
+      200: { description: 'the decision (HTML when posted as a form)', schema: 'DecisionResult' },
+      403: error('bad signature or the requester’s own operation'),
+      409: error('`invalid_state`: already decided or expired'),
+    },
   },
 ];
 
 /** A zod schema as a JSON Schema 2020-12 fragment (the dialect of OpenAPI 3.1), without its `$schema`. */
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   return rest;
 }
 
 function operationOf(route: Route): Record<string, unknown> {
-  const pathParams = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+  const pathParams = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
+    name: m[1],
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
   const parameters = [
     ...pathParams,
-    ...(route.query ?? []).map((q) => ({ name: q.name, in: 'query', required: q.required, description: q.description, schema: stripDialect(q.schema) })),
+    ...(route.query ?? []).map((q) => ({
+      name: q.name,
+      in: 'query',
+      required: q.required,
+      description: q.description,
+      schema: stripDialect(q.schema),
+    })),
     ...(route.headers ?? []).map((h) => ({ name: h.name, in: 'header', required: false, description: h.description, schema: h.schema })),
   ];
   const responses: Record<string, unknown> = {};
   for (const [status, r] of Object.entries(route.responses)) {
     responses[status] = {
       description: r.description,
-      ...(r.headers ? { headers: Object.fromEntries(Object.entries(r.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) } : {}),
-      ...(r.html ? { content: { 'text/html': { schema: { type: 'string' } } } } : r.schema ? { content: { 'application/json': { schema: ref(r.schema) } } } : {}),
+      ...(r.headers
+        ? {
+            headers: Object.fromEntries(
+              Object.entries(r.headers).map(([name, description]) => [name, { description, schema: { type: 'string' } }]),
+            ),
+          }
+        : {}),
+      ...(r.html
+        ? { content: { 'text/html': { schema: { type: 'string' } } } }
+        : r.schema
+          ? { content: { 'application/json': { schema: ref(r.schema) } } }
+          : {}),
     };
   }
   if (Array.isArray(route.access)) {
     responses['401'] ??= { description: 'no valid bearer key', content: { 'application/json': { schema: ref('Error') } } };
-    responses['403'] ??= { description: 'the caller lacks the role or does not own the record', content: { 'application/json': { schema: ref('Error') } } };
+    responses['403'] ??= {
+      description: 'the caller lacks the role or does not own the record',
+      content: { 'application/json': { schema: ref('Error') } },
+    };
   }
-  const who = route.access === 'public' ? 'Anyone.' : route.access === 'link' ? 'The holder of a signed approval link (no bearer key).' : `Roles: ${route.access.join(', ')} (owners see their own records; admins see all).`;
+  const who =
+    route.access === 'public'
+      ? 'Anyone.'
+      : route.access === 'link'
+        ? 'The holder of a signed approval link (no bearer key).'
+        : `Roles: ${route.access.join(', ')} (owners see their own records; admins see all).`;
   return {
     operationId: operationIdOf(route),
     summary: route.summary,
@@ -246,7 +333,10 @@ function stripDialect(schema: object): object {
 }
 
 function operationIdOf(route: Route): string {
-  const words = route.path.replace(/^\/v1\//, '').split(/[/.-]/).filter((w) => w && !w.startsWith('{'));
+  const words = route.path
+    .replace(/^\/v1\//, '')
+    .split(/[/.-]/)
+    .filter((w) => w && !w.startsWith('{'));
   const name = words.map((w, i) => (i === 0 ? w : w[0].toUpperCase() + w.slice(1))).join('');
   const byId = route.path.endsWith('}') ? 'ById' : '';
   return `${route.method}${name[0].toUpperCase()}${name.slice(1)}${byId}`;
@@ -271,6 +361,9 @@ export function openApiDocument(): Record<string, unknown> {
     servers: [{ url: 'http://127.0.0.1:3000', description: 'npm start / toolrunner start' }],
     security: [{ bearer: [] }],
     paths,
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a principal’s key from the principals file or secret' } }, schemas },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a principal’s key from the principals file or secret' } },
+      schemas,
+    },
   };
 }

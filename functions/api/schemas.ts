@@ -13,18 +13,34 @@ export const MAX_BODY_BYTES = 256 * 1024;
 export const BudgetsSchema = z.strictObject({
   maxTurns: z.number().int().min(1).max(10_000).optional(),
   maxToolCalls: z.number().int().min(1).max(100_000).optional(),
-  maxWallClockSeconds: z.number().int().min(1).max(30 * 86400).optional(),
+  maxWallClockSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(30 * 86400)
+    .optional(),
   maxSpendCents: z.number().int().min(0).max(1_000_000_000).optional(),
 });
-export const CreateRunSchema = z.strictObject({ budgets: BudgetsSchema.optional(), metadata: z.record(z.string(), z.unknown()).optional() });
+export const CreateRunSchema = z.strictObject({
+  budgets: BudgetsSchema.optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
 export const ToolCallSchema = z.strictObject({
-  callId: z.string().min(1).max(128).regex(/^[\x21-\x7e]+$/, 'callId must be printable ASCII without spaces'),
+  callId: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[\x21-\x7e]+$/, 'callId must be printable ASCII without spaces'),
   turn: z.number().int().min(0).max(1_000_000),
   name: z.string().min(1).max(128),
   arguments: z.union([z.record(z.string(), z.unknown()), z.string().max(MAX_BODY_BYTES)]),
 });
 export const ResolveSchema = z.strictObject({ outcome: z.enum(['succeeded', 'failed']), note: z.string().min(1).max(2000) });
-export const DecisionSchema = z.strictObject({ decision: z.enum(['approve', 'reject']), reason: z.string().max(500).optional(), sig: z.string().min(1).max(2000).optional() });
+export const DecisionSchema = z.strictObject({
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().max(500).optional(),
+  sig: z.string().min(1).max(2000).optional(),
+});
 
 export const PreviewSchema = z.strictObject({
   name: z.string().min(1).max(128),
@@ -65,7 +81,11 @@ export const EnvelopeSchema = z.looseObject({
 });
 
 /** A call that is not reported yet: it waits for a person or took longer than `Prefer: wait`. */
-export const PendingSchema = z.looseObject({ operationId: z.string(), state: z.enum(Object.values(OperationState) as [OperationState, ...OperationState[]]), statusUrl: z.string() });
+export const PendingSchema = z.looseObject({
+  operationId: z.string(),
+  state: z.enum(Object.values(OperationState) as [OperationState, ...OperationState[]]),
+  statusUrl: z.string(),
+});
 
 export const OperationSchema = z.looseObject({
   operationId: z.string(),
@@ -81,10 +101,18 @@ export const OperationSchema = z.looseObject({
   createdAt: z.string(),
   updatedAt: z.string(),
   approval: z
-    .looseObject({ approvalId: z.string(), state: z.enum(['pending', 'approved', 'rejected', 'expired']), expiresAt: z.string(), decidedBy: z.string().optional(), decidedAt: z.string().optional() })
+    .looseObject({
+      approvalId: z.string(),
+      state: z.enum(['pending', 'approved', 'rejected', 'expired']),
+      expiresAt: z.string(),
+      decidedBy: z.string().optional(),
+      decidedAt: z.string().optional(),
+    })
     .optional(),
   outcome: z.looseObject({ kind: z.string(), code: z.string().optional(), retryable: z.boolean().optional() }).optional(),
-  review: z.looseObject({ required: z.boolean(), reason: z.string(), resolvedBy: z.string().optional(), note: z.string().optional() }).optional(),
+  review: z
+    .looseObject({ required: z.boolean(), reason: z.string(), resolvedBy: z.string().optional(), note: z.string().optional() })
+    .optional(),
   envelope: EnvelopeSchema.optional(),
   lateOutcome: z.looseObject({ kind: z.string(), code: z.string().optional() }).optional(),
 });
@@ -133,5 +161,14 @@ export const PreviewResultSchema = z.looseObject({
   inputHash: z.string(),
 });
 export const ReviewsSchema = z.looseObject({
-  reviews: z.array(z.looseObject({ operationId: z.string(), runId: z.string(), toolName: z.string(), reason: z.string(), since: z.string(), resolveUrl: z.string() })),
+  reviews: z.array(
+    z.looseObject({
+      operationId: z.string(),
+      runId: z.string(),
+      toolName: z.string(),
+      reason: z.string(),
+      since: z.string(),
+      resolveUrl: z.string(),
+    }),
+  ),
 });

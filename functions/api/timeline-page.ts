@@ -32,14 +32,20 @@ function lines(group: TimelineGroup): string {
 
 function details(group: TimelineGroup): string {
   if (!group.details) return '';
-  const block = (label: string, value: unknown) => (value === undefined ? '' : `<details open><summary>${escapeHtml(label)}</summary><pre>${escapeHtml(JSON.stringify(value, null, 2))}</pre></details>`);
+  const block = (label: string, value: unknown) =>
+    value === undefined
+      ? ''
+      : `<details open><summary>${escapeHtml(label)}</summary><pre>${escapeHtml(JSON.stringify(value, null, 2))}</pre></details>`;
   return block('Arguments (frozen, secrets masked)', group.details.arguments) + block('Result (secrets masked)', group.details.result);
 }
 
 /** The trace page: the timeline model as HTML, no JavaScript, everything escaped. */
 export function timelinePage(model: TimelineModel, viewer: string): string {
   const sections = model.groups
-    .map((group) => `<section${group.operationId ? ` id="${escapeHtml(group.operationId)}"` : ''}><h2>${escapeHtml(group.title)}</h2>\n<ol>\n${lines(group)}\n</ol>${details(group)}</section>`)
+    .map(
+      (group) =>
+        `<section${group.operationId ? ` id="${escapeHtml(group.operationId)}"` : ''}><h2>${escapeHtml(group.title)}</h2>\n<ol>\n${lines(group)}\n</ol>${details(group)}</section>`,
+    )
     .join('\n');
   const title = model.runId ? `Trace of ${model.runId}` : 'Trace';
   return `<!doctype html>

@@ -11,7 +11,10 @@ export function runView(run: RunRecord, now: number) {
     runId: run.runId,
     status: clocked.status,
     budgets: run.budgets,
-    usage: { ...run.usage, wallClockSeconds: Math.max(0, Math.round((Math.min(now, Date.parse(run.deadlineAt)) - Date.parse(run.createdAt)) / 1000)) },
+    usage: {
+      ...run.usage,
+      wallClockSeconds: Math.max(0, Math.round((Math.min(now, Date.parse(run.deadlineAt)) - Date.parse(run.createdAt)) / 1000)),
+    },
     metadata: run.metadata,
     createdAt: run.createdAt,
     deadlineAt: run.deadlineAt,
@@ -35,13 +38,23 @@ export function operationView(op: OperationRecord) {
     createdAt: op.createdAt,
     updatedAt: op.updatedAt,
     approval: op.approval
-      ? { approvalId: op.approval.approvalId, state: op.approval.state, expiresAt: op.approval.expiresAt, decidedBy: op.approval.decidedBy, decidedAt: op.approval.decidedAt }
+      ? {
+          approvalId: op.approval.approvalId,
+          state: op.approval.state,
+          expiresAt: op.approval.expiresAt,
+          decidedBy: op.approval.decidedBy,
+          decidedAt: op.approval.decidedAt,
+        }
       : undefined,
-    outcome: outcome ? { kind: outcome.kind, code: 'code' in outcome ? outcome.code : undefined, retryable: outcome.kind === 'failed_retryable' } : undefined,
+    outcome: outcome
+      ? { kind: outcome.kind, code: 'code' in outcome ? outcome.code : undefined, retryable: outcome.kind === 'failed_retryable' }
+      : undefined,
     review: op.review,
     requestedBy: op.requestedBy ?? op.principalId,
     envelope: envelopeOf(op),
-    lateOutcome: op.lateOutcome ? { kind: op.lateOutcome.kind, code: 'code' in op.lateOutcome ? op.lateOutcome.code : undefined } : undefined,
+    lateOutcome: op.lateOutcome
+      ? { kind: op.lateOutcome.kind, code: 'code' in op.lateOutcome ? op.lateOutcome.code : undefined }
+      : undefined,
   };
 }
 
@@ -50,7 +63,8 @@ export function operationView(op: OperationRecord) {
  * (the recorded one, or a late one), with secret-looking values masked. Never the idempotency key or task token.
  */
 export function operationDetails(op: OperationRecord): OperationDetails {
-  const result = op.outcome?.kind === 'succeeded' ? op.outcome.result : op.lateOutcome?.kind === 'succeeded' ? op.lateOutcome.result : undefined;
+  const result =
+    op.outcome?.kind === 'succeeded' ? op.outcome.result : op.lateOutcome?.kind === 'succeeded' ? op.lateOutcome.result : undefined;
   return {
     ...(op.frozenArguments ? { arguments: redact(JSON.parse(op.frozenArguments)) } : {}),
     ...(result !== undefined ? { result: redact(result) } : {}),

@@ -52,7 +52,9 @@ export interface ToolCall {
   arguments: Record<string, unknown> | string;
 }
 
-export type ToolCallResult = { kind: 'envelope'; envelope: Envelope; replayed: boolean } | { kind: 'pending'; operationId: string; state: string; statusUrl: string };
+export type ToolCallResult =
+  | { kind: 'envelope'; envelope: Envelope; replayed: boolean }
+  | { kind: 'pending'; operationId: string; state: string; statusUrl: string };
 
 /** The answer of the policy preview: what validation would decide, without creating an operation. */
 export type Preview = z.infer<typeof PreviewResultSchema>;
@@ -66,7 +68,12 @@ export function createClient(options: ClientOptions) {
   const baseUrl = options.baseUrl.replace(/\/$/, '');
   const doFetch = options.fetch ?? fetch;
 
-  async function request<S extends z.ZodType>(method: string, path: string, schema: S, init: { body?: unknown; headers?: Record<string, string> } = {}): Promise<{ status: number; headers: Headers; body: z.infer<S> }> {
+  async function request<S extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: S,
+    init: { body?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<{ status: number; headers: Headers; body: z.infer<S> }> {
     let res: Response;
     try {
       res = await doFetch(`${baseUrl}${path}`, {
@@ -96,7 +103,14 @@ export function createClient(options: ClientOptions) {
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
-      throw new ToolRunnerError(res.status, 'invalid_response', `${method} ${path}: unexpected answer: ${parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
+      throw new ToolRunnerError(
+        res.status,
+        'invalid_response',
+        `${method} ${path}: unexpected answer: ${parsed.error.issues
+          .slice(0, 3)
+          .map((i) => `${i.path.join('.') || 'body'}: ${i.message}`)
+          .join('; ')}`,
+      );
     }
     return { status: res.status, headers: res.headers, body: parsed.data };
   }
@@ -119,12 +133,19 @@ export function createClient(options: ClientOptions) {
      */
     async callTool(runId: string, call: ToolCall, opts: { waitSeconds?: number } = {}): Promise<ToolCallResult> {
       const wait = Math.min(WAIT_MAX_SECONDS, Math.max(0, Math.floor(opts.waitSeconds ?? 10)));
-      const res = await request('POST', `/v1/runs/${id(runId)}/tool-calls`, z.union([EnvelopeSchema, PendingSchema]), { body: call, headers: { prefer: `wait=${wait}` } });
+      const res = await request('POST', `/v1/runs/${id(runId)}/tool-calls`, z.union([EnvelopeSchema, PendingSchema]), {
+        body: call,
+        headers: { prefer: `wait=${wait}` },
+      });
       if (res.status === 202) {
         const pending = PendingSchema.parse(res.body);
         return { kind: 'pending', operationId: pending.operationId, state: pending.state, statusUrl: pending.statusUrl };
       }
-      return { kind: 'envelope', envelope: EnvelopeSchema.parse(res.body) as Envelope, replayed: res.headers.get('idempotent-replayed') === 'true' };
+      return {
+        kind: 'envelope',
+        envelope: EnvelopeSchema.parse(res.body) as Envelope,
+        replayed: res.headers.get('idempotent-replayed') === 'true',
+      };
     },
     async getOperation(operationId: string): Promise<Operation> {
       return (await request('GET', `/v1/operations/${id(operationId)}`, OperationSchema)).body;

@@ -20,7 +20,9 @@ export function signLink(secret: string, claims: LinkClaims): string {
   return `${payload}.${mac(secret, claims)}`;
 }
 
-export type LinkCheck = { ok: true; approverId: string; expiresAt: number } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+export type LinkCheck =
+  | { ok: true; approverId: string; expiresAt: number }
+  | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 /** A SHA-256 HMAC in base64url is always 43 characters. */

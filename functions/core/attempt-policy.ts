@@ -20,7 +20,15 @@ export function decideAfterAttempt(tool: ToolSpec, op: OperationRecord, outcome:
       const fits = !op.deadlineAt || now + delaySeconds * 1000 + tool.timeoutMs <= Date.parse(op.deadlineAt);
       if (op.attempts < tool.maxAttempts && fits) return { next: 'retry', delaySeconds, reason: outcome.code };
       const why = op.attempts >= tool.maxAttempts ? `after ${op.attempts} attempt(s)` : 'before the operation deadline';
-      return { next: 'record', outcome: { kind: 'failed_permanent', code: outcome.code, message: `${outcome.message}; gave up ${why}`, upstreamStatus: outcome.upstreamStatus } };
+      return {
+        next: 'record',
+        outcome: {
+          kind: 'failed_permanent',
+          code: outcome.code,
+          message: `${outcome.message}; gave up ${why}`,
+          upstreamStatus: outcome.upstreamStatus,
+        },
+      };
     }
     default:
       return { next: 'record', outcome };

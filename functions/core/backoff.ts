@@ -10,12 +10,7 @@ export const DEFAULT_BACKOFF: BackoffPolicy = { baseSeconds: 1, capSeconds: 20 }
  * Seconds to wait before attempt `nextAttempt` (2 for the first retry). A Retry-After from the upstream
  * is a floor. Whole seconds, because the Step Functions Wait state that sleeps takes whole seconds.
  */
-export function backoffSeconds(
-  nextAttempt: number,
-  policy: BackoffPolicy,
-  random: () => number,
-  retryAfterSeconds?: number,
-): number {
+export function backoffSeconds(nextAttempt: number, policy: BackoffPolicy, random: () => number, retryAfterSeconds?: number): number {
   const ceiling = Math.min(policy.capSeconds, policy.baseSeconds * 2 ** Math.max(0, nextAttempt - 2));
   const jittered = Math.round(random() * ceiling);
   const floor = retryAfterSeconds && retryAfterSeconds > 0 ? Math.ceil(retryAfterSeconds) : 0;

@@ -37,10 +37,18 @@ export function admitCall(run: RunRecord, turn: number, costCents: number, now: 
   if (clocked.status === 'cancelled') return { admitted: false, reason: 'run_closed' };
   if (clocked.status !== 'open') return { admitted: false, reason: 'budget_exhausted', message: exhaustedMessage(clocked), run: clocked };
   const delta: AdmissionDelta = { turn, opensTurn: turn > run.lastTurn, costCents };
-  const exhausted = (message: string): Admission => ({ admitted: false, reason: 'budget_exhausted', message, run: { ...run, status: 'budget_exhausted' } });
-  if (delta.opensTurn && run.usage.turns + 1 > run.budgets.maxTurns) return exhausted(`the run reached its turn budget (${run.budgets.maxTurns})`);
-  if (run.usage.toolCalls + 1 > run.budgets.maxToolCalls) return exhausted(`the run reached its tool-call budget (${run.budgets.maxToolCalls})`);
-  if (run.usage.spendCents + costCents > run.budgets.maxSpendCents) return exhausted(`the call would exceed the run's spend budget (${run.budgets.maxSpendCents} cents)`);
+  const exhausted = (message: string): Admission => ({
+    admitted: false,
+    reason: 'budget_exhausted',
+    message,
+    run: { ...run, status: 'budget_exhausted' },
+  });
+  if (delta.opensTurn && run.usage.turns + 1 > run.budgets.maxTurns)
+    return exhausted(`the run reached its turn budget (${run.budgets.maxTurns})`);
+  if (run.usage.toolCalls + 1 > run.budgets.maxToolCalls)
+    return exhausted(`the run reached its tool-call budget (${run.budgets.maxToolCalls})`);
+  if (run.usage.spendCents + costCents > run.budgets.maxSpendCents)
+    return exhausted(`the call would exceed the run's spend budget (${run.budgets.maxSpendCents} cents)`);
   return { admitted: true, delta, run: applyAdmission(run, delta) };
 }
 
@@ -59,7 +67,11 @@ export function applyAdmission(run: RunRecord, delta: AdmissionDelta): RunRecord
   return {
     ...run,
     lastTurn: delta.opensTurn ? delta.turn : run.lastTurn,
-    usage: { turns: run.usage.turns + (delta.opensTurn ? 1 : 0), toolCalls: run.usage.toolCalls + 1, spendCents: run.usage.spendCents + delta.costCents },
+    usage: {
+      turns: run.usage.turns + (delta.opensTurn ? 1 : 0),
+      toolCalls: run.usage.toolCalls + 1,
+      spendCents: run.usage.spendCents + delta.costCents,
+    },
   };
 }
 

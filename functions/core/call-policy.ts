@@ -44,7 +44,12 @@ export interface CallPolicyInput {
  * cost computed here.
  */
 export function decideCall({ tool, toolName, principal, arguments: parsed, approvalTtlSeconds, now }: CallPolicyInput): CallDecision {
-  const reject = (code: Extract<Outcome, { kind: 'rejected' }>['code'], message: string): CallDecision => ({ decision: 'deny', code, message, outcome: { kind: 'rejected', code, message } });
+  const reject = (code: Extract<Outcome, { kind: 'rejected' }>['code'], message: string): CallDecision => ({
+    decision: 'deny',
+    code,
+    message,
+    outcome: { kind: 'rejected', code, message },
+  });
   if (!tool) return reject('unknown_tool', `there is no tool named ${toolName}`);
   if (!mayCallTool(principal, tool.name)) return reject('forbidden', `this principal may not call ${tool.name}`);
   if (!parsed.ok) return reject('invalid_arguments', parsed.message);
@@ -69,7 +74,8 @@ export function decideCall({ tool, toolName, principal, arguments: parsed, appro
 
 /** The decision as the lifecycle engine records it (its `validate` event). */
 export function validationOf(decision: CallDecision): Validation {
-  if (decision.decision === 'deny') return { decision: 'deny', outcome: decision.outcome, detail: { decision: 'deny', code: decision.code } };
+  if (decision.decision === 'deny')
+    return { decision: 'deny', outcome: decision.outcome, detail: { decision: 'deny', code: decision.code } };
   const { risk, frozenArguments, costCents, approvalRequired, deadlineAt } = decision;
   return {
     decision: 'allow',
@@ -91,8 +97,19 @@ export function previewCall(input: CallPolicyInput & { run: RunRecord; turn: num
   if (decided.decision === 'deny') return decided;
   const admission = admitCall(input.run, input.turn, decided.costCents, input.now);
   if (admission.admitted) return decided;
-  if (admission.reason === 'run_closed') return { decision: 'deny', code: 'cancelled', message: 'the run was cancelled', outcome: { kind: 'cancelled', code: 'cancelled', message: 'the run was cancelled' } };
-  return { decision: 'deny', code: 'budget_exhausted', message: admission.message, outcome: { kind: 'budget_exhausted', code: 'budget_exhausted', message: admission.message } };
+  if (admission.reason === 'run_closed')
+    return {
+      decision: 'deny',
+      code: 'cancelled',
+      message: 'the run was cancelled',
+      outcome: { kind: 'cancelled', code: 'cancelled', message: 'the run was cancelled' },
+    };
+  return {
+    decision: 'deny',
+    code: 'budget_exhausted',
+    message: admission.message,
+    outcome: { kind: 'budget_exhausted', code: 'budget_exhausted', message: admission.message },
+  };
 }
 
 /** The hash submission records as the operation's inputHash: equal values hash equally as object or JSON string. */

@@ -10,7 +10,11 @@ export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unkn
   if (attempt.ok) {
     const parsed = spec.outputSchema.safeParse(attempt.value);
     if (!parsed.success) {
-      return { kind: 'failed_permanent', code: 'permanent_failure', message: 'the tool returned output that does not match its output schema' };
+      return {
+        kind: 'failed_permanent',
+        code: 'permanent_failure',
+        message: 'the tool returned output that does not match its output schema',
+      };
     }
     return { kind: 'succeeded', result: parsed.data };
   }
@@ -21,18 +25,40 @@ export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unkn
   if (isUpstreamHttpError(error)) {
     const upstreamStatus = error.status;
     if (error.status === 429) {
-      return { kind: 'failed_retryable', code: 'rate_limited', message: 'the upstream is rate limiting', upstreamStatus, retryAfterSeconds: error.retryAfterSeconds };
+      return {
+        kind: 'failed_retryable',
+        code: 'rate_limited',
+        message: 'the upstream is rate limiting',
+        upstreamStatus,
+        retryAfterSeconds: error.retryAfterSeconds,
+      };
     }
     if (error.status === 502 || error.status === 503 || error.status === 504) {
-      return { kind: 'failed_retryable', code: 'upstream_unavailable', message: `the upstream is unavailable (${error.status})`, upstreamStatus, retryAfterSeconds: error.retryAfterSeconds };
+      return {
+        kind: 'failed_retryable',
+        code: 'upstream_unavailable',
+        message: `the upstream is unavailable (${error.status})`,
+        upstreamStatus,
+        retryAfterSeconds: error.retryAfterSeconds,
+      };
     }
     if (error.status >= 500) {
       // A 500 may come after the upstream committed: only a replay-safe call may treat it as transient.
       return replaySafe
         ? { kind: 'failed_retryable', code: 'upstream_unavailable', message: `the upstream failed (${error.status})`, upstreamStatus }
-        : { kind: 'outcome_unknown', code: 'timeout_unknown', message: `the upstream failed (${error.status}) after the request was sent`, upstreamStatus };
+        : {
+            kind: 'outcome_unknown',
+            code: 'timeout_unknown',
+            message: `the upstream failed (${error.status}) after the request was sent`,
+            upstreamStatus,
+          };
     }
-    return { kind: 'failed_permanent', code: 'permanent_failure', message: `the upstream refused the request (${error.status}${error.code ? ` ${error.code}` : ''})`, upstreamStatus };
+    return {
+      kind: 'failed_permanent',
+      code: 'permanent_failure',
+      message: `the upstream refused the request (${error.status}${error.code ? ` ${error.code}` : ''})`,
+      upstreamStatus,
+    };
   }
   if (isTransportError(error)) {
     if (!error.requestSent) {

@@ -12,7 +12,12 @@ export const PrincipalSchema = z.object({
 export const UpstreamToolPolicySchema = z.strictObject({
   risk: z.enum(['read', 'reversible_write', 'irreversible_write']),
   approval: z.enum(['always', 'never']).optional(),
-  timeoutMs: z.number().int().min(1).max(15 * 60_000).optional(),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(15 * 60_000)
+    .optional(),
   maxAttempts: z.number().int().min(1).max(10).optional(),
   supportsIdempotency: z.boolean().optional(),
 });

@@ -37,7 +37,15 @@ export type LifecycleEvent =
   | { type: 'expire_approval' }
   | { type: 'start_attempt'; leaseUntil: string }
   | { type: 'refuse_attempt'; outcome: Exclude<Outcome, { kind: 'succeeded' }>; reviewReason?: string }
-  | { type: 'finish_attempt'; attempt: number; outcome: Outcome; latencyMs: number; upstreamStatus?: number; after: AfterAttempt; leaseUntil?: string }
+  | {
+      type: 'finish_attempt';
+      attempt: number;
+      outcome: Outcome;
+      latencyMs: number;
+      upstreamStatus?: number;
+      after: AfterAttempt;
+      leaseUntil?: string;
+    }
   | { type: 'lose_attempt'; leaseUntil: string }
   | { type: 'lock_busy'; delaySeconds: number; leaseUntil: string }
   | { type: 'start_reconcile'; plan: ReconcilePlan; leaseUntil: string }
@@ -100,25 +108,49 @@ export const ACCEPTS: { [K in LifecycleEventType]: { states: readonly OperationS
   lock_busy: { states: [S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown], guard: readyToAttempt },
   start_reconcile: {
     states: [S.outcomeUnknown, S.reported],
-    guard: (op) => (op.state === S.reported ? lateAttemptUnsettled(op) : !op.review?.required && (op.plan?.next === 'reconcile' || op.plan?.next === 'reconcile_later')),
+    guard: (op) =>
+      op.state === S.reported
+        ? lateAttemptUnsettled(op)
+        : !op.review?.required && (op.plan?.next === 'reconcile' || op.plan?.next === 'reconcile_later'),
   },
-  finish_reconcile: { states: [S.outcomeUnknown, S.reported], guard: (op) => (op.state === S.reported ? lateAttemptUnsettled(op) : !op.review?.required) && op.plan?.next === 'reconcile' },
+  finish_reconcile: {
+    states: [S.outcomeUnknown, S.reported],
+    guard: (op) => (op.state === S.reported ? lateAttemptUnsettled(op) : !op.review?.required) && op.plan?.next === 'reconcile',
+  },
   cancel: { states: [S.proposed, S.validated, S.awaitingApproval, S.executing], guard: () => true },
   // A person settles an unknown outcome, or what a cancelled call's lost attempt did (kept as late).
-  resolve: { states: [S.outcomeUnknown, S.reported], guard: (op) => op.state === S.outcomeUnknown || (op.outcome?.kind === 'cancelled' && Boolean(op.review?.required)) },
+  resolve: {
+    states: [S.outcomeUnknown, S.reported],
+    guard: (op) => op.state === S.outcomeUnknown || (op.outcome?.kind === 'cancelled' && Boolean(op.review?.required)),
+  },
   report: {
     states: [S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled, S.outcomeUnknown],
     guard: (op) => !op.envelope && (op.state !== S.outcomeUnknown || Boolean(op.review?.required)),
   },
   resume: {
-    states: [S.proposed, S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown, S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled, S.reported],
+    states: [
+      S.proposed,
+      S.validated,
+      S.awaitingApproval,
+      S.executing,
+      S.outcomeUnknown,
+      S.recorded,
+      S.rejected,
+      S.failedPermanent,
+      S.budgetExhausted,
+      S.cancelled,
+      S.reported,
+    ],
     guard: (op) => !op.envelope || lateAttemptUnsettled(op),
   },
 };
 
 export class InvalidEventError extends Error {
   override name = 'InvalidEventError';
-  constructor(readonly state: OperationState, readonly event: LifecycleEventType) {
+  constructor(
+    readonly state: OperationState,
+    readonly event: LifecycleEventType,
+  ) {
     super(`an operation in state ${state} does not accept ${event}`);
   }
 }
@@ -165,7 +197,12 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
         return noEvents({ ...op, approvalTaskToken: event.taskToken, leaseUntil: event.leaseUntil });
       }
       const approval: ApprovalInfo = { approvalId: event.approvalId, state: 'pending', expiresAt: event.expiresAt };
-      const moved = moveTo(op, S.awaitingApproval, { approval, approvalTaskToken: event.taskToken, leaseUntil: event.leaseUntil, plan: { next: 'await_approval' } });
+      const moved = moveTo(op, S.awaitingApproval, {
+        approval,
+        approvalTaskToken: event.taskToken,
+        leaseUntil: event.leaseUntil,
+        plan: { next: 'await_approval' },
+      });
       const requested: NewTraceEvent = {
         type: 'approval.requested',
         ...ids,
@@ -174,11 +211,22 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
       return { op: moved.op, events: [...moved.events, requested] };
     }
     case 'decide_approval': {
-      const approval: ApprovalInfo = { ...op.approval!, state: event.decision === 'approve' ? 'approved' : 'rejected', decidedBy: event.by, decidedAt: at, reason: event.reason };
+      const approval: ApprovalInfo = {
+        ...op.approval!,
+        state: event.decision === 'approve' ? 'approved' : 'rejected',
+        decidedBy: event.by,
+        decidedAt: at,
+        reason: event.reason,
+      };
       const decided: NewTraceEvent = {
         type: 'approval.decided',
         ...ids,
-        detail: { approvalId: approval.approvalId, decision: event.decision, approverId: event.by, ...(event.reason ? { reason: event.reason } : {}) },
+        detail: {
+          approvalId: approval.approvalId,
+          decision: event.decision,
+          approverId: event.by,
+          ...(event.reason ? { reason: event.reason } : {}),
+        },
       };
       const base = { ...op, approval, approvalTaskToken: undefined };
       if (event.decision === 'approve') return { op: { ...base, plan: { next: 'execute' } }, events: [decided] };
@@ -188,8 +236,16 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
     }
     case 'expire_approval': {
       const base = { ...op, approval: { ...op.approval!, state: 'expired' as const }, approvalTaskToken: undefined };
-      const settled = recordOutcome(base, { kind: 'rejected', code: 'approval_expired', message: 'no approver decided before the approval expired' });
-      const decided: NewTraceEvent = { type: 'approval.decided', ...ids, detail: { approvalId: op.approval!.approvalId, decision: 'expired' } };
+      const settled = recordOutcome(base, {
+        kind: 'rejected',
+        code: 'approval_expired',
+        message: 'no approver decided before the approval expired',
+      });
+      const decided: NewTraceEvent = {
+        type: 'approval.decided',
+        ...ids,
+        detail: { approvalId: op.approval!.approvalId, decision: 'expired' },
+      };
       return { op: settled.op, events: [decided, ...settled.events] };
     }
     case 'start_attempt': {
@@ -213,7 +269,11 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
         type: 'attempt.finished',
         ...ids,
         attempt: event.attempt,
-        detail: { ...outcomeSummary(event.outcome), upstreamStatus: event.upstreamStatus ?? upstreamStatusOf(event.outcome) ?? null, latencyMs: event.latencyMs },
+        detail: {
+          ...outcomeSummary(event.outcome),
+          upstreamStatus: event.upstreamStatus ?? upstreamStatusOf(event.outcome) ?? null,
+          latencyMs: event.latencyMs,
+        },
       };
       if (op.outcome?.kind === 'cancelled') {
         // The turn is closed: the result happened and is kept, but it never replaces the cancelled envelope.
@@ -221,7 +281,13 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
         return { op: late.op, events: [finished, ...late.events] };
       }
       if (event.attempt !== op.attempts) throw new InvalidEventError(op.state, event.type);
-      const lastAttempt = { attempt: event.attempt, outcome: event.outcome, latencyMs: event.latencyMs, upstreamStatus: event.upstreamStatus, finishedAt: at };
+      const lastAttempt = {
+        attempt: event.attempt,
+        outcome: event.outcome,
+        latencyMs: event.latencyMs,
+        upstreamStatus: event.upstreamStatus,
+        finishedAt: at,
+      };
       const after = event.after;
       switch (after.next) {
         case 'record': {
@@ -230,15 +296,30 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
         }
         case 'retry': {
           const notBefore = new Date(now + after.delaySeconds * 1000).toISOString();
-          const retryAfter = event.outcome.kind === 'failed_retryable' && event.outcome.retryAfterSeconds ? { retryAfterSeconds: event.outcome.retryAfterSeconds } : {};
+          const retryAfter =
+            event.outcome.kind === 'failed_retryable' && event.outcome.retryAfterSeconds
+              ? { retryAfterSeconds: event.outcome.retryAfterSeconds }
+              : {};
           return {
             op: { ...op, lastAttempt, plan: { next: 'retry', notBefore }, leaseUntil: event.leaseUntil ?? op.leaseUntil },
-            events: [finished, { type: 'backoff.scheduled', ...ids, attempt: event.attempt + 1, detail: { delaySeconds: after.delaySeconds, reason: after.reason, ...retryAfter } }],
+            events: [
+              finished,
+              {
+                type: 'backoff.scheduled',
+                ...ids,
+                attempt: event.attempt + 1,
+                detail: { delaySeconds: after.delaySeconds, reason: after.reason, ...retryAfter },
+              },
+            ],
           };
         }
         case 'reconcile': {
           if (op.state === S.outcomeUnknown) return { op: { ...op, lastAttempt, plan: { next: 'reconcile' } }, events: [finished] };
-          const moved = moveTo(op, S.outcomeUnknown, { lastAttempt, plan: { next: 'reconcile' }, leaseUntil: event.leaseUntil ?? op.leaseUntil });
+          const moved = moveTo(op, S.outcomeUnknown, {
+            lastAttempt,
+            plan: { next: 'reconcile' },
+            leaseUntil: event.leaseUntil ?? op.leaseUntil,
+          });
           return { op: moved.op, events: [finished, ...moved.events] };
         }
       }
@@ -251,10 +332,18 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
     }
     case 'lock_busy': {
       const notBefore = new Date(now + event.delaySeconds * 1000).toISOString();
-      const waiting = op.state === S.executing || op.state === S.outcomeUnknown ? { ...op, plan: { next: 'retry' as const, notBefore } } : op;
+      const waiting =
+        op.state === S.executing || op.state === S.outcomeUnknown ? { ...op, plan: { next: 'retry' as const, notBefore } } : op;
       return {
         op: { ...waiting, leaseUntil: event.leaseUntil },
-        events: [{ type: 'backoff.scheduled', ...ids, attempt: op.attempts + 1, detail: { delaySeconds: event.delaySeconds, reason: 'lock_busy' } }],
+        events: [
+          {
+            type: 'backoff.scheduled',
+            ...ids,
+            attempt: op.attempts + 1,
+            detail: { delaySeconds: event.delaySeconds, reason: 'lock_busy' },
+          },
+        ],
       };
     }
     case 'start_reconcile':
@@ -264,7 +353,12 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
       };
     case 'finish_reconcile': {
       const f = event.finding;
-      const finished = (detail: Record<string, unknown>): NewTraceEvent => ({ type: 'reconcile.finished', ...ids, attempt: op.attempts, detail: { plan: event.plan, ...detail } });
+      const finished = (detail: Record<string, unknown>): NewTraceEvent => ({
+        type: 'reconcile.finished',
+        ...ids,
+        attempt: op.attempts,
+        detail: { plan: event.plan, ...detail },
+      });
       if (op.state === S.reported) return settleLateAttempt(op, f, finished, now);
       switch (f.result) {
         case 'found': {
@@ -272,16 +366,27 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
           return { op: settled.op, events: [finished({ result: 'found' }), ...settled.events] };
         }
         case 'needs_review':
-          return { op: { ...op, review: { required: true, reason: f.reason }, plan: { next: 'report' } }, events: [finished({ result: 'needs_review', reason: f.reason })] };
+          return {
+            op: { ...op, review: { required: true, reason: f.reason }, plan: { next: 'report' } },
+            events: [finished({ result: 'needs_review', reason: f.reason })],
+          };
         case 'lookup_failed': {
           const lookups = (op.reconcileAttempts ?? 0) + 1;
           if (f.retryInSeconds === undefined) {
             const reason = `status lookup failed ${lookups} times`;
-            return { op: { ...op, reconcileAttempts: lookups, review: { required: true, reason }, plan: { next: 'report' } }, events: [finished({ result: 'needs_review', reason })] };
+            return {
+              op: { ...op, reconcileAttempts: lookups, review: { required: true, reason }, plan: { next: 'report' } },
+              events: [finished({ result: 'needs_review', reason })],
+            };
           }
           const notBefore = new Date(now + f.retryInSeconds * 1000).toISOString();
           return {
-            op: { ...op, reconcileAttempts: lookups, plan: { next: 'reconcile_later', notBefore }, leaseUntil: event.leaseUntil ?? op.leaseUntil },
+            op: {
+              ...op,
+              reconcileAttempts: lookups,
+              plan: { next: 'reconcile_later', notBefore },
+              leaseUntil: event.leaseUntil ?? op.leaseUntil,
+            },
             events: [finished({ result: 'lookup_failed', retryInSeconds: f.retryInSeconds })],
           };
         }
@@ -289,14 +394,22 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
           const result = event.plan === 'replay' ? 'replay' : 'not_found';
           if (!f.retry) {
             const reason = `${result}; no attempts left`;
-            return { op: { ...op, review: { required: true, reason }, plan: { next: 'report' } }, events: [finished({ result: 'needs_review', reason })] };
+            return {
+              op: { ...op, review: { required: true, reason }, plan: { next: 'report' } },
+              events: [finished({ result: 'needs_review', reason })],
+            };
           }
           const notBefore = new Date(now + f.retry.delaySeconds * 1000).toISOString();
           return {
             op: { ...op, plan: { next: 'retry', notBefore }, leaseUntil: event.leaseUntil ?? op.leaseUntil },
             events: [
               finished({ result, action: 'retry_same_key' }),
-              { type: 'backoff.scheduled', ...ids, attempt: op.attempts + 1, detail: { delaySeconds: f.retry.delaySeconds, reason: 'reconcile' } },
+              {
+                type: 'backoff.scheduled',
+                ...ids,
+                attempt: op.attempts + 1,
+                detail: { delaySeconds: f.retry.delaySeconds, reason: 'reconcile' },
+              },
             ],
           };
         }
@@ -312,10 +425,17 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
       return { op: watched, events: [...settled.events, ...reported.events] };
     }
     case 'resolve': {
-      const resolved: NewTraceEvent = { type: 'reconcile.finished', ...ids, detail: { result: 'resolved_by_reviewer', verdict: event.verdict, reviewerId: event.by, note: event.note } };
+      const resolved: NewTraceEvent = {
+        type: 'reconcile.finished',
+        ...ids,
+        detail: { result: 'resolved_by_reviewer', verdict: event.verdict, reviewerId: event.by, note: event.note },
+      };
       const review = { required: false, reason: op.review?.reason ?? 'resolved by a reviewer', resolvedBy: event.by, note: event.note };
       if (op.state === S.reported) {
-        const late: Outcome = event.verdict === 'succeeded' ? { kind: 'succeeded', result: undefined } : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the cancelled attempt had no effect' };
+        const late: Outcome =
+          event.verdict === 'succeeded'
+            ? { kind: 'succeeded', result: undefined }
+            : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the cancelled attempt had no effect' };
         const recorded = recordLate({ ...op, review }, late, op.attempts);
         return { op: recorded.op, events: [resolved, ...recorded.events] };
       }
@@ -325,14 +445,20 @@ export function transition(op: OperationRecord, event: LifecycleEvent, now: numb
           : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the call did not take effect' };
       const base = { ...op, review, envelope: undefined };
       const settled = recordOutcome(base, outcome, { resolvedBy: event.by });
-      const envelope = { ...envelopeFor(op, outcome), ...(event.verdict === 'succeeded' ? { message: 'a reviewer confirmed the call succeeded' } : {}) };
+      const envelope = {
+        ...envelopeFor(op, outcome),
+        ...(event.verdict === 'succeeded' ? { message: 'a reviewer confirmed the call succeeded' } : {}),
+      };
       const reported = reportTransition(settled.op, envelope);
       return { op: reported.op, events: [resolved, ...settled.events, ...reported.events] };
     }
     case 'report': {
       const envelope = envelopeOf(op)!;
       if (op.state === S.outcomeUnknown) {
-        return { op: { ...op, envelope, plan: { next: 'done' } }, events: [{ type: 'result.reported', ...ids, detail: { status: envelope.status, review: 'required' } }] };
+        return {
+          op: { ...op, envelope, plan: { next: 'done' } },
+          events: [{ type: 'result.reported', ...ids, detail: { status: envelope.status, review: 'required' } }],
+        };
       }
       return reportTransition(op, envelope);
     }
@@ -349,14 +475,22 @@ export function envelopeOf(op: OperationRecord): Envelope | undefined {
   if (op.envelope) return op.envelope;
   if (op.state === S.outcomeUnknown) {
     if (!op.review?.required) return undefined;
-    const unknown = op.lastAttempt?.outcome.kind === 'outcome_unknown' ? op.lastAttempt.outcome : ({ kind: 'outcome_unknown', code: 'timeout_unknown', message: 'the outcome of the call is unknown' } as const);
+    const unknown =
+      op.lastAttempt?.outcome.kind === 'outcome_unknown'
+        ? op.lastAttempt.outcome
+        : ({ kind: 'outcome_unknown', code: 'timeout_unknown', message: 'the outcome of the call is unknown' } as const);
     return envelopeFor(op, unknown);
   }
   return op.outcome && op.state !== S.reported ? envelopeFor(op, op.outcome) : undefined;
 }
 
 /** What a reconciliation found about the attempt a cancel left in flight: recorded late, never reported. */
-function settleLateAttempt(op: OperationRecord, f: ReconcileFinding, finished: (detail: Record<string, unknown>) => NewTraceEvent, now: number): Transition {
+function settleLateAttempt(
+  op: OperationRecord,
+  f: ReconcileFinding,
+  finished: (detail: Record<string, unknown>) => NewTraceEvent,
+  now: number,
+): Transition {
   switch (f.result) {
     case 'found': {
       const late = recordLate(op, f.outcome, op.attempts);
@@ -364,22 +498,45 @@ function settleLateAttempt(op: OperationRecord, f: ReconcileFinding, finished: (
     }
     case 'not_found': {
       const none = { kind: 'failed_permanent', code: 'permanent_failure', message: 'the cancelled attempt had no effect' } as const;
-      return { op: { ...op, lateOutcome: none, plan: { next: 'done' }, leaseUntil: undefined }, events: [finished({ result: 'not_found' })] };
+      return {
+        op: { ...op, lateOutcome: none, plan: { next: 'done' }, leaseUntil: undefined },
+        events: [finished({ result: 'not_found' })],
+      };
     }
     case 'lookup_failed':
       if (f.retryInSeconds !== undefined) {
         const notBefore = new Date(now + f.retryInSeconds * 1000).toISOString();
-        return { op: { ...op, reconcileAttempts: (op.reconcileAttempts ?? 0) + 1, plan: { next: 'reconcile_later', notBefore } }, events: [finished({ result: 'lookup_failed', retryInSeconds: f.retryInSeconds })] };
+        return {
+          op: { ...op, reconcileAttempts: (op.reconcileAttempts ?? 0) + 1, plan: { next: 'reconcile_later', notBefore } },
+          events: [finished({ result: 'lookup_failed', retryInSeconds: f.retryInSeconds })],
+        };
       }
-      return { op: { ...op, review: { required: true, reason: 'the cancelled attempt may have taken effect; its lookup kept failing' }, plan: { next: 'done' }, leaseUntil: undefined }, events: [finished({ result: 'needs_review' })] };
+      return {
+        op: {
+          ...op,
+          review: { required: true, reason: 'the cancelled attempt may have taken effect; its lookup kept failing' },
+          plan: { next: 'done' },
+          leaseUntil: undefined,
+        },
+        events: [finished({ result: 'needs_review' })],
+      };
     case 'needs_review':
-      return { op: { ...op, review: { required: true, reason: f.reason }, plan: { next: 'done' }, leaseUntil: undefined }, events: [finished({ result: 'needs_review', reason: f.reason })] };
+      return {
+        op: { ...op, review: { required: true, reason: f.reason }, plan: { next: 'done' }, leaseUntil: undefined },
+        events: [finished({ result: 'needs_review', reason: f.reason })],
+      };
   }
 }
 
 function reportTransition(op: OperationRecord, envelope: NonNullable<OperationRecord['envelope']>): Transition {
   const moved = moveTo(op, S.reported, { envelope, plan: { next: 'done' }, leaseUntil: undefined });
-  return { op: moved.op, events: [...moved.events, { type: 'result.reported', operationId: op.operationId, callId: op.callId, detail: { status: envelope.status } }] };
+  return {
+    op: moved.op,
+    events: [
+      ...moved.events,
+      { type: 'result.reported', operationId: op.operationId, callId: op.callId, detail: { status: envelope.status } },
+    ],
+  };
 }
 
 function upstreamStatusOf(outcome: Outcome): number | undefined {

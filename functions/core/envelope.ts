@@ -31,16 +31,40 @@ export function envelopeFor(op: Pick<OperationRecord, 'callId' | 'operationId'>,
   const base = { call_id: op.callId, logical_operation_id: op.operationId };
   switch (outcome.kind) {
     case 'succeeded':
-      return { ...base, status: 'succeeded', message: 'the tool call succeeded', result: outcome.result, allowed_next_actions: NEXT_ACTIONS.succeeded };
+      return {
+        ...base,
+        status: 'succeeded',
+        message: 'the tool call succeeded',
+        result: outcome.result,
+        allowed_next_actions: NEXT_ACTIONS.succeeded,
+      };
     case 'rejected':
-      return { ...base, status: 'rejected', code: outcome.code, message: outcome.message, allowed_next_actions: NEXT_ACTIONS[outcome.code] };
+      return {
+        ...base,
+        status: 'rejected',
+        code: outcome.code,
+        message: outcome.message,
+        allowed_next_actions: NEXT_ACTIONS[outcome.code],
+      };
     case 'failed_retryable':
     case 'failed_permanent':
       return { ...base, status: 'failed', code: outcome.code, message: outcome.message, allowed_next_actions: NEXT_ACTIONS[outcome.code] };
     case 'outcome_unknown':
-      return { ...base, status: 'outcome_unknown', code: outcome.code, message: `${outcome.message}; a person will settle it, do not repeat the call`, allowed_next_actions: NEXT_ACTIONS.timeout_unknown };
+      return {
+        ...base,
+        status: 'outcome_unknown',
+        code: outcome.code,
+        message: `${outcome.message}; a person will settle it, do not repeat the call`,
+        allowed_next_actions: NEXT_ACTIONS.timeout_unknown,
+      };
     case 'budget_exhausted':
-      return { ...base, status: 'budget_exhausted', code: 'budget_exhausted', message: outcome.message, allowed_next_actions: NEXT_ACTIONS.budget_exhausted };
+      return {
+        ...base,
+        status: 'budget_exhausted',
+        code: 'budget_exhausted',
+        message: outcome.message,
+        allowed_next_actions: NEXT_ACTIONS.budget_exhausted,
+      };
     case 'cancelled':
       return { ...base, status: 'cancelled', code: 'cancelled', message: outcome.message, allowed_next_actions: NEXT_ACTIONS.cancelled };
   }

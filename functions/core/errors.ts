@@ -56,13 +56,18 @@ export class TransportError extends Error {
  * classes are then not ours.
  */
 export function isUpstreamHttpError(error: Error): error is UpstreamHttpError {
-  return error instanceof UpstreamHttpError || (error.name === 'UpstreamHttpError' && typeof (error as Partial<UpstreamHttpError>).status === 'number');
+  return (
+    error instanceof UpstreamHttpError ||
+    (error.name === 'UpstreamHttpError' && typeof (error as Partial<UpstreamHttpError>).status === 'number')
+  );
 }
 
 export function isTransportError(error: Error): error is TransportError {
   return (
     error instanceof TransportError ||
-    (error.name === 'TransportError' && typeof (error as Partial<TransportError>).reason === 'string' && typeof (error as Partial<TransportError>).requestSent === 'boolean')
+    (error.name === 'TransportError' &&
+      typeof (error as Partial<TransportError>).reason === 'string' &&
+      typeof (error as Partial<TransportError>).requestSent === 'boolean')
   );
 }
 

@@ -49,7 +49,8 @@ export function nestingDepth(text: string, limit = Infinity): number {
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
-      if (ch === 0x5c) i++; // backslash: the next character is escaped
+      if (ch === 0x5c)
+        i++; // backslash: the next character is escaped
       else if (ch === 0x22) inString = false;
       continue;
     }
@@ -75,14 +76,21 @@ export function numberProblem(n: number): string | undefined {
 
 function pathText(path: readonly (string | number)[]): string {
   if (path.length === 0) return 'body';
-  return path.map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_$][\w$]*$/.test(p) ? `.${p}` : `[${JSON.stringify(p.slice(0, 40))}]`)).join('').replace(/^\./, '');
+  return path
+    .map((p) => (typeof p === 'number' ? `[${p}]` : /^[A-Za-z_$][\w$]*$/.test(p) ? `.${p}` : `[${JSON.stringify(p.slice(0, 40))}]`))
+    .join('')
+    .replace(/^\./, '');
 }
 
 /**
  * Checks an already-parsed value: depth, key names and lengths, number range. Iterative; the first
  * problem found is reported with its path (keys shortened, never the offending value itself).
  */
-export function checkJsonBounds(value: unknown, basePath: readonly (string | number)[] = [], maxDepth: number = JSON_BOUNDS.maxDepth): BoundsCheck {
+export function checkJsonBounds(
+  value: unknown,
+  basePath: readonly (string | number)[] = [],
+  maxDepth: number = JSON_BOUNDS.maxDepth,
+): BoundsCheck {
   const stack: { value: unknown; path: (string | number)[]; depth: number }[] = [{ value, path: [...basePath], depth: 0 }];
   while (stack.length > 0) {
     const { value: v, path, depth } = stack.pop()!;
@@ -99,7 +107,8 @@ export function checkJsonBounds(value: unknown, basePath: readonly (string | num
     }
     for (const key of Object.keys(v)) {
       if (FORBIDDEN_KEYS.has(key)) return { ok: false, message: `${pathText(path)}: the key ${JSON.stringify(key)} is not allowed` };
-      if (key.length > JSON_BOUNDS.maxKeyLength) return { ok: false, message: `${pathText(path)}: a key is longer than ${JSON_BOUNDS.maxKeyLength} characters` };
+      if (key.length > JSON_BOUNDS.maxKeyLength)
+        return { ok: false, message: `${pathText(path)}: a key is longer than ${JSON_BOUNDS.maxKeyLength} characters` };
       stack.push({ value: (v as Record<string, unknown>)[key], path: [...path, key], depth: depth + 1 });
     }
   }
@@ -110,8 +119,13 @@ export function checkJsonBounds(value: unknown, basePath: readonly (string | num
  * JSON.parse with bounds: the depth is checked on the text first (no deep structure is ever built),
  * then the parsed value is checked. `syntax` means the text is not JSON; `bounds` that it is, but hostile.
  */
-export function parseBoundedJson(text: string, basePath: readonly (string | number)[] = [], maxDepth: number = JSON_BOUNDS.maxDepth): BoundedParse {
-  if (nestingDepth(text, maxDepth) > maxDepth) return { ok: false, reason: 'bounds', message: `${pathText(basePath)}: nested deeper than ${maxDepth} levels` };
+export function parseBoundedJson(
+  text: string,
+  basePath: readonly (string | number)[] = [],
+  maxDepth: number = JSON_BOUNDS.maxDepth,
+): BoundedParse {
+  if (nestingDepth(text, maxDepth) > maxDepth)
+    return { ok: false, reason: 'bounds', message: `${pathText(basePath)}: nested deeper than ${maxDepth} levels` };
   let value: unknown;
   try {
     value = JSON.parse(text);

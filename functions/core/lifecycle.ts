@@ -38,7 +38,10 @@ export const SETTLED: readonly OperationState[] = [S.recorded, S.rejected, S.fai
 
 export class InvalidTransitionError extends Error {
   override name = 'InvalidTransitionError';
-  constructor(readonly from: OperationState, readonly to: OperationState) {
+  constructor(
+    readonly from: OperationState,
+    readonly to: OperationState,
+  ) {
     super(`operation cannot move from ${from} to ${to}`);
   }
 }
@@ -57,7 +60,13 @@ export function assertTransition(from: OperationState, to: OperationState): void
  */
 export function isActive(op: OperationRecord): boolean {
   if (!op.envelope) return true;
-  return op.outcome?.kind === 'cancelled' && op.attempts > 0 && op.lastAttempt?.attempt !== op.attempts && !op.lateOutcome && !op.review?.required;
+  return (
+    op.outcome?.kind === 'cancelled' &&
+    op.attempts > 0 &&
+    op.lastAttempt?.attempt !== op.attempts &&
+    !op.lateOutcome &&
+    !op.review?.required
+  );
 }
 
 /**
@@ -76,6 +85,16 @@ export function moveTo(
   assertTransition(op.state, to);
   return {
     op: next,
-    events: [{ type: 'state.transition', operationId: op.operationId, callId: op.callId, from: op.state, to, ...(next.attempts ? { attempt: next.attempts } : {}), ...(detail ? { detail } : {}) }],
+    events: [
+      {
+        type: 'state.transition',
+        operationId: op.operationId,
+        callId: op.callId,
+        from: op.state,
+        to,
+        ...(next.attempts ? { attempt: next.attempts } : {}),
+        ...(detail ? { detail } : {}),
+      },
+    ],
   };
 }

@@ -48,9 +48,24 @@ export interface RunRecord {
 /** What a finished attempt, a reconciliation or a person established. */
 export type Outcome =
   | { kind: 'succeeded'; result: unknown; upstreamStatus?: number }
-  | { kind: 'rejected'; code: 'invalid_arguments' | 'forbidden' | 'unknown_tool' | 'approval_rejected' | 'approval_expired'; message: string }
-  | { kind: 'failed_retryable'; code: 'rate_limited' | 'upstream_unavailable'; message: string; upstreamStatus?: number; retryAfterSeconds?: number }
-  | { kind: 'failed_permanent'; code: 'permanent_failure' | 'rate_limited' | 'upstream_unavailable'; message: string; upstreamStatus?: number }
+  | {
+      kind: 'rejected';
+      code: 'invalid_arguments' | 'forbidden' | 'unknown_tool' | 'approval_rejected' | 'approval_expired';
+      message: string;
+    }
+  | {
+      kind: 'failed_retryable';
+      code: 'rate_limited' | 'upstream_unavailable';
+      message: string;
+      upstreamStatus?: number;
+      retryAfterSeconds?: number;
+    }
+  | {
+      kind: 'failed_permanent';
+      code: 'permanent_failure' | 'rate_limited' | 'upstream_unavailable';
+      message: string;
+      upstreamStatus?: number;
+    }
   | { kind: 'outcome_unknown'; code: 'timeout_unknown'; message: string; upstreamStatus?: number }
   | { kind: 'budget_exhausted'; code: 'budget_exhausted'; message: string }
   | { kind: 'cancelled'; code: 'cancelled'; message: string };
@@ -58,7 +73,16 @@ export type Outcome =
 export type OutcomeKind = Outcome['kind'];
 
 /** The step the lifecycle takes next; Step Functions routes on it. */
-export type NextStep = 'validate' | 'await_approval' | 'expire_approval' | 'execute' | 'retry' | 'reconcile' | 'reconcile_later' | 'report' | 'done';
+export type NextStep =
+  | 'validate'
+  | 'await_approval'
+  | 'expire_approval'
+  | 'execute'
+  | 'retry'
+  | 'reconcile'
+  | 'reconcile_later'
+  | 'report'
+  | 'done';
 
 export interface ApprovalInfo {
   approvalId: string;

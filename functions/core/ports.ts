@@ -53,9 +53,18 @@ export interface Store {
    * Creates an operation with its first trace events (at least one: a run's trace is where its operations
    * are found), and applies `runChange` to its run in the same atomic write.
    */
-  createOperation(input: { run: RunRecord; runChange: RunChange; op: OperationRecord; events: NewTraceEvent[] }): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
+  createOperation(input: {
+    run: RunRecord;
+    runChange: RunChange;
+    op: OperationRecord;
+    events: NewTraceEvent[];
+  }): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
   /** Moves an operation from the version read (`before`) to `after`, with its trace events, atomically. */
-  updateOperation(before: OperationRecord, after: OperationRecord, events: NewTraceEvent[]): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
+  updateOperation(
+    before: OperationRecord,
+    after: OperationRecord,
+    events: NewTraceEvent[],
+  ): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
   /** Changes a run's status from the one read, with its trace events; RunChangedError if it moved. */
   updateRunStatus(run: RunRecord, to: RunStatus, events: NewTraceEvent[]): Promise<RunRecord>;
   /** Appends events that change no record (a replayed duplicate, a refused conflict) to a run's trace. */

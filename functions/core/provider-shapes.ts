@@ -11,12 +11,28 @@ type JsonSchema = { [key: string]: unknown };
 
 /** The arguments a model must send, as JSON Schema (input side: defaults make a field optional). */
 export function parametersOf(spec: ToolSpec): JsonSchema {
-  const { $schema: _drop, ...schema } = z.toJSONSchema(spec.inputSchema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  const { $schema: _drop, ...schema } = z.toJSONSchema(spec.inputSchema, {
+    target: 'draft-2020-12',
+    io: 'input',
+    unrepresentable: 'any',
+  }) as JsonSchema;
   return schema;
 }
 
 // Keywords OpenAI's strict mode refuses (its documented subset); a schema using one is sent with strict: false.
-const NOT_STRICTABLE = ['allOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas', 'patternProperties', 'propertyNames', 'unevaluatedProperties', 'contains'];
+const NOT_STRICTABLE = [
+  'allOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'dependentRequired',
+  'dependentSchemas',
+  'patternProperties',
+  'propertyNames',
+  'unevaluatedProperties',
+  'contains',
+];
 
 /**
  * The schema as OpenAI's strict mode accepts it: every property required, the optional ones nullable,
@@ -161,7 +177,8 @@ function unwrapObject(schema: z.ZodType): z.ZodObject | undefined {
   let current: z.ZodType = schema;
   for (let i = 0; i < 5; i++) {
     if (current instanceof z.ZodObject) return current;
-    if (current instanceof z.ZodOptional || current instanceof z.ZodNullable || current instanceof z.ZodDefault) current = current.unwrap() as z.ZodType;
+    if (current instanceof z.ZodOptional || current instanceof z.ZodNullable || current instanceof z.ZodDefault)
+      current = current.unwrap() as z.ZodType;
     else return undefined;
   }
   return undefined;

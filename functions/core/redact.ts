@@ -2,7 +2,8 @@
 export const MASK = '••••';
 
 /** Keys whose values are credentials or card data, whatever the tool calls them. */
-const SECRET_KEY = /pass(word|wd|phrase)?|token|secret|key|authori[sz]ation|cookie|credential|signature|\bsig\b|cvv|cvc|pin$|card.?number|\bpan\b|iban|ssn/i;
+const SECRET_KEY =
+  /pass(word|wd|phrase)?|token|secret|key|authori[sz]ation|cookie|credential|signature|\bsig\b|cvv|cvc|pin$|card.?number|\bpan\b|iban|ssn/i;
 /** 13 to 19 digits, optionally grouped by spaces or dashes: card-like, masked to the last four. */
 const CARD_LIKE = /\b(?:\d[ -]?){12,18}\d\b/g;
 

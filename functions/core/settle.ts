@@ -30,11 +30,18 @@ export function settledStateOf(outcome: Outcome): 'recorded' | 'failed_permanent
 }
 
 /** Records an authoritative outcome: the move to a settled state plus `result.recorded`. */
-export function recordOutcome(op: OperationRecord, outcome: Outcome, detail?: Record<string, unknown>): { op: OperationRecord; events: NewTraceEvent[] } {
+export function recordOutcome(
+  op: OperationRecord,
+  outcome: Outcome,
+  detail?: Record<string, unknown>,
+): { op: OperationRecord; events: NewTraceEvent[] } {
   const moved = moveTo(op, settledStateOf(outcome), { outcome, plan: { next: 'report' } });
   return {
     op: moved.op,
-    events: [...moved.events, { type: 'result.recorded', operationId: op.operationId, callId: op.callId, detail: { ...outcomeSummary(outcome), ...detail } }],
+    events: [
+      ...moved.events,
+      { type: 'result.recorded', operationId: op.operationId, callId: op.callId, detail: { ...outcomeSummary(outcome), ...detail } },
+    ],
   };
 }
 
@@ -45,6 +52,14 @@ export function recordOutcome(op: OperationRecord, outcome: Outcome, detail?: Re
 export function recordLate(op: OperationRecord, outcome: Outcome, attempt?: number): { op: OperationRecord; events: NewTraceEvent[] } {
   return {
     op: { ...op, lateOutcome: outcome },
-    events: [{ type: 'result.late', operationId: op.operationId, callId: op.callId, ...(attempt ? { attempt } : {}), detail: outcomeSummary(outcome) }],
+    events: [
+      {
+        type: 'result.late',
+        operationId: op.operationId,
+        callId: op.callId,
+        ...(attempt ? { attempt } : {}),
+        detail: outcomeSummary(outcome),
+      },
+    ],
   };
 }

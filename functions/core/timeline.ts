@@ -19,7 +19,21 @@ export interface TimelineEvent {
 }
 
 /** What a line is about, for styling and filtering; the text says it in words. */
-export type LineKind = 'proposal' | 'policy' | 'transition' | 'approval' | 'attempt' | 'backoff' | 'reconcile' | 'result' | 'late' | 'replay' | 'conflict' | 'budget' | 'run' | 'other';
+export type LineKind =
+  | 'proposal'
+  | 'policy'
+  | 'transition'
+  | 'approval'
+  | 'attempt'
+  | 'backoff'
+  | 'reconcile'
+  | 'result'
+  | 'late'
+  | 'replay'
+  | 'conflict'
+  | 'budget'
+  | 'run'
+  | 'other';
 
 export interface TimelineLine {
   seq: number;
@@ -95,7 +109,14 @@ export function timelineModel(events: readonly TimelineEvent[], details: Readonl
       ...(details[operationId] ? { details: details[operationId] } : {}),
     });
   }
-  return { runId: ordered[0].runId, summary: `run ${ordered[0].runId}: ${ordered.length} events, ${operationCount} operation${operationCount === 1 ? '' : 's'}, ${seconds(spanMs)}`, eventCount: ordered.length, operationCount, spanMs, groups };
+  return {
+    runId: ordered[0].runId,
+    summary: `run ${ordered[0].runId}: ${ordered.length} events, ${operationCount} operation${operationCount === 1 ? '' : 's'}, ${seconds(spanMs)}`,
+    eventCount: ordered.length,
+    operationCount,
+    spanMs,
+    groups,
+  };
 }
 
 /** The model as terminal text: a summary line, then each group's title and its indented lines. */
@@ -181,20 +202,41 @@ export function describe(event: TimelineEvent): string {
     case 'state.transition':
       return parts(`${event.from ?? '?'} → ${event.to ?? '?'}`, text('reason') && `(${text('reason')})`);
     case 'policy.decision':
-      return parts('policy', text('decision'), text('code'), text('approval') && `approval ${text('approval')}`, text('risk'), text('costCents') && `cost ${text('costCents')}¢`);
+      return parts(
+        'policy',
+        text('decision'),
+        text('code'),
+        text('approval') && `approval ${text('approval')}`,
+        text('risk'),
+        text('costCents') && `cost ${text('costCents')}¢`,
+      );
     case 'approval.requested':
       return parts('approval requested', text('approvalId'), text('expiresAt') && `expires ${text('expiresAt')}`);
     case 'approval.decided': {
       const decision = text('decision') ?? '?';
       const who = text('approverId');
-      return parts(`approval ${decision}`, who ? `by ${who}` : decision === 'expired' ? 'by nobody (expired)' : undefined, text('approvalId'), text('reason') && `— reason: ${quote(text('reason')!)}`);
+      return parts(
+        `approval ${decision}`,
+        who ? `by ${who}` : decision === 'expired' ? 'by nobody (expired)' : undefined,
+        text('approvalId'),
+        text('reason') && `— reason: ${quote(text('reason')!)}`,
+      );
     }
     case 'attempt.started':
       return 'attempt started';
     case 'attempt.finished':
-      return parts('attempt finished', text('outcome'), text('code'), text('upstreamStatus') && `HTTP ${text('upstreamStatus')}`, text('latencyMs') && `${text('latencyMs')} ms`);
+      return parts(
+        'attempt finished',
+        text('outcome'),
+        text('code'),
+        text('upstreamStatus') && `HTTP ${text('upstreamStatus')}`,
+        text('latencyMs') && `${text('latencyMs')} ms`,
+      );
     case 'backoff.scheduled':
-      return parts(`backoff ${text('delaySeconds') ?? '?'} s`, text('reason') && `(${text('reason')}${text('retryAfterSeconds') ? `, Retry-After ${text('retryAfterSeconds')} s` : ''})`);
+      return parts(
+        `backoff ${text('delaySeconds') ?? '?'} s`,
+        text('reason') && `(${text('reason')}${text('retryAfterSeconds') ? `, Retry-After ${text('retryAfterSeconds')} s` : ''})`,
+      );
     case 'reconcile.started':
       return parts('reconcile started', text('plan') && `(${text('plan')})`);
     case 'reconcile.finished':
@@ -214,12 +256,17 @@ export function describe(event: TimelineEvent): string {
     case 'result.late':
       return parts('LATE result recorded after the call closed', text('outcome'), text('code'), '(not reported)');
     case 'operation.replayed':
-      return parts('duplicate submission replayed', text('requestedBy') && `from ${text('requestedBy')}`, text('state') && `(operation ${text('state')}; nothing ran again)`);
+      return parts(
+        'duplicate submission replayed',
+        text('requestedBy') && `from ${text('requestedBy')}`,
+        text('state') && `(operation ${text('state')}; nothing ran again)`,
+      );
     case 'call.conflict':
       return parts(
         'CONFLICT: callId reused with different arguments → 409 call_id_conflict',
         text('storedInputHash') && `(stored args ${short(text('storedInputHash')!)},`,
-        text('submittedInputHash') && `sent ${short(text('submittedInputHash')!)}${text('toolName') && text('toolName') !== text('storedToolName') ? ` for ${text('toolName')}` : ''})`,
+        text('submittedInputHash') &&
+          `sent ${short(text('submittedInputHash')!)}${text('toolName') && text('toolName') !== text('storedToolName') ? ` for ${text('toolName')}` : ''})`,
       );
     case 'budget.exhausted':
       return parts('budget exhausted', text('reason') && `(${text('reason')})`, text('status') && `run ${text('status')}`);

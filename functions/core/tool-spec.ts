@@ -80,7 +80,9 @@ function isZodObject(schema: unknown): boolean {
 
 function isZodSchema(schema: unknown): boolean {
   const internals = (schema as { _zod?: { def?: unknown } } | null)?._zod;
-  return typeof internals?.def === 'object' && internals.def !== null && typeof (schema as { safeParse?: unknown }).safeParse === 'function';
+  return (
+    typeof internals?.def === 'object' && internals.def !== null && typeof (schema as { safeParse?: unknown }).safeParse === 'function'
+  );
 }
 
 /**

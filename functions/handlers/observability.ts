@@ -3,4 +3,7 @@ import { Tracer } from '@aws-lambda-powertools/tracer';
 
 /** Structured logs and X-Ray traces; task tokens, idempotency keys and arguments are never logged. */
 export const logger = new Logger({ serviceName: 'toolrunner' });
-export const tracer = new Tracer({ serviceName: 'toolrunner', enabled: process.env.POWERTOOLS_TRACE_ENABLED !== 'false' && Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME) });
+export const tracer = new Tracer({
+  serviceName: 'toolrunner',
+  enabled: process.env.POWERTOOLS_TRACE_ENABLED !== 'false' && Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME),
+});

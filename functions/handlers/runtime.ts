@@ -44,7 +44,8 @@ export type RuntimeEnv = z.infer<typeof EnvSchema>;
 
 export function parseEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
   const parsed = EnvSchema.safeParse(env);
-  if (!parsed.success) throw new Error(`configuration error: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'env'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new Error(`configuration error: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'env'}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }
 
@@ -65,12 +66,17 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
   const { dynamoClient, tools, inProcessSteps = false, ...rest } = extra;
   const onLambda = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
   const dynamo = tracer.captureAWSv3Client(dynamoClient ?? new DynamoDBClient({}));
-  const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<keyof typeof TABLE_ENV, string>;
+  const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, env[name as keyof RuntimeEnv] as string])) as Record<
+    keyof typeof TABLE_ENV,
+    string
+  >;
   const dynamoStore = makeDynamoStore(makeDocumentClient(dynamo), tables);
   // Only where the steps run in this very process (the embedded stack from sources) can a waiter be told of
   // their commits; elsewhere (Lambda, the deployed bundles) it learns from the execution's end or by polling.
   const { store, watch } = inProcessSteps ? watchedStore(dynamoStore) : { store: dynamoStore, watch: undefined };
-  const config = env.CONFIG_SECRET_ARN ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN) : fileConfigSource(env.TOOLRUNNER_CONFIG!);
+  const config = env.CONFIG_SECRET_ARN
+    ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN)
+    : fileConfigSource(env.TOOLRUNNER_CONFIG!);
   return {
     store,
     watch,
@@ -78,8 +84,14 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     tools: withMcpUpstreams(makeRegistry(tools ?? (env.SANDBOX_URL ? makeDemoTools(env.SANDBOX_URL) : [])), config),
     config,
     // Against a custom endpoint (the embedded engine, LocalStack) StartSyncExecution must not get its `sync-` host prefix.
-    lifecycle: sfnLifecycle(tracer.captureAWSv3Client(new SFNClient({ disableHostPrefix: Boolean(process.env.AWS_ENDPOINT_URL_SFN) })), env.STATE_MACHINE_ARN, env.EXPRESS_STATE_MACHINE_ARN),
-    notifier: env.APPROVAL_TOPIC_ARN ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN) : consoleNotifier(),
+    lifecycle: sfnLifecycle(
+      tracer.captureAWSv3Client(new SFNClient({ disableHostPrefix: Boolean(process.env.AWS_ENDPOINT_URL_SFN) })),
+      env.STATE_MACHINE_ARN,
+      env.EXPRESS_STATE_MACHINE_ARN,
+    ),
+    notifier: env.APPROVAL_TOPIC_ARN
+      ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN)
+      : consoleNotifier(),
     now: () => Date.now(),
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),

@@ -17,7 +17,9 @@ export function xrayTelemetry(tracer: Tracer): Telemetry {
       const sub = parent.addNewSubsegment(`execute_tool ${start.toolName}`);
       tracer.setSegment(sub);
       const annotate = (attrs: Record<string, unknown>) => {
-        for (const [key, value] of Object.entries(attrs)) if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') sub.addAnnotation(annotationKey(key), value);
+        for (const [key, value] of Object.entries(attrs))
+          if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+            sub.addAnnotation(annotationKey(key), value);
       };
       annotate(startAttributes(start));
       try {

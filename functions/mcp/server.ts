@@ -51,7 +51,8 @@ export function mcpRoutes(options: McpOptions): Hono {
       const session = sessions.get(sessionId);
       if (!session) return jsonRpcError(c, 404, 'not_found', 'no such MCP session; initialize a new one');
       // A session belongs to the key that opened it; another key never reaches its run.
-      if (!timingSafeEqual(session.keyDigest, digest(key))) return jsonRpcError(c, 403, 'forbidden', 'this MCP session belongs to another key');
+      if (!timingSafeEqual(session.keyDigest, digest(key)))
+        return jsonRpcError(c, 403, 'forbidden', 'this MCP session belongs to another key');
       session.lastSeen = Date.now();
       return session.transport.handleRequest(c.req.raw);
     }
@@ -109,10 +110,15 @@ function makeServer(http: RunnerHttp, session: { runId: string; waitMs: number; 
   );
   // Tools may run as tasks (the operation is the task); clients without tasks get the pending answer instead.
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [...(await http.listTools<Tool>('mcp')).map((tool) => ({ ...tool, execution: { taskSupport: 'optional' as const } })), CHECK_OPERATION],
+    tools: [
+      ...(await http.listTools<Tool>('mcp')).map((tool) => ({ ...tool, execution: { taskSupport: 'optional' as const } })),
+      CHECK_OPERATION,
+    ],
   }));
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    request.params.task && request.params.name !== CHECK_OPERATION.name ? submitAsTask({ ...session, http }, request.params, extra) : callTool({ ...session, http }, request.params, extra),
+    request.params.task && request.params.name !== CHECK_OPERATION.name
+      ? submitAsTask({ ...session, http }, request.params, extra)
+      : callTool({ ...session, http }, request.params, extra),
   );
   return server;
 }
@@ -129,5 +135,9 @@ function closeIdle(sessions: Map<string, Session>, idleMs: number): void {
 
 /** Errors before a session exists, in JSON-RPC form (what MCP clients read) with the API's code. */
 function jsonRpcError(c: Context, status: number, code: string, message: string, headers: Record<string, string> = {}) {
-  return c.json({ jsonrpc: '2.0', id: null, error: { code: -32000, message: `${code}: ${message}`, data: { code } } }, status as ContentfulStatusCode, headers);
+  return c.json(
+    { jsonrpc: '2.0', id: null, error: { code: -32000, message: `${code}: ${message}`, data: { code } } },
+    status as ContentfulStatusCode,
+    headers,
+  );
 }

@@ -8,7 +8,12 @@ export const CHECK_OPERATION_TOOL = 'toolrunner_check_operation';
 export const CHECK_OPERATION: Tool = {
   name: CHECK_OPERATION_TOOL,
   description: 'Check a tool call that was still pending: returns its result once the runner has one, or that it is still pending.',
-  inputSchema: { type: 'object', properties: { operationId: { type: 'string', description: 'The operationId a pending answer gave.' } }, required: ['operationId'], additionalProperties: false },
+  inputSchema: {
+    type: 'object',
+    properties: { operationId: { type: 'string', description: 'The operationId a pending answer gave.' } },
+    required: ['operationId'],
+    additionalProperties: false,
+  },
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
 };
 
@@ -30,14 +35,28 @@ const CallMeta = z.looseObject({
 });
 
 export function envelopeResult(envelope: Envelope): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(envelope) }], structuredContent: envelope as unknown as Record<string, unknown>, isError: envelope.status !== 'succeeded' };
+  return {
+    content: [{ type: 'text', text: JSON.stringify(envelope) }],
+    structuredContent: envelope as unknown as Record<string, unknown>,
+    isError: envelope.status !== 'succeeded',
+  };
 }
 
 export function pendingResult(op: { operationId: string; state: string; statusUrl?: string }): CallToolResult {
-  const pending = { status: 'pending', operationId: op.operationId, state: op.state, statusUrl: op.statusUrl ?? `/v1/operations/${op.operationId}` };
+  const pending = {
+    status: 'pending',
+    operationId: op.operationId,
+    state: op.state,
+    statusUrl: op.statusUrl ?? `/v1/operations/${op.operationId}`,
+  };
   const why = op.state === 'awaiting_approval' ? 'It is waiting for a person to approve it.' : 'It is still running.';
   return {
-    content: [{ type: 'text', text: `${JSON.stringify(pending)}\n${why} Call ${CHECK_OPERATION_TOOL} with {"operationId":"${op.operationId}"} later to get its result; do not call the tool again.` }],
+    content: [
+      {
+        type: 'text',
+        text: `${JSON.stringify(pending)}\n${why} Call ${CHECK_OPERATION_TOOL} with {"operationId":"${op.operationId}"} later to get its result; do not call the tool again.`,
+      },
+    ],
     structuredContent: pending,
     isError: false,
   };
@@ -66,22 +85,36 @@ export async function callTool(
   const deadline = Date.now() + session.waitMs;
 
   // A short first wait answers fast calls in one round trip; longer waits poll so cancellation is seen.
-  const submitted = await session.http.submit(session.runId, { callId, turn, name: request.name, arguments: request.arguments ?? {} }, Math.min(1, session.waitMs / 1000));
+  const submitted = await session.http.submit(
+    session.runId,
+    { callId, turn, name: request.name, arguments: request.arguments ?? {} },
+    Math.min(1, session.waitMs / 1000),
+  );
   if (submitted.kind === 'refused') return refusalResult(submitted.code, submitted.message);
   if (submitted.kind === 'reported') return envelopeResult(submitted.envelope);
   if (extra.signal.aborted) return cancelled(session, submitted.operationId);
   if (submitted.state === 'awaiting_approval') return pendingResult(submitted);
-  const op = await waitForOperation(session.http, submitted.operationId, { deadline, signal: extra.signal, stopWhenAwaitingApproval: true });
+  const op = await waitForOperation(session.http, submitted.operationId, {
+    deadline,
+    signal: extra.signal,
+    stopWhenAwaitingApproval: true,
+  });
   if (extra.signal.aborted && !op.envelope) return cancelled(session, op.operationId);
   return operationResult(op);
 }
 
 /** The runner's callId and turn for one `tools/call`, from its `_meta` or derived. */
-export function callIdentity(session: SessionContext, request: { _meta?: Record<string, unknown> }, extra: { sessionId?: string; requestId: string | number }): { callId: string; turn: number } {
+export function callIdentity(
+  session: SessionContext,
+  request: { _meta?: Record<string, unknown> },
+  extra: { sessionId?: string; requestId: string | number },
+): { callId: string; turn: number } {
   const meta = CallMeta.safeParse(request._meta ?? {});
   const given = meta.success ? meta.data : {};
   // Derived ids are stable for one session and request id, so a client's resend of the same request is a replay.
-  const callId = given['toolrunner/callId'] ?? `mcp_${extra.sessionId ?? 'nosession'}_${String(extra.requestId)}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 128);
+  const callId =
+    given['toolrunner/callId'] ??
+    `mcp_${extra.sessionId ?? 'nosession'}_${String(extra.requestId)}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 128);
   return { callId, turn: given['toolrunner/turn'] ?? session.nextTurn() };
 }
 

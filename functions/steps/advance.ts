@@ -23,7 +23,11 @@ export interface Advanced<T> {
  * On a conflict it decides again from what is there now. It never gives up: a conflict means another
  * writer moved the operation on, and contention on a shared item is waited out with jittered backoff.
  */
-export async function advance<T>(deps: Deps, start: OperationRecord | string, decide: (op: OperationRecord) => Decided<T>): Promise<Advanced<T>> {
+export async function advance<T>(
+  deps: Deps,
+  start: OperationRecord | string,
+  decide: (op: OperationRecord) => Decided<T>,
+): Promise<Advanced<T>> {
   let op = typeof start === 'string' ? await mustGet(deps, start) : start;
   for (let round = 0; ; round++) {
     const decided = decide(op);
@@ -63,9 +67,21 @@ function withReport(t: Transition, now: number): Transition {
 /** The review is durable (GET /v1/reviews lists it); a failed notification must not fail the step. */
 async function tellReviewers(deps: Deps, op: OperationRecord): Promise<void> {
   try {
-    await deps.notifier.reviewRequired?.({ operationId: op.operationId, runId: op.runId, toolName: op.toolName, reason: op.review!.reason });
+    await deps.notifier.reviewRequired?.({
+      operationId: op.operationId,
+      runId: op.runId,
+      toolName: op.toolName,
+      reason: op.review!.reason,
+    });
   } catch (error) {
-    console.error(JSON.stringify({ level: 'warn', message: 'review notification failed', operationId: op.operationId, error: (error as Error).message }));
+    console.error(
+      JSON.stringify({
+        level: 'warn',
+        message: 'review notification failed',
+        operationId: op.operationId,
+        error: (error as Error).message,
+      }),
+    );
   }
 }
 

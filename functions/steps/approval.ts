@@ -23,18 +23,24 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
     if (!accepts(op, 'request_approval')) return { value: false };
     const expiresAt = op.approval?.expiresAt ?? new Date(deps.now() + config.approvalTtlSeconds * 1000).toISOString();
     const leaseUntil = new Date(Date.parse(expiresAt) + LEASE_AFTER_EXPIRY_MS).toISOString();
-    return { value: op.state === 'validated', events: [{ type: 'request_approval', approvalId: approvalIdFor(op.operationId), expiresAt, taskToken, leaseUntil }] };
+    return {
+      value: op.state === 'validated',
+      events: [{ type: 'request_approval', approvalId: approvalIdFor(op.operationId), expiresAt, taskToken, leaseUntil }],
+    };
   });
   const op = requested.op;
   if (!requested.changed) {
     // Nothing to wait for (decided, cancelled or handled meanwhile): hand the token straight back.
-    if (op.state === 'awaiting_approval' && op.approval?.state === 'approved') await deps.lifecycle.sendTaskSuccess(taskToken, stepOutput(op, deps.now()));
+    if (op.state === 'awaiting_approval' && op.approval?.state === 'approved')
+      await deps.lifecycle.sendTaskSuccess(taskToken, stepOutput(op, deps.now()));
     else await deps.lifecycle.sendTaskFailure(taskToken, ErrorNames.OperationMoved, `operation is ${op.state}`);
     return;
   }
   if (!requested.value) return;
   const requester = requesterOf(op);
-  const approvers = config.principals.filter((p) => p.id !== requester && p.id !== op.principalId && (p.roles.includes('approver') || p.roles.includes('admin')));
+  const approvers = config.principals.filter(
+    (p) => p.id !== requester && p.id !== op.principalId && (p.roles.includes('approver') || p.roles.includes('admin')),
+  );
   try {
     await deps.notifier.approvalRequested({
       approvalId: op.approval!.approvalId,
@@ -53,7 +59,12 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
 /** A link to the approval page, signed for one approver, valid until the approval expires. */
 export function approvalUrl(deps: Deps, secret: string, op: OperationRecord, approverId: string): string {
   const approval = op.approval!;
-  const sig = signLink(secret, { approvalId: approval.approvalId, approverId, expiresAt: Date.parse(approval.expiresAt), inputHash: op.inputHash });
+  const sig = signLink(secret, {
+    approvalId: approval.approvalId,
+    approverId,
+    expiresAt: Date.parse(approval.expiresAt),
+    inputHash: op.inputHash,
+  });
   return `${deps.publicBaseUrl}/v1/approvals/${approval.approvalId}?sig=${encodeURIComponent(sig)}`;
 }
 
@@ -68,24 +79,40 @@ export async function openApproval(deps: Deps, approvalId: string, sig: string |
   if (!op?.approval) return { ok: false, status: 404, code: 'not_found', message: 'no such approval' };
   const config = await deps.config();
   const check = verifyLink(config.approvalSecret, sig ?? '', { approvalId, inputHash: op.inputHash }, deps.now());
-  if (!check.ok) return { ok: false, status: 403, code: 'forbidden', message: check.reason === 'expired' ? 'this approval link has expired' : 'this approval link is not valid' };
+  if (!check.ok)
+    return {
+      ok: false,
+      status: 403,
+      code: 'forbidden',
+      message: check.reason === 'expired' ? 'this approval link has expired' : 'this approval link is not valid',
+    };
   const approver = principalIn(config, check.approverId);
-  if (!approver || !hasRole(approver, 'approver')) return { ok: false, status: 403, code: 'forbidden', message: 'this approver may no longer approve' };
-  if (approver.id === requesterOf(op) || approver.id === op.principalId) return { ok: false, status: 403, code: 'forbidden', message: 'the requester cannot approve its own operation' };
+  if (!approver || !hasRole(approver, 'approver'))
+    return { ok: false, status: 403, code: 'forbidden', message: 'this approver may no longer approve' };
+  if (approver.id === requesterOf(op) || approver.id === op.principalId)
+    return { ok: false, status: 403, code: 'forbidden', message: 'the requester cannot approve its own operation' };
   return { ok: true, op, approver };
 }
 
 export type DecisionResult = { ok: true; op: OperationRecord } | Extract<ApprovalAccess, { ok: false }>;
 
 /** Records one decision (a second one is refused), then returns the task token to Step Functions. */
-export async function decideApproval(deps: Deps, approvalId: string, sig: string | undefined, decision: 'approve' | 'reject', reason?: string): Promise<DecisionResult> {
+export async function decideApproval(
+  deps: Deps,
+  approvalId: string,
+  sig: string | undefined,
+  decision: 'approve' | 'reject',
+  reason?: string,
+): Promise<DecisionResult> {
   const access = await openApproval(deps, approvalId, sig);
   if (!access.ok) return access;
   const decided = await advance(deps, access.op, (op) => {
-    if (!accepts(op, 'decide_approval') || deps.now() >= Date.parse(op.approval!.expiresAt)) return { value: undefined as string | undefined };
+    if (!accepts(op, 'decide_approval') || deps.now() >= Date.parse(op.approval!.expiresAt))
+      return { value: undefined as string | undefined };
     return { value: op.approvalTaskToken, events: [{ type: 'decide_approval', decision, by: access.approver.id, reason }] };
   });
-  if (!decided.changed) return { ok: false, status: 409, code: 'invalid_state', message: 'this approval was already decided or has expired' };
+  if (!decided.changed)
+    return { ok: false, status: 409, code: 'invalid_state', message: 'this approval was already decided or has expired' };
   const op = decided.op;
   try {
     if (!decided.value) throw new Error('no task token stored');
@@ -102,6 +129,9 @@ export async function decideApproval(deps: Deps, approvalId: string, sig: string
 export async function expireApprovalStep(deps: Deps, operationId: string): Promise<StepOutput> {
   // A wait that ended early (a timer rounded down, a clock ahead) goes back to waiting: Route sends it on.
   const due = (op: OperationRecord) => deps.now() >= Date.parse(op.approval!.expiresAt) - EXPIRY_TOLERANCE_MS;
-  const out = await advance(deps, operationId, (op) => ({ value: undefined, events: accepts(op, 'expire_approval') && due(op) ? [{ type: 'expire_approval' }] : [] }));
+  const out = await advance(deps, operationId, (op) => ({
+    value: undefined,
+    events: accepts(op, 'expire_approval') && due(op) ? [{ type: 'expire_approval' }] : [],
+  }));
   return stepOutput(out.op, deps.now());
 }

@@ -9,8 +9,15 @@ import { executionNameOf } from './deps';
  * stops its execution. An attempt already in flight is aborted where the runtime can; whatever it
  * returns later is recorded as `result.late` and never replaces the cancelled envelope.
  */
-export async function cancelOperation(deps: Deps, op: OperationRecord, reason = 'cancelled by the agent'): Promise<{ ok: boolean; op: OperationRecord }> {
-  const out = await advance(deps, op, (current) => ({ value: undefined, events: accepts(current, 'cancel') ? [{ type: 'cancel', reason }] : [] }));
+export async function cancelOperation(
+  deps: Deps,
+  op: OperationRecord,
+  reason = 'cancelled by the agent',
+): Promise<{ ok: boolean; op: OperationRecord }> {
+  const out = await advance(deps, op, (current) => ({
+    value: undefined,
+    events: accepts(current, 'cancel') ? [{ type: 'cancel', reason }] : [],
+  }));
   if (out.changed) await deps.lifecycle.stop(executionNameOf(out.op), reason).catch(() => undefined);
   return { ok: out.changed, op: out.op };
 }
@@ -20,7 +27,9 @@ export async function cancelRun(deps: Deps, run: RunRecord): Promise<RunRecord> 
   let closed = run;
   while (closed.status !== 'cancelled') {
     try {
-      closed = await deps.store.updateRunStatus(closed, 'cancelled', [{ type: 'run.cancelled', detail: { previousStatus: closed.status } }]);
+      closed = await deps.store.updateRunStatus(closed, 'cancelled', [
+        { type: 'run.cancelled', detail: { previousStatus: closed.status } },
+      ]);
     } catch (error) {
       if (!(error instanceof RunChangedError)) throw error;
       closed = (await deps.store.getRun(run.runId)) ?? closed;
@@ -32,8 +41,17 @@ export async function cancelRun(deps: Deps, run: RunRecord): Promise<RunRecord> 
 }
 
 /** A reviewer settles an outcome_unknown by looking at the upstream; the decision becomes the record. */
-export async function resolveOperation(deps: Deps, op: OperationRecord, reviewer: Principal, verdict: 'succeeded' | 'failed', note: string): Promise<{ ok: boolean; op: OperationRecord }> {
-  const out = await advance(deps, op, (current) => ({ value: undefined, events: accepts(current, 'resolve') ? [{ type: 'resolve', verdict, by: reviewer.id, note }] : [] }));
+export async function resolveOperation(
+  deps: Deps,
+  op: OperationRecord,
+  reviewer: Principal,
+  verdict: 'succeeded' | 'failed',
+  note: string,
+): Promise<{ ok: boolean; op: OperationRecord }> {
+  const out = await advance(deps, op, (current) => ({
+    value: undefined,
+    events: accepts(current, 'resolve') ? [{ type: 'resolve', verdict, by: reviewer.id, note }] : [],
+  }));
   if (out.changed) await deps.lifecycle.stop(executionNameOf(out.op), 'resolved by a reviewer').catch(() => undefined);
   return { ok: out.changed, op: out.op };
 }

@@ -35,7 +35,10 @@ export async function executeStep(deps: Deps, operationId: string): Promise<Step
 
   const lease = () => new Date(deps.now() + tool.timeoutMs + LEASE_MARGIN_MS).toISOString();
   if (lockKey && !(await renewLock(deps, lockKey, operationId, tool.timeoutMs + LEASE_MARGIN_MS))) {
-    const busy = await advance(deps, first, (op) => ({ value: undefined, events: accepts(op, 'lock_busy') ? [{ type: 'lock_busy', delaySeconds: LOCK_BUSY_DELAY_SECONDS, leaseUntil: lease() }] : [] }));
+    const busy = await advance(deps, first, (op) => ({
+      value: undefined,
+      events: accepts(op, 'lock_busy') ? [{ type: 'lock_busy', delaySeconds: LOCK_BUSY_DELAY_SECONDS, leaseUntil: lease() }] : [],
+    }));
     return stepOutput(busy.op, deps.now());
   }
 
@@ -59,14 +62,28 @@ export async function executeStep(deps: Deps, operationId: string): Promise<Step
   }
   const attempt = begun.value.attempt;
   const { call, outcome } = await tracedAttempt(deps, tool, begun.op, attempt, async () => {
-    const call = await callTool(deps, operationId, { idempotencyKey: begun.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs, abortOnCancel: tool.risk === 'read' }, (ctx) => tool.execute(ctx, input));
+    const call = await callTool(
+      deps,
+      operationId,
+      { idempotencyKey: begun.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs, abortOnCancel: tool.risk === 'read' },
+      (ctx) => tool.execute(ctx, input),
+    );
     return { call, outcome: classifyAttempt(tool, call.ok ? { ok: true, value: call.value } : { ok: false, thrown: call.thrown }) };
   });
   const finished = await advance(deps, begun.op, (op) => {
     if (!accepts(op, 'finish_attempt') || (op.outcome?.kind !== 'cancelled' && op.attempts !== attempt)) return { value: undefined };
     const after = decideAfterAttempt(tool, op, outcome, deps.now(), deps.random);
-    const next = after.next === 'retry' ? deps.now() + after.delaySeconds * 1000 + tool.timeoutMs + LEASE_MARGIN_MS : deps.now() + LEASE_MARGIN_MS;
-    const event: LifecycleEvent = { type: 'finish_attempt', attempt, outcome, latencyMs: call.latencyMs, upstreamStatus: call.upstreamStatus, after, leaseUntil: new Date(next).toISOString() };
+    const next =
+      after.next === 'retry' ? deps.now() + after.delaySeconds * 1000 + tool.timeoutMs + LEASE_MARGIN_MS : deps.now() + LEASE_MARGIN_MS;
+    const event: LifecycleEvent = {
+      type: 'finish_attempt',
+      attempt,
+      outcome,
+      latencyMs: call.latencyMs,
+      upstreamStatus: call.upstreamStatus,
+      after,
+      leaseUntil: new Date(next).toISOString(),
+    };
     return { value: undefined, events: [event] };
   });
   await releaseLockIfSettled(deps, lockKey, finished.op);
@@ -79,23 +96,42 @@ async function preAttemptContext(deps: Deps, op: OperationRecord): Promise<{ run
 }
 
 /** Pre-attempt checks (authorization, run cancelled or expired, deadline): the event that stops the attempt, if any. */
-function preAttemptStop(tool: ToolSpec, op: OperationRecord, run: RunRecord | undefined, authorized: boolean, now: number): LifecycleEvent | undefined {
+function preAttemptStop(
+  tool: ToolSpec,
+  op: OperationRecord,
+  run: RunRecord | undefined,
+  authorized: boolean,
+  now: number,
+): LifecycleEvent | undefined {
   const going = run ? mayContinue(run, now) : ({ ok: false, reason: 'run_closed', message: 'the run no longer exists' } as const);
   let outcome: Exclude<Outcome, { kind: 'succeeded' }> | undefined;
   if (!authorized) outcome = { kind: 'rejected', code: 'forbidden', message: `this principal may no longer call ${tool.name}` };
-  else if (!going.ok) outcome = going.reason === 'run_closed' ? { kind: 'cancelled', code: 'cancelled', message: going.message } : { kind: 'budget_exhausted', code: 'budget_exhausted', message: going.message };
+  else if (!going.ok)
+    outcome =
+      going.reason === 'run_closed'
+        ? { kind: 'cancelled', code: 'cancelled', message: going.message }
+        : { kind: 'budget_exhausted', code: 'budget_exhausted', message: going.message };
   else if (op.deadlineAt && now + tool.timeoutMs > Date.parse(op.deadlineAt)) {
-    outcome = { kind: 'failed_permanent', code: 'permanent_failure', message: op.lastAttempt ? 'the operation reached its deadline' : 'the operation reached its deadline before its first attempt' };
+    outcome = {
+      kind: 'failed_permanent',
+      code: 'permanent_failure',
+      message: op.lastAttempt ? 'the operation reached its deadline' : 'the operation reached its deadline before its first attempt',
+    };
   }
   return outcome && { type: 'refuse_attempt', outcome };
 }
 
 /** The tool is gone from the registry (a redeploy without it): no attempt can start; an unknown one goes to a person. */
 async function refuseWithoutTool(deps: Deps, first: OperationRecord): Promise<StepOutput> {
-  const outcome = { kind: 'failed_permanent', code: 'permanent_failure', message: `the tool ${first.toolName} is no longer registered` } as const;
+  const outcome = {
+    kind: 'failed_permanent',
+    code: 'permanent_failure',
+    message: `the tool ${first.toolName} is no longer registered`,
+  } as const;
   const out = await advance(deps, first, (op) => {
     if (readyToAttempt(op)) return { value: undefined, events: [{ type: 'refuse_attempt', outcome }] };
-    if (accepts(op, 'lose_attempt')) return { value: undefined, events: [{ type: 'lose_attempt', leaseUntil: new Date(deps.now() + LEASE_MARGIN_MS).toISOString() }] };
+    if (accepts(op, 'lose_attempt'))
+      return { value: undefined, events: [{ type: 'lose_attempt', leaseUntil: new Date(deps.now() + LEASE_MARGIN_MS).toISOString() }] };
     return { value: undefined };
   });
   return stepOutput(out.op, deps.now());

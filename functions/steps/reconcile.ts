@@ -21,7 +21,14 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
   const plan: ReconcilePlan = tool && first.frozenArguments ? reconcilePlanOf(tool) : 'review';
   const lease = () => new Date(deps.now() + LEASE_MS).toISOString();
   const started = await advance(deps, first, (op) => {
-    if (accepts(op, 'lose_attempt')) return { value: true, events: [{ type: 'lose_attempt', leaseUntil: lease() }, { type: 'start_reconcile', plan, leaseUntil: lease() }] };
+    if (accepts(op, 'lose_attempt'))
+      return {
+        value: true,
+        events: [
+          { type: 'lose_attempt', leaseUntil: lease() },
+          { type: 'start_reconcile', plan, leaseUntil: lease() },
+        ],
+      };
     if (accepts(op, 'start_reconcile')) return { value: true, events: [{ type: 'start_reconcile', plan, leaseUntil: lease() }] };
     return { value: false };
   });
@@ -32,7 +39,12 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
     const input = deepFreeze(tool.inputSchema.parse(JSON.parse(first.frozenArguments!)));
     const key = lockKeyOf(tool, input);
     if (key) await renewLock(deps, key, operationId, LEASE_MS);
-    const call = await callTool(deps, operationId, { idempotencyKey: started.op.idempotencyKey, attempt: started.op.attempts, timeoutMs: tool.timeoutMs, abortOnCancel: true }, (ctx) => tool.reconcile!(ctx, input));
+    const call = await callTool(
+      deps,
+      operationId,
+      { idempotencyKey: started.op.idempotencyKey, attempt: started.op.attempts, timeoutMs: tool.timeoutMs, abortOnCancel: true },
+      (ctx) => tool.reconcile!(ctx, input),
+    );
     lookup = call.ok ? { ok: true, value: call.value! } : { ok: false };
   }
   const done = await advance(deps, started.op, (op) => {
@@ -45,17 +57,31 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
 }
 
 /** What the reconciliation established, decided here once from the tool's policy and what the lookup said. */
-function findingOf(deps: Deps, tool: ToolSpec | undefined, op: OperationRecord, plan: ReconcilePlan, lookup: { ok: true; value: ReconcileResult<unknown> } | { ok: false } | undefined): ReconcileFinding {
+function findingOf(
+  deps: Deps,
+  tool: ToolSpec | undefined,
+  op: OperationRecord,
+  plan: ReconcilePlan,
+  lookup: { ok: true; value: ReconcileResult<unknown> } | { ok: false } | undefined,
+): ReconcileFinding {
   if (!tool || plan === 'review') return { result: 'needs_review', reason: 'the tool cannot be replayed safely or looked up' };
   if (op.outcome?.kind === 'cancelled' && plan === 'replay') {
     // A cancelled call is never sent again: a read had no effect to find; a write goes to a person.
-    return tool.risk === 'read' ? { result: 'not_found', retry: undefined } : { result: 'needs_review', reason: 'the cancelled attempt may have taken effect' };
+    return tool.risk === 'read'
+      ? { result: 'not_found', retry: undefined }
+      : { result: 'needs_review', reason: 'the cancelled attempt may have taken effect' };
   }
-  const retrySameKey = (delaySeconds: number): ReconcileFinding => ({ result: 'not_found', retry: op.attempts < tool.maxAttempts ? { delaySeconds } : undefined });
+  const retrySameKey = (delaySeconds: number): ReconcileFinding => ({
+    result: 'not_found',
+    retry: op.attempts < tool.maxAttempts ? { delaySeconds } : undefined,
+  });
   if (plan === 'replay') return retrySameKey(backoffSeconds(op.attempts + 1, backoffOf(tool), deps.random));
   if (!lookup?.ok) {
     const lookups = (op.reconcileAttempts ?? 0) + 1;
-    return { result: 'lookup_failed', retryInSeconds: lookups >= MAX_RECONCILE_LOOKUPS ? undefined : backoffSeconds(lookups + 1, backoffOf(tool), deps.random) };
+    return {
+      result: 'lookup_failed',
+      retryInSeconds: lookups >= MAX_RECONCILE_LOOKUPS ? undefined : backoffSeconds(lookups + 1, backoffOf(tool), deps.random),
+    };
   }
   if (!lookup.value.found) return op.outcome?.kind === 'cancelled' ? { result: 'not_found', retry: undefined } : retrySameKey(0);
   const parsed = tool.outputSchema.safeParse(lookup.value.result);
@@ -64,6 +90,11 @@ function findingOf(deps: Deps, tool: ToolSpec | undefined, op: OperationRecord, 
 }
 
 function leaseAfter(deps: Deps, tool: ToolSpec | undefined, finding: ReconcileFinding): string {
-  const waitSeconds = finding.result === 'not_found' ? finding.retry?.delaySeconds ?? 0 : finding.result === 'lookup_failed' ? finding.retryInSeconds ?? 0 : 0;
+  const waitSeconds =
+    finding.result === 'not_found'
+      ? (finding.retry?.delaySeconds ?? 0)
+      : finding.result === 'lookup_failed'
+        ? (finding.retryInSeconds ?? 0)
+        : 0;
   return new Date(deps.now() + waitSeconds * 1000 + (tool?.timeoutMs ?? 0) + LEASE_MS).toISOString();
 }

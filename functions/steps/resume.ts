@@ -24,7 +24,9 @@ export async function resumeOperation(deps: Deps, operationId: string, onlyIfLea
     return { value: true, events: [...events, { type: 'resume', leaseUntil }] };
   });
   if (!claimed.value) return false;
-  await deps.lifecycle.stop(executionNameOf({ operationId, resumes: claimed.op.resumes - 1 }), 'superseded by a resumed execution').catch(() => undefined);
+  await deps.lifecycle
+    .stop(executionNameOf({ operationId, resumes: claimed.op.resumes - 1 }), 'superseded by a resumed execution')
+    .catch(() => undefined);
   await deps.lifecycle.start({ operationId, next: 'validate' }, executionNameOf(claimed.op), 'standard');
   return true;
 }

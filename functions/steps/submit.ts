@@ -18,7 +18,12 @@ import { executionNameOf } from './deps';
 export const DEFAULT_RETENTION_DAYS = 30;
 const LEASE_MARGIN_MS = 60_000;
 
-export async function createRun(deps: Deps, principal: Principal, budgets: Partial<Budgets> | undefined, metadata?: Record<string, unknown>): Promise<RunRecord> {
+export async function createRun(
+  deps: Deps,
+  principal: Principal,
+  budgets: Partial<Budgets> | undefined,
+  metadata?: Record<string, unknown>,
+): Promise<RunRecord> {
   const now = deps.now();
   const config = await deps.config();
   const merged = { ...DEFAULT_BUDGETS, ...budgets };
@@ -57,7 +62,7 @@ export interface SubmitContext {
 }
 
 export type SubmitResult =
-  | { kind: 'created'; op: OperationRecord; /** Resolves when a synchronous (Express) execution ends. */ finished?: Promise<void> }
+  | { kind: 'created'; op: OperationRecord /** Resolves when a synchronous (Express) execution ends. */; finished?: Promise<void> }
   | { kind: 'replayed'; op: OperationRecord }
   | { kind: 'conflict' }
   | { kind: 'run_closed' };
@@ -76,7 +81,13 @@ function firstAttemptAtSubmission(tool: ToolSpec): boolean {
  * atomic write, then starts its lifecycle. The operation id is derived from (runId, callId), so concurrent
  * duplicates race on one conditional put and exactly one wins; the others become replays.
  */
-export async function submitToolCall(deps: Deps, run: RunRecord, caller: Principal, call: ToolCallRequest, context: SubmitContext = {}): Promise<SubmitResult> {
+export async function submitToolCall(
+  deps: Deps,
+  run: RunRecord,
+  caller: Principal,
+  call: ToolCallRequest,
+  context: SubmitContext = {},
+): Promise<SubmitResult> {
   const parsed = parseArguments(call.arguments);
   const inputHash = argumentsHash(parsed, call.arguments);
   const operationId = operationIdFor(run.runId, call.callId);
@@ -88,14 +99,28 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
   for (let round = 0; ; round++) {
     if (existing) {
       if (existing.inputHash !== inputHash || existing.toolName !== call.name) {
-        await traceDuplicate(deps, run, existing, { type: 'call.conflict', detail: { toolName: call.name, storedToolName: existing.toolName, storedInputHash: existing.inputHash, submittedInputHash: inputHash, requestedBy: caller.id } });
+        await traceDuplicate(deps, run, existing, {
+          type: 'call.conflict',
+          detail: {
+            toolName: call.name,
+            storedToolName: existing.toolName,
+            storedInputHash: existing.inputHash,
+            submittedInputHash: inputHash,
+            requestedBy: caller.id,
+          },
+        });
         return { kind: 'conflict' };
       }
-      await traceDuplicate(deps, run, existing, { type: 'operation.replayed', detail: { inputHash, state: existing.state, requestedBy: caller.id } });
+      await traceDuplicate(deps, run, existing, {
+        type: 'operation.replayed',
+        detail: { inputHash, state: existing.state, requestedBy: caller.id },
+      });
       return { kind: 'replayed', op: existing };
     }
     const now = deps.now();
-    const validation = validationOf(decideCall({ toolName: call.name, tool, principal: caller, arguments: parsed, approvalTtlSeconds: config.approvalTtlSeconds, now }));
+    const validation = validationOf(
+      decideCall({ toolName: call.name, tool, principal: caller, arguments: parsed, approvalTtlSeconds: config.approvalTtlSeconds, now }),
+    );
     const admission = admitCall(current, call.turn, validation.decision === 'allow' ? validation.costCents : 0, now);
     if (!admission.admitted && admission.reason === 'run_closed') {
       // A closed run still answers a replay of a call it had taken.
@@ -111,13 +136,26 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
       // Exhausted: the operation still exists and settles at once, so the model gets an envelope saying why.
       const outcome = { kind: 'budget_exhausted', code: 'budget_exhausted', message: admission.message } as const;
       const settled = recordOutcome(proposed.op, outcome);
-      const reported = moveTo(settled.op, 'reported', { envelope: envelopeFor(proposed.op, outcome), plan: { next: 'done' }, leaseUntil: undefined });
+      const reported = moveTo(settled.op, 'reported', {
+        envelope: envelopeFor(proposed.op, outcome),
+        plan: { next: 'done' },
+        leaseUntil: undefined,
+      });
       const opened = current.status === 'open';
       change = {
         op: reported.op,
         events: [
           ...proposed.events,
-          ...(opened ? [{ type: 'budget.exhausted' as const, operationId, callId: call.callId, detail: { reason: admission.message, status: admission.run.status } }] : []),
+          ...(opened
+            ? [
+                {
+                  type: 'budget.exhausted' as const,
+                  operationId,
+                  callId: call.callId,
+                  detail: { reason: admission.message, status: admission.run.status },
+                },
+              ]
+            : []),
           ...settled.events,
           ...reported.events,
           { type: 'result.reported', operationId, callId: call.callId, detail: { status: 'budget_exhausted' } },
@@ -128,7 +166,8 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
       const lease = new Date(now + (tool?.timeoutMs ?? 30_000) + LEASE_MARGIN_MS).toISOString();
       const steps: LifecycleEvent[] = [{ type: 'validate', validation, leaseUntil: lease }];
       if (validation.decision === 'deny') steps.push({ type: 'report' });
-      else if (!validation.approvalRequired && tool && firstAttemptAtSubmission(tool)) steps.push({ type: 'start_attempt', leaseUntil: lease });
+      else if (!validation.approvalRequired && tool && firstAttemptAtSubmission(tool))
+        steps.push({ type: 'start_attempt', leaseUntil: lease });
       const validated = transitionAll(proposed.op, steps, now);
       change = { op: validated.op, events: [...proposed.events, ...validated.events] };
       runChange = { kind: 'admit', delta: admission.delta, now };
@@ -136,7 +175,11 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
     try {
       const created = await deps.store.createOperation({ run: current, runChange, op: change.op, events: change.events });
       countTrace(deps, created.op.toolName, created.events);
-      return { kind: 'created', op: created.op, ...(await startLifecycle(deps, created.op, config.approvalTtlSeconds, context.waitSeconds ?? 0)) };
+      return {
+        kind: 'created',
+        op: created.op,
+        ...(await startLifecycle(deps, created.op, config.approvalTtlSeconds, context.waitSeconds ?? 0)),
+      };
     } catch (error) {
       if (error instanceof OperationExistsError) {
         existing = error.current ?? (await deps.store.getOperation(operationId));
@@ -157,7 +200,12 @@ export async function submitToolCall(deps: Deps, run: RunRecord, caller: Princip
  * submission decided). A call that needs no person runs on the Express machine, synchronously when the
  * caller waits for it; anything else, and everything where no Express machine exists, on Standard.
  */
-async function startLifecycle(deps: Deps, op: OperationRecord, approvalTtlSeconds: number, waitSeconds: number): Promise<{ finished?: Promise<void> }> {
+async function startLifecycle(
+  deps: Deps,
+  op: OperationRecord,
+  approvalTtlSeconds: number,
+  waitSeconds: number,
+): Promise<{ finished?: Promise<void> }> {
   const input = stepOutput(op, deps.now(), approvalTtlSeconds);
   if (input.next === 'done') return {};
   const name = executionNameOf(op);
@@ -168,7 +216,14 @@ async function startLifecycle(deps: Deps, op: OperationRecord, approvalTtlSecond
   if (waitSeconds > 0 && deps.lifecycle.startSync) {
     // Not awaited here: the request waits for it only as long as the caller asked to (Prefer: wait).
     const finished = deps.lifecycle.startSync(input, name).catch((error: Error) => {
-      console.error(JSON.stringify({ level: 'warn', message: 'synchronous execution failed to start or finish', operationId: op.operationId, error: error.message }));
+      console.error(
+        JSON.stringify({
+          level: 'warn',
+          message: 'synchronous execution failed to start or finish',
+          operationId: op.operationId,
+          error: error.message,
+        }),
+      );
     });
     return { finished };
   }
@@ -177,12 +232,29 @@ async function startLifecycle(deps: Deps, op: OperationRecord, approvalTtlSecond
 }
 
 /** A duplicate changes no record, but the trace tells it: the operator sees every replay and refused conflict. */
-async function traceDuplicate(deps: Deps, run: RunRecord, existing: OperationRecord, event: Pick<NewTraceEvent, 'type' | 'detail'>): Promise<void> {
-  const events = await deps.store.appendRunEvents(run.runId, [{ ...event, operationId: existing.operationId, callId: existing.callId }], existing.expiresAtEpoch ?? run.expiresAtEpoch);
+async function traceDuplicate(
+  deps: Deps,
+  run: RunRecord,
+  existing: OperationRecord,
+  event: Pick<NewTraceEvent, 'type' | 'detail'>,
+): Promise<void> {
+  const events = await deps.store.appendRunEvents(
+    run.runId,
+    [{ ...event, operationId: existing.operationId, callId: existing.callId }],
+    existing.expiresAtEpoch ?? run.expiresAtEpoch,
+  );
   countTrace(deps, existing.toolName, events);
 }
 
-function proposal(run: RunRecord, caller: Principal, call: ToolCallRequest, operationId: string, inputHash: string, now: number, context: SubmitContext) {
+function proposal(
+  run: RunRecord,
+  caller: Principal,
+  call: ToolCallRequest,
+  operationId: string,
+  inputHash: string,
+  now: number,
+  context: SubmitContext,
+) {
   const at = new Date(now).toISOString();
   const op: OperationRecord = {
     schemaVersion: SCHEMA_VERSION,
@@ -208,7 +280,13 @@ function proposal(run: RunRecord, caller: Principal, call: ToolCallRequest, oper
     ...(context.traceparent ? { traceparent: context.traceparent } : {}),
   };
   const events: NewTraceEvent[] = [
-    { type: 'operation.proposed', operationId, callId: call.callId, to: 'proposed', detail: { toolName: call.name, turn: call.turn, inputHash, requestedBy: caller.id } },
+    {
+      type: 'operation.proposed',
+      operationId,
+      callId: call.callId,
+      to: 'proposed',
+      detail: { toolName: call.name, turn: call.turn, inputHash, requestedBy: caller.id },
+    },
   ];
   return { op, events };
 }

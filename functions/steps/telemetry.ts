@@ -23,7 +23,11 @@ export function tracedAttempt<T extends { outcome: Outcome; call: { latencyMs: n
     approval: op.approval?.state === 'approved' ? 'approved' : 'not_required',
     traceparent: op.traceparent,
   };
-  return deps.telemetry.attemptSpan(start, run, (r) => ({ outcome: r.outcome, upstreamStatus: r.call.upstreamStatus ?? upstreamOf(r.outcome), latencyMs: r.call.latencyMs }));
+  return deps.telemetry.attemptSpan(start, run, (r) => ({
+    outcome: r.outcome,
+    upstreamStatus: r.call.upstreamStatus ?? upstreamOf(r.outcome),
+    latencyMs: r.call.latencyMs,
+  }));
 }
 
 function upstreamOf(outcome: Outcome): number | undefined {

@@ -21,7 +21,13 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
   const url = (path: string) => `${sandboxUrl.replace(/\/$/, '')}${path}`;
   // Tools return the upstream's JSON as is; the lifecycle validates it against outputSchema.
 
-  const Order = z.object({ id: z.string(), status: z.string(), customer: z.string(), totalCents: z.number().int(), shippingAddress: z.record(z.string(), z.string()) });
+  const Order = z.object({
+    id: z.string(),
+    status: z.string(),
+    customer: z.string(),
+    totalCents: z.number().int(),
+    shippingAddress: z.record(z.string(), z.string()),
+  });
   const getOrder: ToolSpec<{ orderId: string }, z.infer<typeof Order>> = {
     name: 'get_order',
     description: 'Look up an order by id: status, customer, total and shipping address.',
@@ -32,7 +38,8 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
     maxAttempts: 3,
     supportsIdempotency: true,
     approval: 'never',
-    execute: (ctx, input) => requestJson(ctx, { method: 'GET', url: url(`/v1/orders/${encodeURIComponent(input.orderId)}`) }) as Promise<z.infer<typeof Order>>,
+    execute: (ctx, input) =>
+      requestJson(ctx, { method: 'GET', url: url(`/v1/orders/${encodeURIComponent(input.orderId)}`) }) as Promise<z.infer<typeof Order>>,
   };
 
   const ChargeInput = z.strictObject({
@@ -59,9 +66,17 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
       ...(input.description ? [`Description: ${input.description}`] : []),
     ],
     execute: (ctx, input) =>
-      requestJson(ctx, { method: 'POST', url: url('/v1/charges'), body: input, headers: { 'Idempotency-Key': ctx.idempotencyKey } }) as Promise<z.infer<typeof Charge>>,
+      requestJson(ctx, {
+        method: 'POST',
+        url: url('/v1/charges'),
+        body: input,
+        headers: { 'Idempotency-Key': ctx.idempotencyKey },
+      }) as Promise<z.infer<typeof Charge>>,
     reconcile: async (ctx, _input) => {
-      const found = (await requestJson(ctx, { method: 'GET', url: url(`/v1/charges?idempotency_key=${encodeURIComponent(ctx.idempotencyKey)}`) })) as { data?: unknown[] };
+      const found = (await requestJson(ctx, {
+        method: 'GET',
+        url: url(`/v1/charges?idempotency_key=${encodeURIComponent(ctx.idempotencyKey)}`),
+      })) as { data?: unknown[] };
       const first = found?.data?.[0];
       return first ? { found: true, result: first as z.infer<typeof Charge> } : { found: false };
     },
@@ -81,7 +96,12 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
     execute: (ctx, input) => requestJson(ctx, { method: 'POST', url: url('/v1/emails'), body: input }) as Promise<z.infer<typeof Email>>,
   };
 
-  const Address = z.strictObject({ line1: z.string().min(1).max(200), city: z.string().min(1).max(100), postalCode: z.string().min(1).max(20), country: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166 alpha-2 code') });
+  const Address = z.strictObject({
+    line1: z.string().min(1).max(200),
+    city: z.string().min(1).max(100),
+    postalCode: z.string().min(1).max(20),
+    country: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166 alpha-2 code'),
+  });
   const updateShippingAddress: ToolSpec<{ orderId: string; address: z.infer<typeof Address> }, z.infer<typeof Order>> = {
     name: 'update_shipping_address',
     description: "Replace an order's shipping address. Writes to one order are serialized.",
@@ -94,7 +114,12 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
     supportsIdempotency: true,
     lockKey: (input) => input.orderId,
     approval: 'never',
-    execute: (ctx, input) => requestJson(ctx, { method: 'PUT', url: url(`/v1/orders/${encodeURIComponent(input.orderId)}/shipping-address`), body: input.address }) as Promise<z.infer<typeof Order>>,
+    execute: (ctx, input) =>
+      requestJson(ctx, {
+        method: 'PUT',
+        url: url(`/v1/orders/${encodeURIComponent(input.orderId)}/shipping-address`),
+        body: input.address,
+      }) as Promise<z.infer<typeof Order>>,
   };
 
   return [getOrder, chargeCard, sendEmail, updateShippingAddress];

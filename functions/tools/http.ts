@@ -33,7 +33,10 @@ export async function requestJson(ctx: ToolContext, req: JsonRequest): Promise<u
   }
   const body = text ? safeJson(text) : undefined;
   if (!res.ok) {
-    const code = body && typeof body === 'object' && 'error' in body ? String((body as { error: { code?: unknown } }).error?.code ?? '') || undefined : undefined;
+    const code =
+      body && typeof body === 'object' && 'error' in body
+        ? String((body as { error: { code?: unknown } }).error?.code ?? '') || undefined
+        : undefined;
     throw new UpstreamHttpError(res.status, code, retryAfterSeconds(res.headers.get('retry-after')), `upstream answered ${res.status}`);
   }
   return body;

@@ -59,7 +59,10 @@ export class UpstreamConnection {
   private async connect(): Promise<Client> {
     const client = new Client({ name: 'toolrunner', version: '0.1.0' });
     // Bounded: a hanging upstream must not hold up the steps waiting for the registry.
-    await client.connect(new StreamableHTTPClientTransport(new URL(this.upstream.url), { requestInit: { headers: this.upstream.headers ?? {} } }), { timeout: 10_000 });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(this.upstream.url), { requestInit: { headers: this.upstream.headers ?? {} } }),
+      { timeout: 10_000 },
+    );
     return client;
   }
 }

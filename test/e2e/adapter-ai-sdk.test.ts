@@ -25,7 +25,12 @@ function scriptedModel(turns: Call[][]) {
       const calls = turns[prompts.length - 1];
       if (!calls) return { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
       return {
-        content: calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.callId, toolName: c.name, input: JSON.stringify(c.arguments) })),
+        content: calls.map((c) => ({
+          type: 'tool-call' as const,
+          toolCallId: c.callId,
+          toolName: c.name,
+          input: JSON.stringify(c.arguments),
+        })),
         finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
         usage,
         warnings: [],
@@ -34,11 +39,14 @@ function scriptedModel(turns: Call[][]) {
   });
   /** What the model read back after a turn: the tool results new in the next prompt. */
   const resultsOfTurn = (turn: number) => {
-    const parts = (prompt: LanguageModelV3CallOptions['prompt'] | undefined) => (prompt ?? []).flatMap((m) => (m.role === 'tool' ? m.content.filter((p) => p.type === 'tool-result') : []));
-    return parts(prompts[turn + 1]).slice(parts(prompts[turn]).length).map((p: any) => ({
-      callId: p.toolCallId as string,
-      output: p.output.type === 'execution-denied' ? { denied: JSON.parse(p.output.reason) } : p.output.value,
-    }));
+    const parts = (prompt: LanguageModelV3CallOptions['prompt'] | undefined) =>
+      (prompt ?? []).flatMap((m) => (m.role === 'tool' ? m.content.filter((p) => p.type === 'tool-result') : []));
+    return parts(prompts[turn + 1])
+      .slice(parts(prompts[turn]).length)
+      .map((p: any) => ({
+        callId: p.toolCallId as string,
+        output: p.output.type === 'execution-denied' ? { denied: JSON.parse(p.output.reason) } : p.output.value,
+      }));
   };
   return { model, resultsOfTurn };
 }
@@ -56,15 +64,27 @@ describe('Vercel AI SDK adapter', () => {
       [{ callId: 'tc_read', name: 'get_order', arguments: { orderId: 'ord_8' } }],
       [{ callId: 'tc_read', name: 'get_order', arguments: { orderId: 'ord_9' } }],
     ]);
-    const runner = await toolrunnerAiSdk({ baseUrl: stack.apiUrl, key: stack.keys.agent, pollMs: 100, budgets: { maxSpendCents: 1_000_000 } });
-    const approver = startApprover(stack, () => runner.runId, (a) => (a.arguments.amount === 55_000 ? 'approve' : 'reject'));
+    const runner = await toolrunnerAiSdk({
+      baseUrl: stack.apiUrl,
+      key: stack.keys.agent,
+      pollMs: 100,
+      budgets: { maxSpendCents: 1_000_000 },
+    });
+    const approver = startApprover(
+      stack,
+      () => runner.runId,
+      (a) => (a.arguments.amount === 55_000 ? 'approve' : 'reject'),
+    );
     try {
       const result = await runner.generate({ model, prompt: 'Fix order ord_8 and charge the customer.' });
       expect(result.text).toBe('done');
     } finally {
       await approver.stop();
     }
-    expect(approver.decided.map((d) => [d.arguments.amount, d.decision])).toEqual([[55_000, 'approve'], [80_000, 'reject']]);
+    expect(approver.decided.map((d) => [d.arguments.amount, d.decision])).toEqual([
+      [55_000, 'approve'],
+      [80_000, 'reject'],
+    ]);
 
     const first = resultsOfTurn(0);
     const [read, write] = ['tc_read', 'tc_write'].map((id) => first.find((r) => r.callId === id)!);
@@ -79,6 +99,11 @@ describe('Vercel AI SDK adapter', () => {
     const charges = (await stack.sandbox.ledger()).filter((e) => e.kind === 'charge');
     expect(charges.map((c) => c.body.amount)).toEqual([55_000]);
     const events = await stack.api.trace(stack.keys.agent, runner.runId);
-    expect(events.filter((e) => e.type === 'operation.proposed').map((e) => e.callId).sort()).toEqual(['tc_big', 'tc_no', 'tc_read', 'tc_write']);
+    expect(
+      events
+        .filter((e) => e.type === 'operation.proposed')
+        .map((e) => e.callId)
+        .sort(),
+    ).toEqual(['tc_big', 'tc_no', 'tc_read', 'tc_write']);
   });
 });

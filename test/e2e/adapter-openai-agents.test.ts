@@ -23,8 +23,21 @@ class ScriptedModel implements Model {
     this.requests.push(request);
     const calls = this.turns[this.turn++];
     const output = calls
-      ? calls.map((c) => ({ type: 'function_call' as const, callId: c.callId, name: c.name, arguments: JSON.stringify(c.arguments), status: 'completed' as const }))
-      : [{ type: 'message' as const, role: 'assistant' as const, status: 'completed' as const, content: [{ type: 'output_text' as const, text: 'done' }] }];
+      ? calls.map((c) => ({
+          type: 'function_call' as const,
+          callId: c.callId,
+          name: c.name,
+          arguments: JSON.stringify(c.arguments),
+          status: 'completed' as const,
+        }))
+      : [
+          {
+            type: 'message' as const,
+            role: 'assistant' as const,
+            status: 'completed' as const,
+            content: [{ type: 'output_text' as const, text: 'done' }],
+          },
+        ];
     return { usage: new Usage({ requests: 1, inputTokens: 1, outputTokens: 1, totalTokens: 2 }), output, responseId: `resp_${this.turn}` };
   }
 
@@ -37,7 +50,9 @@ class ScriptedModel implements Model {
     const input = this.requests[turn + 1]?.input;
     if (!input || typeof input === 'string') return [];
     const results = input.filter((i: any) => i.type === 'function_call_result');
-    return results.slice(-this.turns[turn].length).map((i: any) => ({ callId: i.callId, output: JSON.parse(typeof i.output === 'string' ? i.output : i.output.text) }));
+    return results
+      .slice(-this.turns[turn].length)
+      .map((i: any) => ({ callId: i.callId, output: JSON.parse(typeof i.output === 'string' ? i.output : i.output.text) }));
   }
 }
 
@@ -55,8 +70,17 @@ describe('OpenAI Agents SDK adapter', () => {
       [{ callId: 'call_read', name: 'get_order', arguments: { orderId: 'ord_5' } }],
       [{ callId: 'call_read', name: 'get_order', arguments: { orderId: 'ord_6' } }],
     ]);
-    const runner = await toolrunnerAgents({ baseUrl: stack.apiUrl, key: stack.keys.agent, pollMs: 100, budgets: { maxSpendCents: 1_000_000 } });
-    const approver = startApprover(stack, () => runner.runId, (a) => (a.arguments.amount === 60_000 ? 'approve' : 'reject'));
+    const runner = await toolrunnerAgents({
+      baseUrl: stack.apiUrl,
+      key: stack.keys.agent,
+      pollMs: 100,
+      budgets: { maxSpendCents: 1_000_000 },
+    });
+    const approver = startApprover(
+      stack,
+      () => runner.runId,
+      (a) => (a.arguments.amount === 60_000 ? 'approve' : 'reject'),
+    );
     try {
       const agent = new Agent({ name: 'support', instructions: 'Help the customer.', model, tools: runner.tools });
       const result = await runner.run(agent, 'Fix order ord_5 and charge the customer.');
@@ -64,7 +88,10 @@ describe('OpenAI Agents SDK adapter', () => {
     } finally {
       await approver.stop();
     }
-    expect(approver.decided.map((d) => [d.arguments.amount, d.decision])).toEqual([[60_000, 'approve'], [90_000, 'reject']]);
+    expect(approver.decided.map((d) => [d.arguments.amount, d.decision])).toEqual([
+      [60_000, 'approve'],
+      [90_000, 'reject'],
+    ]);
 
     const first = model.resultsOfTurn(0);
     const [read, write] = ['call_read', 'call_write'].map((id) => first.find((r) => r.callId === id)!);
@@ -80,6 +107,11 @@ describe('OpenAI Agents SDK adapter', () => {
     const charges = (await stack.sandbox.ledger()).filter((e) => e.kind === 'charge');
     expect(charges.map((c) => c.body.amount)).toEqual([60_000]);
     const events = await stack.api.trace(stack.keys.agent, runner.runId);
-    expect(events.filter((e) => e.type === 'operation.proposed').map((e) => e.callId).sort()).toEqual(['call_big', 'call_no', 'call_read', 'call_write']);
+    expect(
+      events
+        .filter((e) => e.type === 'operation.proposed')
+        .map((e) => e.callId)
+        .sort(),
+    ).toEqual(['call_big', 'call_no', 'call_read', 'call_write']);
   });
 });

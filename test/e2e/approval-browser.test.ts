@@ -40,11 +40,25 @@ describe('the approval page in a real browser', () => {
     expect(headers['referrer-policy']).toBe('no-referrer');
     expect(await page.title()).toBe('Approve charge_card?');
     const text = await page.locator('body').innerText();
-    for (const fact of ['charge_card', 'irreversible_write', 'agent', '123456', 'EUR', 'cus_browser', approval.expiresAt, approval.inputHash]) expect(text).toContain(fact);
+    for (const fact of [
+      'charge_card',
+      'irreversible_write',
+      'agent',
+      '123456',
+      'EUR',
+      'cus_browser',
+      approval.expiresAt,
+      approval.inputHash,
+    ])
+      expect(text).toContain(fact);
     expect(await page.locator('#arguments').innerText()).toContain(JSON.stringify(hostile).slice(1, -1));
     // What a person reads: the amount with its currency, why they are asked, the override made visible.
-    expect(await page.locator('#summary').innerText()).toContain('Charge €1,234.56 (123456 in minor units of EUR) to customer cus_browser.');
-    expect(await page.locator('#reason').innerText()).toMatch(/A rule in the policy of this tool asks a person to approve a call with these arguments\. Risk: irreversible_write \(has an effect that cannot be undone\)/);
+    expect(await page.locator('#summary').innerText()).toContain(
+      'Charge €1,234.56 (123456 in minor units of EUR) to customer cus_browser.',
+    );
+    expect(await page.locator('#reason').innerText()).toMatch(
+      /A rule in the policy of this tool asks a person to approve a call with these arguments\. Risk: irreversible_write \(has an effect that cannot be undone\)/,
+    );
     expect(await page.locator('#arguments').innerText()).toContain('refund <U+202E>gpj.exe');
     expect(text).not.toContain('\u202E');
     expect(await page.locator('img').count()).toBe(0);
@@ -58,7 +72,11 @@ describe('the approval page in a real browser', () => {
     expect(await page.locator('h1').innerText()).toBe('Approved');
     await context.close();
 
-    const op = await api.until('reported', () => api.operation(keys.agent, submitted.body.operationId), (o) => o.state === 'reported');
+    const op = await api.until(
+      'reported',
+      () => api.operation(keys.agent, submitted.body.operationId),
+      (o) => o.state === 'reported',
+    );
     expect(op.envelope).toMatchObject({ status: 'succeeded', result: { amount: 123_456 } });
     expect(op.approval).toMatchObject({ state: 'approved', decidedBy: 'approver' });
     const ledger = await sandbox.ledger();

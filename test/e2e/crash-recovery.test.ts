@@ -10,12 +10,23 @@ import { isEmbedded } from '../support/target';
 const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-crash-'));
 const configPath = join(dataDir, 'config.json');
 const agentKey = 'tr_crash_test_agent_key_0123456789';
-writeFileSync(configPath, JSON.stringify({ principals: [{ id: 'agent', key: agentKey, roles: ['agent'], tools: '*' }], approvalSecret: 'crash-test-secret-0123456789abcdef' }));
+writeFileSync(
+  configPath,
+  JSON.stringify({
+    principals: [{ id: 'agent', key: agentKey, roles: ['agent'], tools: '*' }],
+    approvalSecret: 'crash-test-secret-0123456789abcdef',
+  }),
+);
 
 let started: NpmStarted | undefined;
 
 const start = async (ports: { api: number; sandbox: number }) => {
-  started = await npmStart({ PORT: String(ports.api), SANDBOX_PORT: String(ports.sandbox), TOOLRUNNER_DATA_DIR: dataDir, TOOLRUNNER_CONFIG: configPath });
+  started = await npmStart({
+    PORT: String(ports.api),
+    SANDBOX_PORT: String(ports.sandbox),
+    TOOLRUNNER_DATA_DIR: dataDir,
+    TOOLRUNNER_CONFIG: configPath,
+  });
   return started;
 };
 
@@ -34,10 +45,19 @@ describe.runIf(isEmbedded)('crash after the write', () => {
     const runId = await api.createRun(agentKey);
     // The charge commits, then the response is held: the runner is killed while it waits.
     await sandbox.fault({ route: 'POST /v1/charges', mode: 'commit_then_timeout', delayMs: 60_000 });
-    const submitted = await api.call(agentKey, runId, { callId: 'call_crash', name: 'charge_card', arguments: { amount: 4200, currency: 'EUR', customer: 'cus_9' } }, 0);
+    const submitted = await api.call(
+      agentKey,
+      runId,
+      { callId: 'call_crash', name: 'charge_card', arguments: { amount: 4200, currency: 'EUR', customer: 'cus_9' } },
+      0,
+    );
     expect(submitted.status).toBe(202);
     const opId = submitted.body.operationId as string;
-    await api.until('the charge to commit', () => sandbox.ledger(), (l) => l.length === 1);
+    await api.until(
+      'the charge to commit',
+      () => sandbox.ledger(),
+      (l) => l.length === 1,
+    );
     const before = await api.operation(agentKey, opId);
     expect(before).toMatchObject({ state: 'executing', attempts: 1 });
 
@@ -45,7 +65,12 @@ describe.runIf(isEmbedded)('crash after the write', () => {
     const restarted = await start(ports);
     expect(restarted.output()).toContain('recovered 1 operation(s)');
 
-    const after = await api.until('the operation to be reported', () => api.operation(agentKey, opId), (op) => op.state === 'reported', 60_000);
+    const after = await api.until(
+      'the operation to be reported',
+      () => api.operation(agentKey, opId),
+      (op) => op.state === 'reported',
+      60_000,
+    );
     expect(after.envelope).toMatchObject({ status: 'succeeded', result: { amount: 4200, currency: 'EUR' } });
     expect(after.idempotencyKey).toBe(before.idempotencyKey);
     const ledger = await sandbox.ledger();
@@ -54,10 +79,18 @@ describe.runIf(isEmbedded)('crash after the write', () => {
 
     const events = await api.trace(agentKey, runId);
     expect(shape(events)).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated',
-      'validated>executing', 'attempt.started',
-      'executing>outcome_unknown', 'reconcile.started', 'reconcile.finished',
-      'outcome_unknown>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>executing',
+      'attempt.started',
+      'executing>outcome_unknown',
+      'reconcile.started',
+      'reconcile.finished',
+      'outcome_unknown>recorded',
+      'result.recorded',
+      'recorded>reported',
+      'result.reported',
     ]);
     expect(events.find((e) => e.from === 'executing' && e.to === 'outcome_unknown')!.detail).toEqual({ reason: 'attempt_lost' });
     expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ result: 'found' });

@@ -15,7 +15,9 @@ afterAll(async () => stack?.stop());
 type Catcher = { ErrorEquals: string[]; Next: string };
 /** From the ASL as it is: the task-token wait, where its Catch sends a rejection, and where anything else. */
 function approvalRoutes() {
-  const states = Object.entries((JSON.parse(readDefinition()) as { States: Record<string, { Resource?: string; Catch?: Catcher[] }> }).States);
+  const states = Object.entries(
+    (JSON.parse(readDefinition()) as { States: Record<string, { Resource?: string; Catch?: Catcher[] }> }).States,
+  );
   const [wait, spec] = states.find(([, s]) => String(s.Resource).endsWith('.waitForTaskToken'))!;
   const onRejected = spec.Catch!.find((c) => c.ErrorEquals.includes(ErrorNames.ApprovalRejected))!.Next;
   const onAnything = spec.Catch!.find((c) => c.ErrorEquals.includes('States.ALL'))?.Next;
@@ -30,7 +32,9 @@ async function statesEntered(operationId: string): Promise<string[]> {
   try {
     const executionArn = `${stack.stateMachineArn!.replace(':stateMachine:', ':execution:')}:${operationId}`;
     const { events = [] } = await sfn.send(new GetExecutionHistoryCommand({ executionArn }));
-    return events.flatMap((e) => (e.type?.endsWith('StateEntered') && e.stateEnteredEventDetails?.name ? [e.stateEnteredEventDetails.name] : []));
+    return events.flatMap((e) =>
+      e.type?.endsWith('StateEntered') && e.stateEnteredEventDetails?.name ? [e.stateEnteredEventDetails.name] : [],
+    );
   } finally {
     sfn.destroy();
   }
@@ -48,13 +52,21 @@ describe.runIf(isEmbedded)('the deployed bundles on the embedded stack', () => {
     const sig = new URL(approval.url).searchParams.get('sig');
     const decided = await api.request('POST', `/v1/approvals/${approval.approvalId}`, { body: { decision: 'reject', sig } });
     expect(decided.status).toBe(200);
-    await api.until('reported', () => api.operation(keys.agent, opId), (o) => o.state === 'reported');
+    await api.until(
+      'reported',
+      () => api.operation(keys.agent, opId),
+      (o) => o.state === 'reported',
+    );
 
     // The ApprovalRejectedError Catch matched: the wait goes where that Catch says. An error name lost to
     // minification would fall to the States.ALL catch (or fail the execution) instead.
     const { wait, onRejected, onAnything } = approvalRoutes();
     expect(onRejected).not.toBe(onAnything);
-    const entered = await api.until('the execution to leave the wait', () => statesEntered(opId), (s) => s.lastIndexOf(wait) >= 0 && s.length > s.lastIndexOf(wait) + 1);
+    const entered = await api.until(
+      'the execution to leave the wait',
+      () => statesEntered(opId),
+      (s) => s.lastIndexOf(wait) >= 0 && s.length > s.lastIndexOf(wait) + 1,
+    );
     expect(entered[entered.lastIndexOf(wait) + 1], entered.join(' > ')).toBe(onRejected);
   });
 });

@@ -32,11 +32,20 @@ describe('randomized fault schedules against charge_card', () => {
         summary.faults++;
       }
       const runId = await api.createRun(keys.agent);
-      const calls = Array.from({ length: CALLS_PER_ROUND }, (_, i) => ({ callId: `call_r${round}_${i}`, name: 'charge_card', arguments: { amount: 100 + Math.floor(rng() * 1000), currency: 'USD', customer: `cus_${i}` } }));
+      const calls = Array.from({ length: CALLS_PER_ROUND }, (_, i) => ({
+        callId: `call_r${round}_${i}`,
+        name: 'charge_card',
+        arguments: { amount: 100 + Math.floor(rng() * 1000), currency: 'USD', customer: `cus_${i}` },
+      }));
       const replies = await Promise.all(calls.map((c) => api.call(keys.agent, runId, c, 0)));
       const ops = await Promise.all(
         replies.map((r) =>
-          api.until(`operation ${r.body.operationId} to settle`, () => api.operation(keys.agent, r.body.operationId), (op) => op.state === 'reported' || Boolean(op.review?.required && op.envelope), 90_000),
+          api.until(
+            `operation ${r.body.operationId} to settle`,
+            () => api.operation(keys.agent, r.body.operationId),
+            (op) => op.state === 'reported' || Boolean(op.review?.required && op.envelope),
+            90_000,
+          ),
         ),
       );
       const ledger = await sandbox.ledger();

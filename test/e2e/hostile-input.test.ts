@@ -24,26 +24,79 @@ const nested = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}
 const long = (prefix: string) => `${prefix}${'A'.repeat(3000)}`;
 
 describe('hostile input gets a clear answer, never a 500', () => {
-  it.each(['1e20', '9007199254740993', '1e309', '5e-324'])('the number %s in arguments (object or JSON string) and in metadata is 400', async (n) => {
-    const { api, keys } = stack;
-    const path = `/v1/runs/${runId}/tool-calls`;
-    expectInvalid(await api.request('POST', path, { key: keys.agent, raw: toolCall(`call_n${n}`, `{"orderId":"ord_1","n":${n}}`), headers: { prefer: 'wait=0' } }), /arguments\.n: the number/);
-    expectInvalid(await api.request('POST', path, { key: keys.agent, raw: toolCall(`call_s${n}`, JSON.stringify(`{"orderId":"ord_1","n":${n}}`)), headers: { prefer: 'wait=0' } }), /arguments\.n: the number/);
-    expectInvalid(await api.request('POST', '/v1/runs', { key: keys.agent, raw: `{"metadata":{"n":${n}}}` }), /metadata\.n: the number/);
-  });
+  it.each(['1e20', '9007199254740993', '1e309', '5e-324'])(
+    'the number %s in arguments (object or JSON string) and in metadata is 400',
+    async (n) => {
+      const { api, keys } = stack;
+      const path = `/v1/runs/${runId}/tool-calls`;
+      expectInvalid(
+        await api.request('POST', path, {
+          key: keys.agent,
+          raw: toolCall(`call_n${n}`, `{"orderId":"ord_1","n":${n}}`),
+          headers: { prefer: 'wait=0' },
+        }),
+        /arguments\.n: the number/,
+      );
+      expectInvalid(
+        await api.request('POST', path, {
+          key: keys.agent,
+          raw: toolCall(`call_s${n}`, JSON.stringify(`{"orderId":"ord_1","n":${n}}`)),
+          headers: { prefer: 'wait=0' },
+        }),
+        /arguments\.n: the number/,
+      );
+      expectInvalid(await api.request('POST', '/v1/runs', { key: keys.agent, raw: `{"metadata":{"n":${n}}}` }), /metadata\.n: the number/);
+    },
+  );
 
-  it.each([['empty', ''], ['constructor', 'constructor'], ['__proto__', '__proto__'], ['prototype', 'prototype']])('the %s key in arguments and metadata is 400', async (_name, key) => {
+  it.each([
+    ['empty', ''],
+    ['constructor', 'constructor'],
+    ['__proto__', '__proto__'],
+    ['prototype', 'prototype'],
+  ])('the %s key in arguments and metadata is 400', async (_name, key) => {
     const { api, keys } = stack;
     const obj = `{"orderId":"ord_1","x":{${JSON.stringify(key)}:1}}`;
-    expectInvalid(await api.request('POST', `/v1/runs/${runId}/tool-calls`, { key: keys.agent, raw: toolCall(`call_k${key}`, obj), headers: { prefer: 'wait=0' } }), /is not allowed/);
-    expectInvalid(await api.request('POST', `/v1/runs/${runId}/tool-calls`, { key: keys.agent, raw: toolCall(`call_ks${key}`, JSON.stringify(obj)), headers: { prefer: 'wait=0' } }), /is not allowed/);
-    expectInvalid(await api.request('POST', '/v1/runs', { key: keys.agent, raw: `{"metadata":{${JSON.stringify(key)}:1}}` }), /is not allowed/);
+    expectInvalid(
+      await api.request('POST', `/v1/runs/${runId}/tool-calls`, {
+        key: keys.agent,
+        raw: toolCall(`call_k${key}`, obj),
+        headers: { prefer: 'wait=0' },
+      }),
+      /is not allowed/,
+    );
+    expectInvalid(
+      await api.request('POST', `/v1/runs/${runId}/tool-calls`, {
+        key: keys.agent,
+        raw: toolCall(`call_ks${key}`, JSON.stringify(obj)),
+        headers: { prefer: 'wait=0' },
+      }),
+      /is not allowed/,
+    );
+    expectInvalid(
+      await api.request('POST', '/v1/runs', { key: keys.agent, raw: `{"metadata":{${JSON.stringify(key)}:1}}` }),
+      /is not allowed/,
+    );
   });
 
   it.each([33, 10_000])('nesting %i deep in arguments (object or string) and metadata is 400', async (depth) => {
     const { api, keys } = stack;
-    expectInvalid(await api.request('POST', `/v1/runs/${runId}/tool-calls`, { key: keys.agent, raw: toolCall(`call_d${depth}`, nested(depth)), headers: { prefer: 'wait=0' } }), /nested deeper/);
-    expectInvalid(await api.request('POST', `/v1/runs/${runId}/tool-calls`, { key: keys.agent, raw: toolCall(`call_ds${depth}`, JSON.stringify(nested(depth))), headers: { prefer: 'wait=0' } }), /nested deeper/);
+    expectInvalid(
+      await api.request('POST', `/v1/runs/${runId}/tool-calls`, {
+        key: keys.agent,
+        raw: toolCall(`call_d${depth}`, nested(depth)),
+        headers: { prefer: 'wait=0' },
+      }),
+      /nested deeper/,
+    );
+    expectInvalid(
+      await api.request('POST', `/v1/runs/${runId}/tool-calls`, {
+        key: keys.agent,
+        raw: toolCall(`call_ds${depth}`, JSON.stringify(nested(depth))),
+        headers: { prefer: 'wait=0' },
+      }),
+      /nested deeper/,
+    );
     expectInvalid(await api.request('POST', '/v1/runs', { key: keys.agent, raw: `{"metadata":${nested(depth)}}` }), /nested deeper/);
     // Just inside the bound still works, end to end through DynamoDB.
     expect((await api.request('POST', '/v1/runs', { key: keys.agent, raw: `{"metadata":${nested(30)}}` })).status).toBe(201);
@@ -52,10 +105,17 @@ describe('hostile input gets a clear answer, never a 500', () => {
   it('arguments right at the bound (32 levels with the body) reach the store and end as an envelope; one level more is 400', async () => {
     const { api, keys } = stack;
     const path = `/v1/runs/${runId}/tool-calls`;
-    const atBound = await api.request('POST', path, { key: keys.agent, raw: toolCall('call_at_bound', nested(31)), headers: { prefer: 'wait=25' } });
+    const atBound = await api.request('POST', path, {
+      key: keys.agent,
+      raw: toolCall('call_at_bound', nested(31)),
+      headers: { prefer: 'wait=25' },
+    });
     expect(atBound.status).toBe(200);
     expect(atBound.body).toMatchObject({ status: 'rejected', code: 'invalid_arguments' });
-    expectInvalid(await api.request('POST', path, { key: keys.agent, raw: toolCall('call_over_bound', nested(32)), headers: { prefer: 'wait=0' } }), /nested deeper than 32 levels/);
+    expectInvalid(
+      await api.request('POST', path, { key: keys.agent, raw: toolCall('call_over_bound', nested(32)), headers: { prefer: 'wait=0' } }),
+      /nested deeper than 32 levels/,
+    );
   });
 
   it('__proto__ in arguments can no longer make three different payloads replay one another', async () => {
@@ -82,12 +142,19 @@ describe('hostile input gets a clear answer, never a 500', () => {
       ['GET', `/v1/operations/${long('op_')}`],
       ['POST', `/v1/operations/${long('op_')}/cancel`],
     ] as const) {
-      const body = path.endsWith('/tool-calls') ? { callId: 'call_long', turn: 1, name: 'get_order', arguments: {} } : method === 'POST' ? {} : undefined;
+      const body = path.endsWith('/tool-calls')
+        ? { callId: 'call_long', turn: 1, name: 'get_order', arguments: {} }
+        : method === 'POST'
+          ? {}
+          : undefined;
       const res = await api.request(method, path, { key: keys.admin, body });
       expect(res.status, `${method} ${path.slice(0, 30)}`).toBe(404);
       expect(res.body.error.code).toBe('not_found');
     }
-    const resolved = await api.request('POST', `/v1/operations/${long('op_')}/resolve`, { key: keys.reviewer, body: { outcome: 'failed', note: 'x' } });
+    const resolved = await api.request('POST', `/v1/operations/${long('op_')}/resolve`, {
+      key: keys.reviewer,
+      body: { outcome: 'failed', note: 'x' },
+    });
     expect(resolved.status).toBe(404);
     const page = await api.request('GET', `/v1/approvals/${long('apr_')}?sig=x.y`);
     expect(page.status).toBe(404);
@@ -98,7 +165,12 @@ describe('hostile input gets a clear answer, never a 500', () => {
 
   it('approval signatures whose payload is null, or with garbage appended, are 403 (unauthenticated)', async () => {
     const { api, keys } = stack;
-    const submitted = await api.call(keys.agent, runId, { callId: 'call_sig', name: 'charge_card', arguments: { amount: 60_000, currency: 'EUR', customer: 'cus_sig' } }, 25);
+    const submitted = await api.call(
+      keys.agent,
+      runId,
+      { callId: 'call_sig', name: 'charge_card', arguments: { amount: 60_000, currency: 'EUR', customer: 'cus_sig' } },
+      25,
+    );
     expect(submitted.body.state).toBe('awaiting_approval');
     const list = await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver });
     const approval = list.body.approvals.find((a: { operationId: string }) => a.operationId === submitted.body.operationId);
@@ -120,7 +192,12 @@ describe('hostile input gets a clear answer, never a 500', () => {
 
   it('the approval page sends a content security policy, refuses framing and referrers, and shows a right-to-left override', async () => {
     const { api, keys } = stack;
-    const submitted = await api.call(keys.agent, runId, { callId: 'call_rlo', name: 'charge_card', arguments: { amount: 75_000, currency: 'USD', customer: 'cus_\u202Egpj.exe' } }, 25);
+    const submitted = await api.call(
+      keys.agent,
+      runId,
+      { callId: 'call_rlo', name: 'charge_card', arguments: { amount: 75_000, currency: 'USD', customer: 'cus_\u202Egpj.exe' } },
+      25,
+    );
     const list = await api.request('GET', '/v1/approvals?status=pending&limit=100', { key: keys.approver });
     const approval = list.body.approvals.find((a: { operationId: string }) => a.operationId === submitted.body.operationId);
     const page = await fetch(approval.url);

@@ -12,7 +12,12 @@ let started: NpmStarted | undefined;
 
 const start = async () => {
   const [api, sandbox] = [await freePort(), await freePort()];
-  started = await npmStart({ PORT: String(api), SANDBOX_PORT: String(sandbox), TOOLRUNNER_DATA_DIR: dataDir, TOOLRUNNER_CONFIG: configPath });
+  started = await npmStart({
+    PORT: String(api),
+    SANDBOX_PORT: String(sandbox),
+    TOOLRUNNER_DATA_DIR: dataDir,
+    TOOLRUNNER_CONFIG: configPath,
+  });
   return started.output;
 };
 
@@ -69,7 +74,10 @@ describe.runIf(isEmbedded)('the local stack keeps its secrets', () => {
     expect(files.some((f) => f.endsWith('.db'))).toBe(true);
     for (const f of files) expect(statSync(join(dynamoDir, f)).mode & 0o777, f).toBe(0o600);
 
-    const preflight = await fetch(`http://127.0.0.1:${sockets[0].port}/`, { method: 'OPTIONS', headers: { origin: 'http://evil.example', 'access-control-request-method': 'POST' } });
+    const preflight = await fetch(`http://127.0.0.1:${sockets[0].port}/`, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://evil.example', 'access-control-request-method': 'POST' },
+    });
     expect(preflight.headers.get('access-control-allow-origin')).not.toBe('*');
     expect(preflight.headers.get('access-control-allow-origin')).not.toBe('http://evil.example');
     expect(await started!.signalGroup('SIGTERM')).toBe(0);

@@ -33,11 +33,22 @@ describe('MCP proxy mode', () => {
     const listed = await api.request('GET', '/v1/tools?format=neutral', { key: keys.agent });
     const tools = Object.fromEntries(listed.body.tools.map((t: any) => [t.name, t]));
     // Configured; from the upstream's readOnlyHint; configured with approval.
-    expect(tools.helpdesk__create_ticket).toMatchObject({ risk: 'irreversible_write', maxAttempts: 3, supportsIdempotency: true, approval: 'never', inputSchema: { properties: { title: { type: 'string' } } } });
+    expect(tools.helpdesk__create_ticket).toMatchObject({
+      risk: 'irreversible_write',
+      maxAttempts: 3,
+      supportsIdempotency: true,
+      approval: 'never',
+      inputSchema: { properties: { title: { type: 'string' } } },
+    });
     expect(tools.helpdesk__lookup).toMatchObject({ risk: 'read', approval: 'never', description: 'Look up a ticket.' });
     expect(tools.helpdesk__refund).toMatchObject({ risk: 'irreversible_write', approval: 'always' });
     // Not configured and not read-only: the most careful policy.
-    expect(tools.helpdesk__close_ticket).toMatchObject({ risk: 'irreversible_write', maxAttempts: 1, supportsIdempotency: false, approval: 'never' });
+    expect(tools.helpdesk__close_ticket).toMatchObject({
+      risk: 'irreversible_write',
+      maxAttempts: 1,
+      supportsIdempotency: false,
+      approval: 'never',
+    });
     const mcp = await api.request('GET', '/v1/tools?format=mcp', { key: keys.agent });
     expect(mcp.body.tools.find((t: any) => t.name === 'helpdesk__lookup').annotations).toMatchObject({ readOnlyHint: true });
   });
@@ -47,7 +58,11 @@ describe('MCP proxy mode', () => {
     const runId = await api.createRun(keys.agent);
     const read = await api.call(keys.agent, runId, { callId: 'c_lookup', name: 'helpdesk__lookup', arguments: { id: 'T-9' } });
     expect(read.body).toMatchObject({ status: 'succeeded', result: { id: 'T-9', status: 'open' } });
-    expect(upstream.record.received.at(-1)).toMatchObject({ tool: 'lookup', key: expect.stringMatching(/^idk_/), authorization: 'Bearer upstream-secret' });
+    expect(upstream.record.received.at(-1)).toMatchObject({
+      tool: 'lookup',
+      key: expect.stringMatching(/^idk_/),
+      authorization: 'Bearer upstream-secret',
+    });
 
     const before = upstream.record.received.length;
     const invalid = await api.call(keys.agent, runId, { callId: 'c_bad', name: 'helpdesk__lookup', arguments: { id: 42 } });
@@ -60,7 +75,11 @@ describe('MCP proxy mode', () => {
     const runId = await api.createRun(keys.agent);
     upstream.failNext('create_ticket', 1);
     const from = upstream.record.received.length;
-    const res = await api.call(keys.agent, runId, { callId: 'c_ticket', name: 'helpdesk__create_ticket', arguments: { title: 'Printer on fire' } });
+    const res = await api.call(keys.agent, runId, {
+      callId: 'c_ticket',
+      name: 'helpdesk__create_ticket',
+      arguments: { title: 'Printer on fire' },
+    });
     expect(res.body).toMatchObject({ status: 'succeeded', result: { title: 'Printer on fire' } });
 
     const sent = upstream.record.received.slice(from);
@@ -73,9 +92,19 @@ describe('MCP proxy mode', () => {
 
     const events = await api.trace(keys.agent, runId);
     expect(shape(events)).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated', 'validated>executing',
-      'attempt.started', 'attempt.finished', 'backoff.scheduled', 'attempt.started', 'attempt.finished',
-      'executing>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>executing',
+      'attempt.started',
+      'attempt.finished',
+      'backoff.scheduled',
+      'attempt.started',
+      'attempt.finished',
+      'executing>recorded',
+      'result.recorded',
+      'recorded>reported',
+      'result.reported',
     ]);
     expect(events.filter((e) => e.type === 'attempt.finished').map((e) => e.detail!.upstreamStatus)).toEqual([503, 200]);
   });
@@ -91,7 +120,11 @@ describe('MCP proxy mode', () => {
     expect(pending).toMatchObject({ status: 202, body: { state: 'awaiting_approval' } });
     expect(upstream.record.refunds).toEqual([]);
     await decideApproval(stack, pending.body.operationId, 'approve');
-    const op = await api.until('the refund to report', () => api.operation(keys.agent, pending.body.operationId), (o) => o.state === 'reported');
+    const op = await api.until(
+      'the refund to report',
+      () => api.operation(keys.agent, pending.body.operationId),
+      (o) => o.state === 'reported',
+    );
     expect(op.envelope).toMatchObject({ status: 'succeeded', result: { content: [{ type: 'text', text: 'refunded 500' }] } });
     expect(upstream.record.refunds).toEqual([500]);
   });

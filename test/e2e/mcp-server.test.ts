@@ -18,9 +18,14 @@ afterAll(async () => {
 });
 beforeEach(async () => stack.sandbox.reset());
 
-async function connect(key: string, headers: Record<string, string> = {}): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+async function connect(
+  key: string,
+  headers: Record<string, string> = {},
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const client = new Client({ name: 'toolrunner-test', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${stack.apiUrl}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}`, ...headers } } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${stack.apiUrl}/mcp`), {
+    requestInit: { headers: { authorization: `Bearer ${key}`, ...headers } },
+  });
   await client.connect(transport);
   clients.push(client);
   return { client, transport };
@@ -32,13 +37,24 @@ async function runOf(operationId: string): Promise<string> {
 }
 
 describe('MCP server at /mcp', () => {
-  it('lists the principal\'s tools with policy annotations and the built-in check tool', async () => {
+  it("lists the principal's tools with policy annotations and the built-in check tool", async () => {
     const { client } = await connect(stack.keys.agent);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['charge_card', 'get_order', 'send_email', 'toolrunner_check_operation', 'update_shipping_address']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'charge_card',
+      'get_order',
+      'send_email',
+      'toolrunner_check_operation',
+      'update_shipping_address',
+    ]);
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     expect(byName.get_order.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true });
-    expect(byName.charge_card.annotations).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true });
+    expect(byName.charge_card.annotations).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+      openWorldHint: true,
+    });
     expect(byName.send_email.annotations).toMatchObject({ destructiveHint: true, idempotentHint: false });
     expect(byName.update_shipping_address.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: true });
     expect(byName.charge_card.inputSchema).toMatchObject({ type: 'object', required: ['amount', 'currency', 'customer'] });
@@ -67,9 +83,17 @@ describe('MCP server at /mcp', () => {
   it('a write needing approval answers pending, then the check tool gives the envelope once approved', async () => {
     const { client } = await connect(stack.keys.agent);
     const big = { amount: 60_000, currency: 'USD', customer: 'cus_mcp' };
-    const first = await client.callTool({ name: 'charge_card', arguments: big, _meta: { 'toolrunner/callId': 'mcp_big_1', 'toolrunner/turn': 1 } });
+    const first = await client.callTool({
+      name: 'charge_card',
+      arguments: big,
+      _meta: { 'toolrunner/callId': 'mcp_big_1', 'toolrunner/turn': 1 },
+    });
     expect(first.isError).toBe(false);
-    expect(first.structuredContent).toMatchObject({ status: 'pending', state: 'awaiting_approval', operationId: expect.stringMatching(/^op_/) });
+    expect(first.structuredContent).toMatchObject({
+      status: 'pending',
+      state: 'awaiting_approval',
+      operationId: expect.stringMatching(/^op_/),
+    });
     expect((first.content as any)[0].text).toContain('toolrunner_check_operation');
     const { operationId } = first.structuredContent as { operationId: string };
     expect((await stack.api.operation(stack.keys.agent, operationId)).callId).toBe('mcp_big_1');
@@ -97,14 +121,19 @@ describe('MCP server at /mcp', () => {
     await decideApproval(stack, (pending.structuredContent as any).operationId, 'reject');
     const rejected = await stack.api.until(
       'the rejection',
-      () => client.callTool({ name: 'toolrunner_check_operation', arguments: { operationId: (pending.structuredContent as any).operationId } }),
+      () =>
+        client.callTool({ name: 'toolrunner_check_operation', arguments: { operationId: (pending.structuredContent as any).operationId } }),
       (r) => (r.structuredContent as any).status !== 'pending',
     );
     expect(rejected).toMatchObject({ isError: true, structuredContent: { status: 'rejected', code: 'approval_rejected' } });
 
     // The same callId with other arguments is the API's 409, passed on as an error result.
     await client.callTool({ name: 'get_order', arguments: { orderId: 'ord_1' }, _meta: { 'toolrunner/callId': 'mcp_dup' } });
-    const conflict = await client.callTool({ name: 'get_order', arguments: { orderId: 'ord_2' }, _meta: { 'toolrunner/callId': 'mcp_dup' } });
+    const conflict = await client.callTool({
+      name: 'get_order',
+      arguments: { orderId: 'ord_2' },
+      _meta: { 'toolrunner/callId': 'mcp_dup' },
+    });
     expect(conflict).toMatchObject({ isError: true, structuredContent: { error: { code: 'call_id_conflict' } } });
 
     const { client: scoped } = await connect(stack.keys.other);
@@ -113,7 +142,7 @@ describe('MCP server at /mcp', () => {
     expect(await stack.sandbox.ledger()).toEqual([]);
   });
 
-  it('joins an open run named by Toolrunner-Run-Id, and only the caller\'s own', async () => {
+  it("joins an open run named by Toolrunner-Run-Id, and only the caller's own", async () => {
     const runId = await stack.api.createRun(stack.keys.agent);
     const { client } = await connect(stack.keys.agent, { 'Toolrunner-Run-Id': runId });
     const read = await client.callTool({ name: 'get_order', arguments: { orderId: 'ord_3' } });
@@ -130,7 +159,12 @@ describe('MCP server at /mcp', () => {
     await client.listTools();
     const res = await fetch(`${stack.apiUrl}/mcp`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${stack.keys.other}`, 'mcp-session-id': transport.sessionId!, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        authorization: `Bearer ${stack.keys.other}`,
+        'mcp-session-id': transport.sessionId!,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list' }),
     });
     expect(res.status).toBe(403);
@@ -145,14 +179,26 @@ describe('MCP server at /mcp', () => {
 
     await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
     const controller = new AbortController();
-    const call = client.callTool({ name: 'charge_card', arguments: { amount: 200, currency: 'USD', customer: 'c' }, _meta: { 'toolrunner/callId': 'mcp_cancel_me' } }, undefined, { signal: controller.signal });
+    const call = client.callTool(
+      { name: 'charge_card', arguments: { amount: 200, currency: 'USD', customer: 'c' }, _meta: { 'toolrunner/callId': 'mcp_cancel_me' } },
+      undefined,
+      { signal: controller.signal },
+    );
     const runId = await runOf((slow.structuredContent as any).operationId);
     const operationId = operationIdFor(runId, 'mcp_cancel_me');
     // The call reaches the runner in its own time: until then the operation does not exist (404).
-    await stack.api.until('the attempt to start', () => stack.api.operation(stack.keys.agent, operationId).catch(() => undefined), (op) => op?.state === 'executing');
+    await stack.api.until(
+      'the attempt to start',
+      () => stack.api.operation(stack.keys.agent, operationId).catch(() => undefined),
+      (op) => op?.state === 'executing',
+    );
     controller.abort('the user pressed stop');
     await expect(call).rejects.toThrow();
-    const op = await stack.api.until('the cancellation', () => stack.api.operation(stack.keys.agent, operationId), (o) => o.state === 'reported');
+    const op = await stack.api.until(
+      'the cancellation',
+      () => stack.api.operation(stack.keys.agent, operationId),
+      (o) => o.state === 'reported',
+    );
     expect(op.envelope).toMatchObject({ status: 'cancelled', code: 'cancelled' });
   });
 });
@@ -167,7 +213,10 @@ describe('MCP tasks: the operation is the task', () => {
     let taskId: string | undefined;
     let result: any;
     let approving: Promise<void> | undefined;
-    const stream = client.experimental.tasks.callToolStream({ name: 'charge_card', arguments: { amount: 70_000, currency: 'USD', customer: 'cus_task' } });
+    const stream = client.experimental.tasks.callToolStream({
+      name: 'charge_card',
+      arguments: { amount: 70_000, currency: 'USD', customer: 'cus_task' },
+    });
     for await (const message of stream) {
       if (message.type === 'taskCreated' || message.type === 'taskStatus') {
         taskId = message.task.taskId;
@@ -181,7 +230,10 @@ describe('MCP tasks: the operation is the task', () => {
     expect(taskId).toMatch(/^op_/);
     expect(statuses).toContain('input_required');
     expect(statuses).not.toContain('completed');
-    expect(result).toMatchObject({ isError: false, structuredContent: { status: 'succeeded', logical_operation_id: taskId, result: { amount: 70_000 } } });
+    expect(result).toMatchObject({
+      isError: false,
+      structuredContent: { status: 'succeeded', logical_operation_id: taskId, result: { amount: 70_000 } },
+    });
     expect(await client.experimental.tasks.getTask(taskId!)).toMatchObject({ taskId, status: 'completed' });
     expect((await client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toContain(taskId);
 
@@ -197,11 +249,18 @@ describe('MCP tasks: the operation is the task', () => {
     const { client } = await connect(stack.keys.agent);
     await client.listTools();
     await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
-    const stream = client.experimental.tasks.callToolStream({ name: 'charge_card', arguments: { amount: 300, currency: 'USD', customer: 'c' } });
+    const stream = client.experimental.tasks.callToolStream({
+      name: 'charge_card',
+      arguments: { amount: 300, currency: 'USD', customer: 'c' },
+    });
     const first = await stream.next();
     expect(first.value).toMatchObject({ type: 'taskCreated' });
     const taskId = (first.value as any).task.taskId as string;
-    await stack.api.until('the attempt to start', () => stack.api.operation(stack.keys.agent, taskId), (op) => op.state === 'executing');
+    await stack.api.until(
+      'the attempt to start',
+      () => stack.api.operation(stack.keys.agent, taskId),
+      (op) => op.state === 'executing',
+    );
     expect(await client.experimental.tasks.cancelTask(taskId)).toMatchObject({ taskId, status: 'cancelled' });
     expect(await stack.api.operation(stack.keys.agent, taskId)).toMatchObject({ state: 'reported', envelope: { status: 'cancelled' } });
     await stream.return(undefined);

@@ -17,8 +17,10 @@ afterAll(async () => stack?.stop());
 const bigCharge = (customer: string) => ({ amount: 75_000, currency: 'USD', customer });
 
 async function approvalLink(approverKey: string, operationId: string): Promise<string> {
-  const list = await stack.api.until('the approval to be listed', () => stack.api.request('GET', '/v1/approvals?status=pending', { key: approverKey }), (r) =>
-    (r.body.approvals ?? []).some((a: { operationId: string }) => a.operationId === operationId),
+  const list = await stack.api.until(
+    'the approval to be listed',
+    () => stack.api.request('GET', '/v1/approvals?status=pending', { key: approverKey }),
+    (r) => (r.body.approvals ?? []).some((a: { operationId: string }) => a.operationId === operationId),
   );
   return list.body.approvals.find((a: { operationId: string }) => a.operationId === operationId).url;
 }
@@ -49,20 +51,37 @@ describe.runIf(isEmbedded)('a pending approval across a restart', () => {
   it('keeps its request, its expiry and its one notification, waits without looping, and executes once when approved', async () => {
     const { keys } = stack;
     const runId = await stack.api.createRun(keys.agent);
-    const submitted = await stack.api.call(keys.agent, runId, { callId: 'call_restart_ok', name: 'charge_card', arguments: bigCharge('cus_restart') }, 0);
+    const submitted = await stack.api.call(
+      keys.agent,
+      runId,
+      { callId: 'call_restart_ok', name: 'charge_card', arguments: bigCharge('cus_restart') },
+      0,
+    );
     const opId = submitted.body.operationId;
-    const before = await stack.api.until('the approval to be requested', () => stack.api.operation(keys.agent, opId), (o) => o.approval?.state === 'pending');
+    const before = await stack.api.until(
+      'the approval to be requested',
+      () => stack.api.operation(keys.agent, opId),
+      (o) => o.approval?.state === 'pending',
+    );
 
     const oldToken = (await stack.deps!.store.getOperation(opId))!.approvalTaskToken;
     const recovered = await stack.restart!();
     expect(recovered).toContain(opId);
     // The resumed execution waits again with a token of its own (the old one died with the process).
-    await stack.api.until('the resumed wait', () => stack.deps!.store.getOperation(opId), (o) => Boolean(o?.approvalTaskToken) && o!.approvalTaskToken !== oldToken);
+    await stack.api.until(
+      'the resumed wait',
+      () => stack.deps!.store.getOperation(opId),
+      (o) => Boolean(o?.approvalTaskToken) && o!.approvalTaskToken !== oldToken,
+    );
     const waiting = await stack.api.operation(keys.agent, opId);
     // Give a hot loop the chance to show itself: after a while the execution has still entered the wait once.
     const version = (await stack.deps!.store.getOperation(opId))!.version;
     const until = Date.now() + 1500;
-    await stack.api.until('1.5 s of waiting', async () => Date.now(), (t) => t >= until);
+    await stack.api.until(
+      '1.5 s of waiting',
+      async () => Date.now(),
+      (t) => t >= until,
+    );
     expect((await stack.deps!.store.getOperation(opId))!.version).toBe(version);
     expect(waiting.approval.expiresAt).toBe(before.approval.expiresAt);
     expect(shape(await stack.api.trace(keys.agent, runId), opId).filter((t) => t === 'approval.requested')).toHaveLength(1);
@@ -72,7 +91,11 @@ describe.runIf(isEmbedded)('a pending approval across a restart', () => {
     // Deciding while the resumed execution waits: no crash, one execution of the charge.
     const url = await approvalLink(keys.approver, opId);
     expect((await decide(url, 'approve')).status).toBe(200);
-    const done = await stack.api.until('reported', () => stack.api.operation(keys.agent, opId), (o) => o.state === 'reported');
+    const done = await stack.api.until(
+      'reported',
+      () => stack.api.operation(keys.agent, opId),
+      (o) => o.state === 'reported',
+    );
     expect(done.envelope).toMatchObject({ status: 'succeeded', result: { amount: 75_000 } });
     expect((await stack.sandbox.ledger()).filter((e) => e.body?.customer === 'cus_restart')).toHaveLength(1);
     expect((await stack.api.request('GET', '/v1/health')).status).toBe(200);
@@ -85,11 +108,25 @@ describe.runIf(isEmbedded)('a pending approval across a restart', () => {
     });
     try {
       const runId = await stack.api.createRun(keys.agent);
-      const submitted = await stack.api.call(keys.agent, runId, { callId: 'call_restart_expiry', name: 'charge_card', arguments: bigCharge('cus_expiry') }, 0);
+      const submitted = await stack.api.call(
+        keys.agent,
+        runId,
+        { callId: 'call_restart_expiry', name: 'charge_card', arguments: bigCharge('cus_expiry') },
+        0,
+      );
       const opId = submitted.body.operationId;
-      const pending = await stack.api.until('the approval to be requested', () => stack.api.operation(keys.agent, opId), (o) => o.approval?.state === 'pending');
+      const pending = await stack.api.until(
+        'the approval to be requested',
+        () => stack.api.operation(keys.agent, opId),
+        (o) => o.approval?.state === 'pending',
+      );
       await stack.restart!();
-      const expired = await stack.api.until('the approval to expire', () => stack.api.operation(keys.agent, opId), (o) => o.state === 'reported', 30_000);
+      const expired = await stack.api.until(
+        'the approval to expire',
+        () => stack.api.operation(keys.agent, opId),
+        (o) => o.state === 'reported',
+        30_000,
+      );
       expect(expired.envelope).toMatchObject({ status: 'rejected', code: 'approval_expired' });
       const trace = await stack.api.trace(keys.agent, runId);
       const decided = trace.find((e) => e.type === 'approval.decided' && e.operationId === opId)!;
@@ -111,7 +148,12 @@ describe.runIf(isEmbedded)('a cancel racing an approval', () => {
     for (let i = 0; i < 8; i++) {
       const runId = await stack.api.createRun(keys.agent);
       const customer = `cus_race_${i}`;
-      const submitted = await stack.api.call(keys.agent, runId, { callId: `call_race_${i}`, name: 'charge_card', arguments: bigCharge(customer) }, 0);
+      const submitted = await stack.api.call(
+        keys.agent,
+        runId,
+        { callId: `call_race_${i}`, name: 'charge_card', arguments: bigCharge(customer) },
+        0,
+      );
       const opId = submitted.body.operationId;
       const url = await approvalLink(keys.approver, opId);
       const gap = i * 1.5;
@@ -120,7 +162,12 @@ describe.runIf(isEmbedded)('a cancel racing an approval', () => {
         new Promise((r) => setTimeout(r, gap)).then(() => stack.api.request('POST', `/v1/operations/${opId}/cancel`, { key: keys.agent })),
       ]);
       // Settled: reported, and no cancelled attempt still owes its answer.
-      await stack.api.until(`race ${i} to settle`, () => stack.deps!.store.getOperation(opId), (o) => Boolean(o) && !isActive(o!), 30_000);
+      await stack.api.until(
+        `race ${i} to settle`,
+        () => stack.deps!.store.getOperation(opId),
+        (o) => Boolean(o) && !isActive(o!),
+        30_000,
+      );
       const charged = (await stack.sandbox.ledger()).filter((e) => e.body?.customer === customer);
       expect(charged.length).toBeLessThanOrEqual(1);
       if (charged.length === 1) {
@@ -139,13 +186,29 @@ describe('one busy run', () => {
     const runId = await stack.api.createRun(keys.agent, { maxToolCalls: 90 });
     const calls = Array.from({ length: 100 }, (_, i) =>
       i % 5 === 0
-        ? { callId: `call_busy_${i}`, turn: 1 + (i % 7), name: 'charge_card', arguments: { amount: 100 + i, currency: 'USD', customer: `cus_busy_${i}` } }
+        ? {
+            callId: `call_busy_${i}`,
+            turn: 1 + (i % 7),
+            name: 'charge_card',
+            arguments: { amount: 100 + i, currency: 'USD', customer: `cus_busy_${i}` },
+          }
         : { callId: `call_busy_${i}`, turn: 1 + (i % 7), name: 'get_order', arguments: { orderId: `ord_${1 + (i % 100)}` } },
     );
     const replies = await Promise.all(calls.map((c) => stack.api.call(keys.agent, runId, c, 25)));
     expect(replies.filter((r) => r.status >= 500)).toEqual([]);
     const envelopes = await Promise.all(
-      replies.map((r) => (r.status === 200 ? r.body : stack.api.until('a pending call', () => stack.api.operation(keys.agent, r.body.operationId), (o) => Boolean(o.envelope), 60_000).then((o) => o.envelope))),
+      replies.map((r) =>
+        r.status === 200
+          ? r.body
+          : stack.api
+              .until(
+                'a pending call',
+                () => stack.api.operation(keys.agent, r.body.operationId),
+                (o) => Boolean(o.envelope),
+                60_000,
+              )
+              .then((o) => o.envelope),
+      ),
     );
     const byStatus = envelopes.reduce<Record<string, number>>((acc, e) => ({ ...acc, [e.status]: (acc[e.status] ?? 0) + 1 }), {});
     expect(byStatus).toEqual({ succeeded: 90, budget_exhausted: 10 });
@@ -169,12 +232,30 @@ describe('a replayed write never lands after a later one', () => {
     const runId = await stack.api.createRun(keys.agent);
     const address = (line1: string) => ({ orderId: 'ord_42', address: { line1, city: 'Lyon', postalCode: '69001', country: 'FR' } });
     await stack.sandbox.fault({ route: 'PUT /v1/orders/{id}/shipping-address', mode: 'fail_503', count: 1 });
-    const a = await stack.api.call(keys.agent, runId, { callId: 'call_update_a', name: 'update_shipping_address', arguments: address('1 Rue A') }, 0);
+    const a = await stack.api.call(
+      keys.agent,
+      runId,
+      { callId: 'call_update_a', name: 'update_shipping_address', arguments: address('1 Rue A') },
+      0,
+    );
     const opA = a.body.operationId;
-    await stack.api.until('A to fail once and wait', () => stack.api.trace(keys.agent, runId), (events) => events.some((e) => e.operationId === opA && e.type === 'backoff.scheduled'));
-    const b = await stack.api.call(keys.agent, runId, { callId: 'call_update_b', name: 'update_shipping_address', arguments: address('2 Rue B') }, 25);
+    await stack.api.until(
+      'A to fail once and wait',
+      () => stack.api.trace(keys.agent, runId),
+      (events) => events.some((e) => e.operationId === opA && e.type === 'backoff.scheduled'),
+    );
+    const b = await stack.api.call(
+      keys.agent,
+      runId,
+      { callId: 'call_update_b', name: 'update_shipping_address', arguments: address('2 Rue B') },
+      25,
+    );
     expect(b.body.status).toBe('succeeded');
-    const doneA = await stack.api.until('A reported', () => stack.api.operation(keys.agent, opA), (o) => o.state === 'reported');
+    const doneA = await stack.api.until(
+      'A reported',
+      () => stack.api.operation(keys.agent, opA),
+      (o) => o.state === 'reported',
+    );
     expect(doneA.envelope.status).toBe('succeeded');
     const order = await (await fetch(`${stack.sandboxUrl}/v1/orders/ord_42`)).json();
     expect(order.shippingAddress.line1).toBe('2 Rue B');

@@ -30,17 +30,36 @@ describe('approvals by task token', () => {
     const runId = await api.createRun(keys.agent);
     const { opId, approval } = await pendingApproval(runId, 'call_reject');
     const sig = new URL(approval.url).searchParams.get('sig');
-    const res = await api.request('POST', `/v1/approvals/${approval.approvalId}`, { body: { decision: 'reject', reason: 'not this month', sig } });
+    const res = await api.request('POST', `/v1/approvals/${approval.approvalId}`, {
+      body: { decision: 'reject', reason: 'not this month', sig },
+    });
     expect(res).toMatchObject({ status: 200, body: { approvalId: approval.approvalId, operationId: opId, state: 'rejected' } });
-    const op = await api.until('reported', () => api.operation(keys.agent, opId), (o) => o.state === 'reported');
+    const op = await api.until(
+      'reported',
+      () => api.operation(keys.agent, opId),
+      (o) => o.state === 'reported',
+    );
     expect(op.envelope).toMatchObject({ status: 'rejected', code: 'approval_rejected' });
     expect(op.approval).toMatchObject({ state: 'rejected', decidedBy: 'approver' });
     expect(shape(await api.trace(keys.agent, runId))).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated', 'validated>awaiting_approval', 'approval.requested',
-      'approval.decided', 'awaiting_approval>rejected', 'result.recorded', 'rejected>reported', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>awaiting_approval',
+      'approval.requested',
+      'approval.decided',
+      'awaiting_approval>rejected',
+      'result.recorded',
+      'rejected>reported',
+      'result.reported',
     ]);
     // The approver's reason is in the trace, for the operator.
-    expect((await api.trace(keys.agent, runId)).find((e) => e.type === 'approval.decided')!.detail).toEqual({ approvalId: approval.approvalId, decision: 'reject', approverId: 'approver', reason: 'not this month' });
+    expect((await api.trace(keys.agent, runId)).find((e) => e.type === 'approval.decided')!.detail).toEqual({
+      approvalId: approval.approvalId,
+      decision: 'reject',
+      approverId: 'approver',
+      reason: 'not this month',
+    });
     expect(await sandbox.ledger()).toEqual([]);
   });
 
@@ -48,7 +67,13 @@ describe('approvals by task token', () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent);
     const { opId, approval } = await pendingApproval(runId, 'call_approve');
-    expect(approval).toMatchObject({ toolName: 'charge_card', arguments: bigCharge, requestedBy: 'agent', runId, inputHash: expect.stringMatching(/^sha256:/) });
+    expect(approval).toMatchObject({
+      toolName: 'charge_card',
+      arguments: bigCharge,
+      requestedBy: 'agent',
+      runId,
+      inputHash: expect.stringMatching(/^sha256:/),
+    });
     const sig = new URL(approval.url).searchParams.get('sig')!;
 
     // GET shows the page and decides nothing (mail scanners prefetch links).
@@ -57,18 +82,35 @@ describe('approvals by task token', () => {
     expect(page.body).toContain('75000');
     expect((await api.operation(keys.agent, opId)).approval.state).toBe('pending');
 
-    expect((await api.request('POST', `/v1/approvals/${approval.approvalId}`, { body: { decision: 'approve', sig: `${sig}x` } })).status).toBe(403);
+    expect(
+      (await api.request('POST', `/v1/approvals/${approval.approvalId}`, { body: { decision: 'approve', sig: `${sig}x` } })).status,
+    ).toBe(403);
     expect((await api.request('GET', `/v1/approvals/${approval.approvalId}?sig=bogus`)).status).toBe(403);
 
     const approved = await api.request('POST', `/v1/approvals/${approval.approvalId}`, { body: { decision: 'approve', sig } });
     expect(approved.body.state).toBe('approved');
     expect((await api.request('POST', `/v1/approvals/${approval.approvalId}`, { body: { decision: 'approve', sig } })).status).toBe(409);
 
-    const op = await api.until('reported', () => api.operation(keys.agent, opId), (o) => o.state === 'reported');
+    const op = await api.until(
+      'reported',
+      () => api.operation(keys.agent, opId),
+      (o) => o.state === 'reported',
+    );
     expect(op.envelope).toMatchObject({ status: 'succeeded', result: { amount: 75_000 } });
     expect(shape(await api.trace(keys.agent, runId))).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated', 'validated>awaiting_approval', 'approval.requested', 'approval.decided',
-      'awaiting_approval>executing', 'attempt.started', 'attempt.finished', 'executing>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>awaiting_approval',
+      'approval.requested',
+      'approval.decided',
+      'awaiting_approval>executing',
+      'attempt.started',
+      'attempt.finished',
+      'executing>recorded',
+      'result.recorded',
+      'recorded>reported',
+      'result.reported',
     ]);
     expect(await sandbox.ledger()).toHaveLength(1);
     // The token stays server-side: nothing the API returns carries it.
@@ -84,7 +126,12 @@ describe('approvals by task token', () => {
     expect(listed.body.approvals.some((a: { operationId: string }) => a.operationId === submitted.body.operationId)).toBe(false);
     const op = await api.operation(keys.admin, submitted.body.operationId);
     const config = JSON.parse(readFileSync(stack.configPath, 'utf8'));
-    const own = signLink(config.approvalSecret, { approvalId: op.approval.approvalId, approverId: 'admin', expiresAt: Date.parse(op.approval.expiresAt), inputHash: op.inputHash });
+    const own = signLink(config.approvalSecret, {
+      approvalId: op.approval.approvalId,
+      approverId: 'admin',
+      expiresAt: Date.parse(op.approval.expiresAt),
+      inputHash: op.inputHash,
+    });
     const selfApproval = await api.request('POST', `/v1/approvals/${op.approval.approvalId}`, { body: { decision: 'approve', sig: own } });
     expect(selfApproval.status).toBe(403);
     expect(selfApproval.body.error.message).toContain('requester');
@@ -100,11 +147,21 @@ describe('approvals by task token', () => {
     try {
       const sig = new URL(approval.url).searchParams.get('sig');
       expect((await api.request('POST', `/v1/approvals/${approval.approvalId}`, { body: { decision: 'approve', sig } })).status).toBe(200);
-      const op = await api.until('reported', () => api.operation(keys.agent, opId), (o) => o.state === 'reported');
+      const op = await api.until(
+        'reported',
+        () => api.operation(keys.agent, opId),
+        (o) => o.state === 'reported',
+      );
       expect(op.envelope).toMatchObject({ status: 'rejected', code: 'forbidden' });
       const events = await api.trace(keys.agent, runId);
       expect(events.some((e) => e.type === 'attempt.started')).toBe(false);
-      expect(shape(events).slice(-5)).toEqual(['approval.decided', 'awaiting_approval>rejected', 'result.recorded', 'rejected>reported', 'result.reported']);
+      expect(shape(events).slice(-5)).toEqual([
+        'approval.decided',
+        'awaiting_approval>rejected',
+        'result.recorded',
+        'rejected>reported',
+        'result.reported',
+      ]);
       expect(await sandbox.ledger()).toEqual([]);
     } finally {
       stack.editConfig((c) => (c.principals.find((p) => p.id === 'agent')!.tools = '*'));
@@ -117,10 +174,22 @@ describe('approvals by task token', () => {
     try {
       const runId = await api.createRun(keys.agent);
       const { opId } = await pendingApproval(runId, 'call_expire');
-      const op = await api.until('expired', () => api.operation(keys.agent, opId), (o) => o.state === 'reported', 30_000);
+      const op = await api.until(
+        'expired',
+        () => api.operation(keys.agent, opId),
+        (o) => o.state === 'reported',
+        30_000,
+      );
       expect(op.envelope).toMatchObject({ status: 'rejected', code: 'approval_expired' });
       expect(op.approval.state).toBe('expired');
-      expect(shape(await api.trace(keys.agent, runId)).slice(-6)).toEqual(['approval.requested', 'approval.decided', 'awaiting_approval>rejected', 'result.recorded', 'rejected>reported', 'result.reported']);
+      expect(shape(await api.trace(keys.agent, runId)).slice(-6)).toEqual([
+        'approval.requested',
+        'approval.decided',
+        'awaiting_approval>rejected',
+        'result.recorded',
+        'rejected>reported',
+        'result.reported',
+      ]);
       expect(await sandbox.ledger()).toEqual([]);
     } finally {
       stack.editConfig((c) => (c.approvalTtlSeconds = 86400));
@@ -132,10 +201,20 @@ describe('budgets', () => {
   it('N concurrent calls against a tool-call budget of M run exactly M', async () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent, { maxToolCalls: 3 });
-    const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => api.call(keys.agent, runId, { callId: `call_b${i}`, name: 'get_order', arguments: { orderId: `ord_${i + 1}` } })));
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        api.call(keys.agent, runId, { callId: `call_b${i}`, name: 'get_order', arguments: { orderId: `ord_${i + 1}` } }),
+      ),
+    );
     const statuses = replies.map((r) => r.body.status);
-    expect(replies.map((r) => r.status), JSON.stringify(replies.map((r) => r.body))).toEqual(Array(8).fill(200));
-    expect(statuses.filter((s) => s === "succeeded"), JSON.stringify(replies.map((r) => r.body))).toHaveLength(3);
+    expect(
+      replies.map((r) => r.status),
+      JSON.stringify(replies.map((r) => r.body)),
+    ).toEqual(Array(8).fill(200));
+    expect(
+      statuses.filter((s) => s === 'succeeded'),
+      JSON.stringify(replies.map((r) => r.body)),
+    ).toHaveLength(3);
     expect(statuses.filter((s) => s === 'budget_exhausted')).toHaveLength(5);
     const run = await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent });
     expect(run.body).toMatchObject({ status: 'budget_exhausted', usage: { toolCalls: 3 } });
@@ -148,12 +227,28 @@ describe('budgets', () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent, { maxTurns: 2 });
     const replies = [];
-    for (let turn = 1; turn <= 4; turn++) replies.push(await api.call(keys.agent, runId, { callId: `call_t${turn}`, turn, name: 'get_order', arguments: { orderId: 'ord_1' } }));
+    for (let turn = 1; turn <= 4; turn++)
+      replies.push(
+        await api.call(keys.agent, runId, { callId: `call_t${turn}`, turn, name: 'get_order', arguments: { orderId: 'ord_1' } }),
+      );
     expect(replies.map((r) => r.body.status)).toEqual(['succeeded', 'succeeded', 'budget_exhausted', 'budget_exhausted']);
     expect(replies[2].body).toMatchObject({ code: 'budget_exhausted', allowed_next_actions: ['stop'] });
     const events = await api.trace(keys.agent, runId);
-    expect(shape(events, replies[2].body.logical_operation_id)).toEqual(['operation.proposed', 'budget.exhausted', 'proposed>budget_exhausted', 'result.recorded', 'budget_exhausted>reported', 'result.reported']);
-    expect(shape(events, replies[3].body.logical_operation_id)).toEqual(['operation.proposed', 'proposed>budget_exhausted', 'result.recorded', 'budget_exhausted>reported', 'result.reported']);
+    expect(shape(events, replies[2].body.logical_operation_id)).toEqual([
+      'operation.proposed',
+      'budget.exhausted',
+      'proposed>budget_exhausted',
+      'result.recorded',
+      'budget_exhausted>reported',
+      'result.reported',
+    ]);
+    expect(shape(events, replies[3].body.logical_operation_id)).toEqual([
+      'operation.proposed',
+      'proposed>budget_exhausted',
+      'result.recorded',
+      'budget_exhausted>reported',
+      'result.reported',
+    ]);
     expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent })).body.status).toBe('budget_exhausted');
     expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(2);
     expect(await stack.sandbox.ledger()).toEqual([]);
@@ -162,17 +257,33 @@ describe('budgets', () => {
   it('spend is reserved at validation; a call that would exceed it is refused without an attempt', async () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent, { maxSpendCents: 1000 });
-    const first = await api.call(keys.agent, runId, { callId: 'call_s1', name: 'charge_card', arguments: { amount: 600, currency: 'USD', customer: 'c' } });
-    const second = await api.call(keys.agent, runId, { callId: 'call_s2', name: 'charge_card', arguments: { amount: 600, currency: 'USD', customer: 'c' } });
+    const first = await api.call(keys.agent, runId, {
+      callId: 'call_s1',
+      name: 'charge_card',
+      arguments: { amount: 600, currency: 'USD', customer: 'c' },
+    });
+    const second = await api.call(keys.agent, runId, {
+      callId: 'call_s2',
+      name: 'charge_card',
+      arguments: { amount: 600, currency: 'USD', customer: 'c' },
+    });
     expect([first.body.status, second.body.status]).toEqual(['succeeded', 'budget_exhausted']);
     expect(await sandbox.ledger()).toHaveLength(1);
-    expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent })).body).toMatchObject({ status: 'budget_exhausted', usage: { spendCents: 600 } });
+    expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent })).body).toMatchObject({
+      status: 'budget_exhausted',
+      usage: { spendCents: 600 },
+    });
   });
 
   it('the wall-clock budget expires the run', async () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent, { maxWallClockSeconds: 1 });
-    await api.until('the run to expire', () => api.request('GET', `/v1/runs/${runId}`, { key: keys.agent }), (r) => r.body.status === 'expired', 5000);
+    await api.until(
+      'the run to expire',
+      () => api.request('GET', `/v1/runs/${runId}`, { key: keys.agent }),
+      (r) => r.body.status === 'expired',
+      5000,
+    );
     const res = await api.call(keys.agent, runId, { callId: 'call_late', name: 'get_order', arguments: { orderId: 'ord_1' } });
     expect(res.body).toMatchObject({ status: 'budget_exhausted', code: 'budget_exhausted' });
     expect(res.body.message).toContain('wall-clock');
@@ -195,24 +306,50 @@ describe('cancellation', () => {
     const runId = await api.createRun(keys.agent);
     // The charge commits and answers after 2 s, well inside the tool's 3 s timeout.
     await sandbox.fault({ route: 'POST /v1/charges', mode: 'commit_then_timeout', delayMs: 2000 });
-    const submitted = await api.call(keys.agent, runId, { callId: 'call_cancel', name: 'charge_card', arguments: { amount: 990, currency: 'USD', customer: 'c' } }, 0);
+    const submitted = await api.call(
+      keys.agent,
+      runId,
+      { callId: 'call_cancel', name: 'charge_card', arguments: { amount: 990, currency: 'USD', customer: 'c' } },
+      0,
+    );
     const opId = submitted.body.operationId;
-    await api.until('the attempt to start', () => api.trace(keys.agent, runId), (events) => events.some((e) => e.type === 'attempt.started'));
+    await api.until(
+      'the attempt to start',
+      () => api.trace(keys.agent, runId),
+      (events) => events.some((e) => e.type === 'attempt.started'),
+    );
     const cancel = await api.request('POST', `/v1/operations/${opId}/cancel`, { key: keys.agent });
     expect(cancel.body).toMatchObject({ state: 'reported', envelope: { status: 'cancelled', code: 'cancelled' } });
     expect((await api.request('POST', `/v1/operations/${opId}/cancel`, { key: keys.agent })).status).toBe(409);
 
-    const op = await api.until('the late result', () => api.operation(keys.agent, opId), (o) => Boolean(o.lateOutcome), 15_000);
+    const op = await api.until(
+      'the late result',
+      () => api.operation(keys.agent, opId),
+      (o) => Boolean(o.lateOutcome),
+      15_000,
+    );
     expect(op.lateOutcome).toEqual({ kind: 'succeeded' });
     expect(op.envelope).toMatchObject({ status: 'cancelled' });
     expect(shape(await api.trace(keys.agent, runId))).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated', 'validated>executing', 'attempt.started',
-      'executing>cancelled', 'result.recorded', 'cancelled>reported', 'result.reported',
-      'attempt.finished', 'result.late',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>executing',
+      'attempt.started',
+      'executing>cancelled',
+      'result.recorded',
+      'cancelled>reported',
+      'result.reported',
+      'attempt.finished',
+      'result.late',
     ]);
     expect(await sandbox.ledger()).toHaveLength(1);
     // The replayed call still answers with the closed turn's envelope.
-    const replay = await api.call(keys.agent, runId, { callId: 'call_cancel', name: 'charge_card', arguments: { amount: 990, currency: 'USD', customer: 'c' } });
+    const replay = await api.call(keys.agent, runId, {
+      callId: 'call_cancel',
+      name: 'charge_card',
+      arguments: { amount: 990, currency: 'USD', customer: 'c' },
+    });
     expect(replay.body).toMatchObject({ status: 'cancelled' });
   });
 

@@ -21,7 +21,13 @@ describe('a get_order call through the whole real path', () => {
       call_id: 'call_read_1',
       logical_operation_id: opId,
       message: 'the tool call succeeded',
-      result: { id: 'ord_7', status: 'shipped', customer: 'cus_7', totalCents: 2750, shippingAddress: { line1: '7 Main Street', city: 'Springfield', postalCode: '10007', country: 'US' } },
+      result: {
+        id: 'ord_7',
+        status: 'shipped',
+        customer: 'cus_7',
+        totalCents: 2750,
+        shippingAddress: { line1: '7 Main Street', city: 'Springfield', postalCode: '10007', country: 'US' },
+      },
       allowed_next_actions: ['continue'],
     });
 
@@ -55,7 +61,17 @@ describe('a get_order call through the whole real path', () => {
     expect(text).not.toContain('Main Street');
     const op = await api.operation(keys.agent, opId);
     expect(text).not.toContain(op.idempotencyKey);
-    expect(op).toMatchObject({ operationId: opId, runId, callId: 'call_read_1', turn: 1, toolName: 'get_order', state: 'reported', risk: 'read', attempts: 1, outcome: { kind: 'succeeded' } });
+    expect(op).toMatchObject({
+      operationId: opId,
+      runId,
+      callId: 'call_read_1',
+      turn: 1,
+      toolName: 'get_order',
+      state: 'reported',
+      risk: 'read',
+      attempts: 1,
+      outcome: { kind: 'succeeded' },
+    });
     expect(op.inputHash).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(op.idempotencyKey).toMatch(/^idk_[A-Za-z0-9_-]{43}$/);
     expect(op.envelope).toEqual(res.body);
@@ -81,8 +97,16 @@ describe('a get_order call through the whole real path', () => {
     const opId = first.body.logical_operation_id;
     expect(shape(events).slice(-2)).toEqual(['operation.replayed', 'call.conflict']);
     const [replayed, conflicted] = events.slice(-2);
-    expect(replayed).toMatchObject({ operationId: opId, callId: 'call_dup', detail: { inputHash: events[0].detail!.inputHash, requestedBy: 'agent' } });
-    expect(conflicted).toMatchObject({ operationId: opId, callId: 'call_dup', detail: { storedInputHash: events[0].detail!.inputHash, submittedInputHash: expect.stringMatching(/^sha256:/) } });
+    expect(replayed).toMatchObject({
+      operationId: opId,
+      callId: 'call_dup',
+      detail: { inputHash: events[0].detail!.inputHash, requestedBy: 'agent' },
+    });
+    expect(conflicted).toMatchObject({
+      operationId: opId,
+      callId: 'call_dup',
+      detail: { storedInputHash: events[0].detail!.inputHash, submittedInputHash: expect.stringMatching(/^sha256:/) },
+    });
     expect(conflicted.detail!.submittedInputHash).not.toBe(conflicted.detail!.storedInputHash);
     expect(JSON.stringify(events)).not.toContain('ord_3');
     const run = await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent });
@@ -94,10 +118,19 @@ describe('a get_order call through the whole real path', () => {
     const runId = await api.createRun(keys.agent);
     const unknown = await api.call(keys.agent, runId, { callId: 'call_u', name: 'launch_rocket', arguments: {} });
     expect(unknown.status).toBe(200);
-    expect(unknown.body).toMatchObject({ status: 'rejected', code: 'unknown_tool', call_id: 'call_u', allowed_next_actions: ['choose_another_tool'] });
+    expect(unknown.body).toMatchObject({
+      status: 'rejected',
+      code: 'unknown_tool',
+      call_id: 'call_u',
+      allowed_next_actions: ['choose_another_tool'],
+    });
 
     const invalid = await api.call(keys.agent, runId, { callId: 'call_i', name: 'get_order', arguments: { orderId: 42 } });
-    expect(invalid.body).toMatchObject({ status: 'rejected', code: 'invalid_arguments', allowed_next_actions: ['retry_with_new_arguments'] });
+    expect(invalid.body).toMatchObject({
+      status: 'rejected',
+      code: 'invalid_arguments',
+      allowed_next_actions: ['retry_with_new_arguments'],
+    });
     expect(invalid.body.message).toContain('orderId');
 
     const badJson = await api.call(keys.agent, runId, { callId: 'call_j', name: 'get_order', arguments: '{"orderId":' });
@@ -107,7 +140,14 @@ describe('a get_order call through the whole real path', () => {
     expect(events.some((e) => e.type.startsWith('attempt.'))).toBe(false);
     // Trace test "schema failure": no network span, nothing upstream.
     for (const reply of [unknown, invalid, badJson]) {
-      expect(shape(events, reply.body.logical_operation_id)).toEqual(['operation.proposed', 'policy.decision', 'proposed>rejected', 'result.recorded', 'rejected>reported', 'result.reported']);
+      expect(shape(events, reply.body.logical_operation_id)).toEqual([
+        'operation.proposed',
+        'policy.decision',
+        'proposed>rejected',
+        'result.recorded',
+        'rejected>reported',
+        'result.reported',
+      ]);
     }
     expect(await stack.sandbox.ledger()).toEqual([]);
   });
@@ -119,11 +159,19 @@ describe('a get_order call through the whole real path', () => {
     const names = neutral.body.tools.map((t: { name: string }) => t.name).sort();
     expect(names).toEqual(['charge_card', 'get_order', 'send_email', 'update_shipping_address']);
     const getOrder = neutral.body.tools.find((t: { name: string }) => t.name === 'get_order');
-    expect(getOrder.inputSchema).toMatchObject({ type: 'object', properties: { orderId: { type: 'string' } }, required: ['orderId'], additionalProperties: false });
+    expect(getOrder.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { orderId: { type: 'string' } },
+      required: ['orderId'],
+      additionalProperties: false,
+    });
     expect(getOrder).toMatchObject({ risk: 'read', approval: 'never' });
 
     const openai = await api.request('GET', '/v1/tools?format=openai', { key: keys.agent });
-    expect(openai.body.tools[0]).toMatchObject({ type: 'function', function: { name: expect.any(String), parameters: { type: 'object' } } });
+    expect(openai.body.tools[0]).toMatchObject({
+      type: 'function',
+      function: { name: expect.any(String), parameters: { type: 'object' } },
+    });
     const anthropic = await api.request('GET', '/v1/tools?format=anthropic', { key: keys.agent });
     expect(anthropic.body.tools[0]).toMatchObject({ name: expect.any(String), input_schema: { type: 'object' } });
     const mcp = await api.request('GET', '/v1/tools?format=mcp', { key: keys.agent });
@@ -145,7 +193,11 @@ describe('HTTP boundary', () => {
     expect(again.body.runId).toBe(first.body.runId);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
     expect(again.headers.get('idempotent-replayed')).toBe('true');
-    const other = await api.request('POST', '/v1/runs', { key: keys.agent, body: { budgets: { maxToolCalls: 8 } }, headers: { 'idempotency-key': key } });
+    const other = await api.request('POST', '/v1/runs', {
+      key: keys.agent,
+      body: { budgets: { maxToolCalls: 8 } },
+      headers: { 'idempotency-key': key },
+    });
     expect(other).toMatchObject({ status: 409, body: { error: { code: 'invalid_state' } } });
     // Without the header every request is a new run.
     const plain = await api.request('POST', '/v1/runs', { key: keys.agent, body });
@@ -155,7 +207,12 @@ describe('HTTP boundary', () => {
   it('serves health without a key and refuses everything else without one', async () => {
     const { api } = stack;
     expect(await api.request('GET', '/v1/health')).toMatchObject({ status: 200, body: { status: 'ok' } });
-    for (const [method, path] of [['POST', '/v1/runs'], ['GET', '/v1/runs/run_x'], ['GET', '/v1/tools'], ['GET', '/v1/approvals']] as const) {
+    for (const [method, path] of [
+      ['POST', '/v1/runs'],
+      ['GET', '/v1/runs/run_x'],
+      ['GET', '/v1/tools'],
+      ['GET', '/v1/approvals'],
+    ] as const) {
       const res = await api.request(method, path);
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: { code: 'unauthenticated', message: expect.any(String) } });
@@ -168,7 +225,10 @@ describe('HTTP boundary', () => {
     const runId = await api.createRun(keys.agent);
     const malformed = await api.request('POST', `/v1/runs/${runId}/tool-calls`, { key: keys.agent, raw: '{"callId": "x",' });
     expect(malformed).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
-    const missing = await api.request('POST', `/v1/runs/${runId}/tool-calls`, { key: keys.agent, body: { callId: 'x', name: 'get_order' } });
+    const missing = await api.request('POST', `/v1/runs/${runId}/tool-calls`, {
+      key: keys.agent,
+      body: { callId: 'x', name: 'get_order' },
+    });
     expect(missing).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
     expect(missing.body.error.message).toMatch(/turn|arguments/);
     expect(await api.trace(keys.agent, runId)).toEqual([]);
@@ -180,12 +240,15 @@ describe('HTTP boundary', () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent);
     const big = 'x'.repeat(256 * 1024 + 10);
-    const res = await api.request('POST', `/v1/runs/${runId}/tool-calls`, { key: keys.agent, body: { callId: 'c', turn: 1, name: 'get_order', arguments: { orderId: big } } });
+    const res = await api.request('POST', `/v1/runs/${runId}/tool-calls`, {
+      key: keys.agent,
+      body: { callId: 'c', turn: 1, name: 'get_order', arguments: { orderId: big } },
+    });
     expect(res).toMatchObject({ status: 413, body: { error: { code: 'payload_too_large' } } });
     expect(await api.trace(keys.agent, runId)).toEqual([]);
   });
 
-  it("keeps another principal out of a run and its operations", async () => {
+  it('keeps another principal out of a run and its operations', async () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent);
     const call = await api.call(keys.agent, runId, { callId: 'call_p', name: 'get_order', arguments: { orderId: 'ord_1' } });
@@ -204,8 +267,16 @@ describe('HTTP boundary', () => {
     const runId = await api.createRun(keys.agent);
     const res = await api.call(keys.agent, runId, { callId: 'call_nowait', name: 'get_order', arguments: { orderId: 'ord_4' } }, 0);
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ operationId: expect.stringMatching(/^op_/), state: expect.any(String), statusUrl: `/v1/operations/${res.body.operationId}` });
-    const done = await api.until('reported', () => api.operation(keys.agent, res.body.operationId), (op) => op.state === 'reported');
+    expect(res.body).toEqual({
+      operationId: expect.stringMatching(/^op_/),
+      state: expect.any(String),
+      statusUrl: `/v1/operations/${res.body.operationId}`,
+    });
+    const done = await api.until(
+      'reported',
+      () => api.operation(keys.agent, res.body.operationId),
+      (op) => op.state === 'reported',
+    );
     expect(done.envelope.status).toBe('succeeded');
   });
 });

@@ -37,9 +37,19 @@ describe('the trace page in a real browser: commit then timeout', () => {
     expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: 2500 } });
     const opId = res.body.logical_operation_id;
     // The agent retries the same call (a replay), then reuses the callId with other arguments (a conflict).
-    expect((await api.call(keys.agent, runId, { callId: 'call_ctt', name: 'charge_card', arguments: charge })).headers.get('idempotent-replayed')).toBe('true');
-    expect((await api.call(keys.agent, runId, { callId: 'call_ctt', name: 'charge_card', arguments: { ...charge, amount: 2600 } })).status).toBe(409);
-    await api.until('reported', () => api.operation(keys.agent, opId), (o) => o.state === 'reported');
+    expect(
+      (await api.call(keys.agent, runId, { callId: 'call_ctt', name: 'charge_card', arguments: charge })).headers.get(
+        'idempotent-replayed',
+      ),
+    ).toBe('true');
+    expect(
+      (await api.call(keys.agent, runId, { callId: 'call_ctt', name: 'charge_card', arguments: { ...charge, amount: 2600 } })).status,
+    ).toBe(409);
+    await api.until(
+      'reported',
+      () => api.operation(keys.agent, opId),
+      (o) => o.state === 'reported',
+    );
     const events = await api.trace(keys.agent, runId);
     const text = formatTimeline(events);
     writeFileSync(join(OUT_DIR, 'commit-then-timeout.timeline.txt'), text);
@@ -77,9 +87,14 @@ describe('the trace page in a real browser: commit then timeout', () => {
       'duplicate submission replayed from agent',
       'CONFLICT: callId reused with different arguments → 409 call_id_conflict',
     ];
-    for (const fact of key) expect(lines.some((l) => l.startsWith(fact)), fact).toBe(true);
+    for (const fact of key)
+      expect(
+        lines.some((l) => l.startsWith(fact)),
+        fact,
+      ).toBe(true);
     // Each key event is visible (laid out, on the page), not only present in the markup.
-    for (const type of ['attempt.finished', 'reconcile.finished', 'operation.replayed', 'call.conflict']) await expect(section.locator(`li[data-type="${type}"]`).first().isVisible()).resolves.toBe(true);
+    for (const type of ['attempt.finished', 'reconcile.finished', 'operation.replayed', 'call.conflict'])
+      await expect(section.locator(`li[data-type="${type}"]`).first().isVisible()).resolves.toBe(true);
     expect(await section.locator('li.notable').count()).toBeGreaterThanOrEqual(3);
     expect(await section.locator('li[data-type="attempt.finished"] .n').innerText()).toBe('#1');
 
@@ -112,7 +127,11 @@ describe('the trace page in a real browser: commit then timeout', () => {
     expect((await api.request('GET', '/v1/metrics', { key: keys.agent })).status).toBe(403);
     const res = await api.request('GET', '/v1/metrics', { key: keys.admin });
     expect(res.status).toBe(200);
-    const value = (name: string, dims: Record<string, string>) => res.body.metrics.find((m: { name: string; dimensions: Record<string, string> }) => m.name === name && JSON.stringify(m.dimensions) === JSON.stringify(dims))?.value;
+    const value = (name: string, dims: Record<string, string>) =>
+      res.body.metrics.find(
+        (m: { name: string; dimensions: Record<string, string> }) =>
+          m.name === name && JSON.stringify(m.dimensions) === JSON.stringify(dims),
+      )?.value;
     expect(value(MetricName.unknownOutcomes, { tool: 'charge_card' })).toBe(1);
     expect(value(MetricName.toolCalls, { outcome: 'succeeded', tool: 'charge_card' })).toBe(1);
     expect(value(MetricName.attempts, { tool: 'charge_card' })).toBe(1);

@@ -16,12 +16,21 @@ describe('the typed client against the running API', () => {
     expect(tools.map((t) => (t as { function: { name: string } }).function.name)).toContain('get_order');
 
     const run = await agent.createRun({ budgets: { maxToolCalls: 5 }, metadata: { purpose: 'client test' } });
-    expect(run).toMatchObject({ status: 'open', budgets: { maxToolCalls: 5 }, usage: { toolCalls: 0 }, metadata: { purpose: 'client test' } });
+    expect(run).toMatchObject({
+      status: 'open',
+      budgets: { maxToolCalls: 5 },
+      usage: { toolCalls: 0 },
+      metadata: { purpose: 'client test' },
+    });
 
     const call = { callId: 'call_c1', turn: 1, name: 'get_order', arguments: { orderId: 'ord_3' } };
     const first = await agent.callTool(run.runId, call, { waitSeconds: 20 });
     const second = await agent.callTool(run.runId, call, { waitSeconds: 20 });
-    expect(first).toMatchObject({ kind: 'envelope', replayed: false, envelope: { status: 'succeeded', call_id: 'call_c1', result: { id: 'ord_3' } } });
+    expect(first).toMatchObject({
+      kind: 'envelope',
+      replayed: false,
+      envelope: { status: 'succeeded', call_id: 'call_c1', result: { id: 'ord_3' } },
+    });
     expect(second).toMatchObject({ kind: 'envelope', replayed: true });
     if (first.kind !== 'envelope') throw new Error('expected an envelope');
 
@@ -42,7 +51,11 @@ describe('the typed client against the running API', () => {
     const agent = stack.api.client(stack.keys.agent);
     const approver = stack.api.client(stack.keys.approver);
     const { runId } = await agent.createRun();
-    const pending = await agent.callTool(runId, { callId: 'call_big', turn: 1, name: 'charge_card', arguments: { amount: 75_000, currency: 'USD', customer: 'cus_9' } }, { waitSeconds: 20 });
+    const pending = await agent.callTool(
+      runId,
+      { callId: 'call_big', turn: 1, name: 'charge_card', arguments: { amount: 75_000, currency: 'USD', customer: 'cus_9' } },
+      { waitSeconds: 20 },
+    );
     expect(pending).toMatchObject({ kind: 'pending', state: 'awaiting_approval' });
     if (pending.kind !== 'pending') throw new Error('expected pending');
     expect(pending.statusUrl).toBe(`/v1/operations/${pending.operationId}`);
@@ -53,7 +66,10 @@ describe('the typed client against the running API', () => {
     const sig = new URL(approval.url).searchParams.get('sig');
     const decided = await stack.api.request('POST', `/v1/approvals/${approval.approvalId}`, { body: { decision: 'approve', sig } });
     expect(decided.status).toBe(200);
-    expect(await agent.waitForOperation(pending.operationId, { timeoutSeconds: 30 })).toMatchObject({ status: 'succeeded', call_id: 'call_big' });
+    expect(await agent.waitForOperation(pending.operationId, { timeoutSeconds: 30 })).toMatchObject({
+      status: 'succeeded',
+      call_id: 'call_big',
+    });
   });
 
   it('throws ToolRunnerError with the API’s status and code', async () => {
@@ -72,7 +88,13 @@ describe('routes without a bearer key', () => {
     expect(doc.status).toBe(200);
     expect(doc.body).toEqual(JSON.parse(JSON.stringify(openApiDocument())));
     expect((await stack.api.request('GET', '/v1/health')).status).toBe(200);
-    for (const [method, path] of [['GET', '/v1/tools'], ['GET', '/v1/approvals'], ['POST', '/v1/runs'], ['GET', '/v1/runs/run_x/trace'], ['GET', '/v1/openapi.json/x']]) {
+    for (const [method, path] of [
+      ['GET', '/v1/tools'],
+      ['GET', '/v1/approvals'],
+      ['POST', '/v1/runs'],
+      ['GET', '/v1/runs/run_x/trace'],
+      ['GET', '/v1/openapi.json/x'],
+    ]) {
       const res = await stack.api.request(method, path);
       expect({ method, path, status: res.status }).toEqual({ method, path, status: 401 });
     }

@@ -13,7 +13,11 @@ beforeEach(async () => stack.sandbox.reset());
 
 /** The envelope is answered once recorded and Report marks it delivered just after: read the whole story once it has. */
 async function traceWhenReported(runId: string, operationId: string) {
-  await stack.api.until('reported', () => stack.api.operation(stack.keys.agent, operationId), (o) => o.state === 'reported');
+  await stack.api.until(
+    'reported',
+    () => stack.api.operation(stack.keys.agent, operationId),
+    (o) => o.state === 'reported',
+  );
   return stack.api.trace(stack.keys.agent, runId);
 }
 
@@ -27,15 +31,30 @@ describe('trace tests: writes that never repeat', () => {
     const res = await api.call(keys.agent, runId, { callId: 'call_503', name: 'charge_card', arguments: charge() });
 
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'succeeded', call_id: 'call_503', result: { amount: 1200, currency: 'USD', customer: 'cus_42', status: 'succeeded' } });
+    expect(res.body).toMatchObject({
+      status: 'succeeded',
+      call_id: 'call_503',
+      result: { amount: 1200, currency: 'USD', customer: 'cus_42', status: 'succeeded' },
+    });
     const opId = res.body.logical_operation_id;
     const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(shape(events)).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated',
-      'validated>executing', 'attempt.started', 'attempt.finished', 'backoff.scheduled',
-      'attempt.started', 'attempt.finished', 'backoff.scheduled',
-      'attempt.started', 'attempt.finished',
-      'executing>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>executing',
+      'attempt.started',
+      'attempt.finished',
+      'backoff.scheduled',
+      'attempt.started',
+      'attempt.finished',
+      'backoff.scheduled',
+      'attempt.started',
+      'attempt.finished',
+      'executing>recorded',
+      'result.recorded',
+      'recorded>reported',
+      'result.reported',
     ]);
     expect(new Set(events.map((e) => e.operationId))).toEqual(new Set([opId]));
     const finished = events.filter((e) => e.type === 'attempt.finished');
@@ -67,12 +86,24 @@ describe('trace tests: writes that never repeat', () => {
     expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: 2500 } });
     const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(shape(events)).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated',
-      'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
-      'reconcile.started', 'reconcile.finished',
-      'outcome_unknown>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>executing',
+      'attempt.started',
+      'attempt.finished',
+      'executing>outcome_unknown',
+      'reconcile.started',
+      'reconcile.finished',
+      'outcome_unknown>recorded',
+      'result.recorded',
+      'recorded>reported',
+      'result.reported',
     ]);
-    expect(events.find((e) => e.type === 'attempt.finished')!.detail).toMatchObject({ outcome: 'outcome_unknown', code: 'timeout_unknown' });
+    expect(events.find((e) => e.type === 'attempt.finished')!.detail).toMatchObject({
+      outcome: 'outcome_unknown',
+      code: 'timeout_unknown',
+    });
     expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ plan: 'lookup', result: 'found' });
     expect(new Set(events.map((e) => e.operationId)).size).toBe(1);
     const op = await api.operation(keys.agent, res.body.logical_operation_id);
@@ -92,10 +123,21 @@ describe('trace tests: writes that never repeat', () => {
     expect(res.body).toMatchObject({ status: 'succeeded', result: { amount: 640 } });
     const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(shape(events)).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated',
-      'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
-      'reconcile.started', 'reconcile.finished', 'reconcile.started', 'reconcile.finished',
-      'outcome_unknown>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>executing',
+      'attempt.started',
+      'attempt.finished',
+      'executing>outcome_unknown',
+      'reconcile.started',
+      'reconcile.finished',
+      'reconcile.started',
+      'reconcile.finished',
+      'outcome_unknown>recorded',
+      'result.recorded',
+      'recorded>reported',
+      'result.reported',
     ]);
     expect(events.filter((e) => e.type === 'reconcile.finished').map((e) => e.detail!.result)).toEqual(['lookup_failed', 'found']);
     expect(await sandbox.ledger()).toHaveLength(1);
@@ -109,11 +151,23 @@ describe('trace tests: writes that never repeat', () => {
     expect(res.body.status).toBe('succeeded');
     const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(shape(events)).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated',
-      'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
-      'reconcile.started', 'reconcile.finished', 'backoff.scheduled',
-      'outcome_unknown>executing', 'attempt.started', 'attempt.finished',
-      'executing>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>executing',
+      'attempt.started',
+      'attempt.finished',
+      'executing>outcome_unknown',
+      'reconcile.started',
+      'reconcile.finished',
+      'backoff.scheduled',
+      'outcome_unknown>executing',
+      'attempt.started',
+      'attempt.finished',
+      'executing>recorded',
+      'result.recorded',
+      'recorded>reported',
+      'result.reported',
     ]);
     expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ result: 'not_found', action: 'retry_same_key' });
     const op = await api.operation(keys.agent, res.body.logical_operation_id);
@@ -141,11 +195,20 @@ describe('error matrix', () => {
     const runId = await api.createRun(keys.agent);
     await sandbox.fault({ route: 'GET /v1/orders/{id}', mode: 'fail_503', count: 5 });
     const res = await api.call(keys.agent, runId, { callId: 'call_exhaust', name: 'get_order', arguments: { orderId: 'ord_9' } });
-    expect(res.body).toMatchObject({ status: 'failed', code: 'upstream_unavailable', allowed_next_actions: ['retry_later_with_new_call_id'] });
+    expect(res.body).toMatchObject({
+      status: 'failed',
+      code: 'upstream_unavailable',
+      allowed_next_actions: ['retry_later_with_new_call_id'],
+    });
     expect(res.body.message).toContain('after 3 attempt(s)');
     const events = await traceWhenReported(runId, res.body.logical_operation_id);
     expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(3);
-    expect(shape(events).slice(-4)).toEqual(['executing>failed_permanent', 'result.recorded', 'failed_permanent>reported', 'result.reported']);
+    expect(shape(events).slice(-4)).toEqual([
+      'executing>failed_permanent',
+      'result.recorded',
+      'failed_permanent>reported',
+      'result.reported',
+    ]);
   });
 
   it('a permanent failure stops at once', async () => {
@@ -166,7 +229,14 @@ describe('error matrix', () => {
     const res = await api.call(keys.other, runId, { callId: 'call_forbidden', name: 'charge_card', arguments: charge() });
     expect(res.body).toMatchObject({ status: 'rejected', code: 'forbidden' });
     const events = await api.trace(keys.other, runId);
-    expect(shape(events)).toEqual(['operation.proposed', 'policy.decision', 'proposed>rejected', 'result.recorded', 'rejected>reported', 'result.reported']);
+    expect(shape(events)).toEqual([
+      'operation.proposed',
+      'policy.decision',
+      'proposed>rejected',
+      'result.recorded',
+      'rejected>reported',
+      'result.reported',
+    ]);
     expect(events[1].detail).toMatchObject({ decision: 'deny', code: 'forbidden' });
     expect(await sandbox.ledger()).toEqual([]);
   });
@@ -175,14 +245,29 @@ describe('error matrix', () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent);
     await sandbox.fault({ route: 'POST /v1/emails', mode: 'commit_then_timeout', delayMs: 20_000 });
-    const res = await api.call(keys.agent, runId, { callId: 'call_mail', name: 'send_email', arguments: { to: 'a@example.com', subject: 'Hi', body: 'Hello' } });
-    expect(res.body).toMatchObject({ status: 'outcome_unknown', code: 'timeout_unknown', allowed_next_actions: ['check_status', 'request_human_review'] });
+    const res = await api.call(keys.agent, runId, {
+      callId: 'call_mail',
+      name: 'send_email',
+      arguments: { to: 'a@example.com', subject: 'Hi', body: 'Hello' },
+    });
+    expect(res.body).toMatchObject({
+      status: 'outcome_unknown',
+      code: 'timeout_unknown',
+      allowed_next_actions: ['check_status', 'request_human_review'],
+    });
     const opId = res.body.logical_operation_id;
     let events = await api.trace(keys.agent, runId);
     expect(shape(events)).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated',
-      'validated>executing', 'attempt.started', 'attempt.finished', 'executing>outcome_unknown',
-      'reconcile.started', 'reconcile.finished', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>executing',
+      'attempt.started',
+      'attempt.finished',
+      'executing>outcome_unknown',
+      'reconcile.started',
+      'reconcile.finished',
+      'result.reported',
     ]);
     expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ plan: 'review', result: 'needs_review' });
     expect(await api.operation(keys.agent, opId)).toMatchObject({ state: 'outcome_unknown', review: { required: true } });
@@ -192,17 +277,36 @@ describe('error matrix', () => {
     expect((await api.request('POST', `/v1/operations/${opId}/resolve`, { key: keys.agent, body })).status).toBe(403);
     const resolved = await api.request('POST', `/v1/operations/${opId}/resolve`, { key: keys.reviewer, body });
     expect(resolved.status).toBe(200);
-    expect(resolved.body).toMatchObject({ state: 'reported', envelope: { status: 'succeeded', message: 'a reviewer confirmed the call succeeded' } });
+    expect(resolved.body).toMatchObject({
+      state: 'reported',
+      envelope: { status: 'succeeded', message: 'a reviewer confirmed the call succeeded' },
+    });
     expect((await api.request('POST', `/v1/operations/${opId}/resolve`, { key: keys.reviewer, body })).status).toBe(409);
     events = await api.trace(keys.agent, runId);
-    expect(shape(events).slice(-5)).toEqual(['reconcile.finished', 'outcome_unknown>recorded', 'result.recorded', 'recorded>reported', 'result.reported']);
+    expect(shape(events).slice(-5)).toEqual([
+      'reconcile.finished',
+      'outcome_unknown>recorded',
+      'result.recorded',
+      'recorded>reported',
+      'result.reported',
+    ]);
     // The reviewer's note is in the trace, for the operator.
-    expect(events.at(-5)!.detail).toEqual({ result: 'resolved_by_reviewer', verdict: 'succeeded', reviewerId: 'reviewer', note: 'the mail server shows it was delivered' });
+    expect(events.at(-5)!.detail).toEqual({
+      result: 'resolved_by_reviewer',
+      verdict: 'succeeded',
+      reviewerId: 'reviewer',
+      note: 'the mail server shows it was delivered',
+    });
     expect(await sandbox.ledger()).toHaveLength(1);
   });
 
   it('the sandbox refuses a reused idempotency key with another body', async () => {
-    const post = (body: unknown) => fetch(`${stack.sandboxUrl}/v1/charges`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k1' }, body: JSON.stringify(body) });
+    const post = (body: unknown) =>
+      fetch(`${stack.sandboxUrl}/v1/charges`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'k1' },
+        body: JSON.stringify(body),
+      });
     const first = await post(charge(100));
     const replay = await post(charge(100));
     const other = await post(charge(101));
@@ -222,7 +326,12 @@ describe('crash recovery by lease', () => {
     const runId = await api.createRun(keys.agent);
     // The submission is durable but its execution never starts, as if the process died right after the write.
     const lost = { ...deps, lifecycle: { ...deps.lifecycle, start: async () => undefined } };
-    const submitted = await submitToolCall(lost, (await deps.store.getRun(runId))!, { id: 'agent', roles: ['agent'], tools: '*' }, { callId: 'call_lost', turn: 1, name: 'charge_card', arguments: charge(450) });
+    const submitted = await submitToolCall(
+      lost,
+      (await deps.store.getRun(runId))!,
+      { id: 'agent', roles: ['agent'], tools: '*' },
+      { callId: 'call_lost', turn: 1, name: 'charge_card', arguments: charge(450) },
+    );
     expect(submitted.kind).toBe('created');
     const opId = (submitted as { op: { operationId: string } }).op.operationId;
     // Its intent is durable (charge_card dedupes by key, so the first attempt is written with the submission).
@@ -231,15 +340,31 @@ describe('crash recovery by lease', () => {
     const later = { ...deps, now: () => Date.now() + 5 * 60_000 };
     const [first, second] = await Promise.all([sweep(later), sweep(later)]);
     expect([...first, ...second].filter((id) => id === opId).length).toBe(1);
-    const op = await api.until('reported', () => api.operation(keys.agent, opId), (o) => o.state === 'reported');
+    const op = await api.until(
+      'reported',
+      () => api.operation(keys.agent, opId),
+      (o) => o.state === 'reported',
+    );
     expect(op.envelope).toMatchObject({ status: 'succeeded', result: { amount: 450 } });
     expect((await deps.store.getOperation(opId))!.resumes).toBe(1);
     // The attempt may have gone out: recovery looks it up by key before sending it again, with the same key.
     expect(shape(await api.trace(keys.agent, runId))).toEqual([
-      'operation.proposed', 'policy.decision', 'proposed>validated', 'validated>executing', 'attempt.started',
-      'executing>outcome_unknown', 'reconcile.started', 'reconcile.finished', 'backoff.scheduled',
-      'outcome_unknown>executing', 'attempt.started', 'attempt.finished',
-      'executing>recorded', 'result.recorded', 'recorded>reported', 'result.reported',
+      'operation.proposed',
+      'policy.decision',
+      'proposed>validated',
+      'validated>executing',
+      'attempt.started',
+      'executing>outcome_unknown',
+      'reconcile.started',
+      'reconcile.finished',
+      'backoff.scheduled',
+      'outcome_unknown>executing',
+      'attempt.started',
+      'attempt.finished',
+      'executing>recorded',
+      'result.recorded',
+      'recorded>reported',
+      'result.reported',
     ]);
     expect((await sandbox.ledger()).map((e) => e.idempotencyKey)).toEqual([op.idempotencyKey]);
   });
@@ -249,7 +374,9 @@ describe('duplicates and conflicting writes', () => {
   it('concurrent submissions of one (runId, callId) start one execution and all get the stored outcome', async () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent);
-    const replies = await Promise.all(Array.from({ length: 8 }, () => api.call(keys.agent, runId, { callId: 'call_same', name: 'charge_card', arguments: charge(777) })));
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, () => api.call(keys.agent, runId, { callId: 'call_same', name: 'charge_card', arguments: charge(777) })),
+    );
     expect(replies.map((r) => r.status)).toEqual(Array(8).fill(200));
     // Equal envelopes, compared as values: one read before Report (computed) and one after (as DynamoDB returns it) may order keys differently.
     for (const reply of replies) expect(reply.body).toEqual(replies[0].body);
@@ -275,7 +402,10 @@ describe('duplicates and conflicting writes', () => {
     const events = await api.trace(keys.agent, runId);
     const windows = [a, b].map((r) => {
       const mine = events.filter((e) => e.operationId === r.body.logical_operation_id);
-      return [Date.parse(mine.find((e) => e.type === 'attempt.started')!.at), Date.parse(mine.find((e) => e.type === 'attempt.finished')!.at)];
+      return [
+        Date.parse(mine.find((e) => e.type === 'attempt.started')!.at),
+        Date.parse(mine.find((e) => e.type === 'attempt.finished')!.at),
+      ];
     });
     windows.sort((x, y) => x[0] - y[0]);
     expect(windows[1][0]).toBeGreaterThanOrEqual(windows[0][1]);

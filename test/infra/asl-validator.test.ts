@@ -14,7 +14,10 @@ const files = readdirSync(DIR).filter((f) => f.endsWith('.asl.json'));
 
 /** A well-formed ARN for each `${Placeholder}`, as CloudFormation substitutes them at deploy time. */
 function deployable(text: string): unknown {
-  const arnFor = (name: string) => (/FunctionArn$/.test(name) ? `arn:aws:lambda:eu-west-1:123456789012:function:toolrunner-${name.replace(/FunctionArn$/, '')}` : `arn:aws:states:eu-west-1:123456789012:stateMachine:${name}`);
+  const arnFor = (name: string) =>
+    /FunctionArn$/.test(name)
+      ? `arn:aws:lambda:eu-west-1:123456789012:function:toolrunner-${name.replace(/FunctionArn$/, '')}`
+      : `arn:aws:states:eu-west-1:123456789012:stateMachine:${name}`;
   return JSON.parse(substitute(text, Object.fromEntries(placeholdersIn(text).map((n) => [n, arnFor(n)]))));
 }
 

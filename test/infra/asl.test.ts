@@ -8,7 +8,9 @@ const states = Object.entries(asl.States);
 
 describe('the lifecycle definition', () => {
   it('names in ErrorEquals only errors that exist: Step Functions and Lambda names, or error classes in code', () => {
-    const names = new Set(states.flatMap(([, s]) => [...(s.Retry ?? []), ...(s.Catch ?? [])].flatMap((r: { ErrorEquals: string[] }) => r.ErrorEquals)));
+    const names = new Set(
+      states.flatMap(([, s]) => [...(s.Retry ?? []), ...(s.Catch ?? [])].flatMap((r: { ErrorEquals: string[] }) => r.ErrorEquals)),
+    );
     const ours = [...names].filter((n) => !n.startsWith('States.') && !n.startsWith('Lambda.'));
     expect(ours.length).toBeGreaterThan(0);
     for (const name of ours) expect(ASL_ERROR_NAMES).toContain(name);
@@ -30,8 +32,13 @@ describe('the lifecycle definition', () => {
     const queue = [asl.StartAt];
     while (queue.length) {
       const s = asl.States[queue.shift()!];
-      const nexts = [s.Next, s.Default, ...(s.Choices ?? []).map((c: { Next: string }) => c.Next), ...(s.Catch ?? []).map((c: { Next: string }) => c.Next)].filter(Boolean);
-      for (const n of nexts) if (!reachable.has(n)) (reachable.add(n), queue.push(n));
+      const nexts = [
+        s.Next,
+        s.Default,
+        ...(s.Choices ?? []).map((c: { Next: string }) => c.Next),
+        ...(s.Catch ?? []).map((c: { Next: string }) => c.Next),
+      ].filter(Boolean);
+      for (const n of nexts) if (!reachable.has(n)) reachable.add(n), queue.push(n);
     }
     expect([...reachable].sort()).toEqual(Object.keys(asl.States).sort());
     for (const [name, s] of states) if (s.Type === 'Task') expect(s.TimeoutSeconds ?? s.TimeoutSecondsPath, name).toBeDefined();
@@ -58,7 +65,10 @@ describe('the Express variant', () => {
     }
     expect(express.StartAt).toBe(asl.StartAt);
     // Every Standard route is kept; only the person and the long waits go to Handoff.
-    const targets = (d: { States: Record<string, any> }) => d.States.Route.Choices.map((c: { StringEquals?: string; Next: string }) => c.StringEquals && [c.StringEquals, c.Next]).filter(Boolean);
+    const targets = (d: { States: Record<string, any> }) =>
+      d.States.Route.Choices.map((c: { StringEquals?: string; Next: string }) => c.StringEquals && [c.StringEquals, c.Next]).filter(
+        Boolean,
+      );
     for (const [next, target] of targets(asl)) {
       const mapped = targets(express).find(([n]: [string]) => n === next)?.[1];
       expect(mapped, next).toBe(STANDARD_ONLY.includes(target) ? 'Handoff' : target);

@@ -64,8 +64,13 @@ describe('what is deployed keeps the error names the state machine matches', () 
   });
 
   it('never sends a class name read at run time: Step Functions errors are the ErrorNames constants', () => {
-    const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
-    const offenders = files('functions').flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/\b[A-Z][A-Za-z0-9]*Error\.name\b/g)].map((m) => `${f}: ${m[0]}`));
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+      );
+    const offenders = files('functions').flatMap((f) =>
+      [...readFileSync(f, 'utf8').matchAll(/\b[A-Z][A-Za-z0-9]*Error\.name\b/g)].map((m) => `${f}: ${m[0]}`),
+    );
     expect(offenders).toEqual([]);
   });
 

@@ -9,11 +9,15 @@ import { placeholdersIn, readDefinition, readExpressDefinition } from '../../sta
 
 /** Every `new XxxCommand(` in the given files: the AWS calls the code can make. */
 function commandsIn(files: string[]): Set<string> {
-  return new Set(files.flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/new\s+(?:[\w$]+\.)?([A-Z][A-Za-z0-9]*Command)\s*\(/g)].map((m) => m[1])));
+  return new Set(
+    files.flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/new\s+(?:[\w$]+\.)?([A-Z][A-Za-z0-9]*Command)\s*\(/g)].map((m) => m[1])),
+  );
 }
 
 function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 // Powertools idempotency (the submission guard) sends its own DynamoDB commands on the idempotency table.
@@ -41,10 +45,16 @@ describe('IAM is what the code calls', () => {
     const functions = template.findResources('AWS::Lambda::Function');
     const policies = Object.values(template.findResources('AWS::IAM::Policy'));
     for (const [name, spec] of Object.entries(FUNCTIONS) as [FunctionName, (typeof FUNCTIONS)[FunctionName]][]) {
-      const [fn] = Object.entries(functions).filter(([id]) => id.startsWith(`Runner${name}Function`)).map(([, f]) => f);
+      const [fn] = Object.entries(functions)
+        .filter(([id]) => id.startsWith(`Runner${name}Function`))
+        .map(([, f]) => f);
       const roleId = fn.Properties.Role['Fn::GetAtt'][0] as string;
-      const statements = policies.filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId)).flatMap((p) => p.Properties.PolicyDocument.Statement);
-      const granted = [...new Set(statements.flatMap((s: { Action: string | string[] }) => [s.Action].flat()))].filter((a) => !PLATFORM.has(a)).sort();
+      const statements = policies
+        .filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId))
+        .flatMap((p) => p.Properties.PolicyDocument.Statement);
+      const granted = [...new Set(statements.flatMap((s: { Action: string | string[] }) => [s.Action].flat()))]
+        .filter((a) => !PLATFORM.has(a))
+        .sort();
       expect(granted, name).toEqual(actionsOf(spec.ports));
     }
   });
@@ -52,7 +62,15 @@ describe('IAM is what the code calls', () => {
   it('grants none of the broad actions the old grants carried', () => {
     const text = JSON.stringify(template.toJSON());
     // BatchGetItem is not among them: the store reads a run's operations in batches (dynamo-watch.ts).
-    for (const action of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 'dynamodb:GetRecords', 'dynamodb:DescribeStream', 'states:DescribeExecution', 'states:SendTaskHeartbeat', 'secretsmanager:DescribeSecret']) {
+    for (const action of [
+      'dynamodb:Scan',
+      'dynamodb:BatchWriteItem',
+      'dynamodb:GetRecords',
+      'dynamodb:DescribeStream',
+      'states:DescribeExecution',
+      'states:SendTaskHeartbeat',
+      'secretsmanager:DescribeSecret',
+    ]) {
       expect(text, action).not.toContain(`"${action}"`);
     }
   });
@@ -61,7 +79,9 @@ describe('IAM is what the code calls', () => {
     ['STANDARD', readDefinition],
     ['EXPRESS', readExpressDefinition],
   ])('lets the %s state machine invoke exactly the functions its definition names, unqualified', (type, read) => {
-    const machine = Object.values(template.findResources('AWS::StepFunctions::StateMachine')).find((m) => m.Properties.StateMachineType === type)!;
+    const machine = Object.values(template.findResources('AWS::StepFunctions::StateMachine')).find(
+      (m) => m.Properties.StateMachineType === type,
+    )!;
     const roleId = machine.Properties.RoleArn['Fn::GetAtt'][0];
     const statements = Object.values(template.findResources('AWS::IAM::Policy'))
       .filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId))

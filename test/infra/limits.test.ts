@@ -21,7 +21,9 @@ describe('an approval can never outlive its execution', () => {
 
   it('refuses at synth time a construct whose approval TTL exceeds the cap', () => {
     const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Ttl');
-    expect(() => new ToolRunner(stack, 'Runner', { tools: { entry: DEMO_TOOLS_ENTRY() }, approvalTtlSeconds: 30 * 86400 })).toThrow(/approvalTtlSeconds/);
+    expect(() => new ToolRunner(stack, 'Runner', { tools: { entry: DEMO_TOOLS_ENTRY() }, approvalTtlSeconds: 30 * 86400 })).toThrow(
+      /approvalTtlSeconds/,
+    );
   });
 });
 
@@ -34,6 +36,8 @@ describe('API Gateway access logs', () => {
     expect(stage.Properties.AccessLogSetting.Format).toContain('requestId');
     const group = template.findResources('AWS::Logs::LogGroup')[destination];
     expect(group.Properties.RetentionInDays).toBeGreaterThan(0);
-    expect(stage.Properties.MethodSettings).toEqual(expect.arrayContaining([expect.objectContaining({ LoggingLevel: 'ERROR', DataTraceEnabled: false })]));
+    expect(stage.Properties.MethodSettings).toEqual(
+      expect.arrayContaining([expect.objectContaining({ LoggingLevel: 'ERROR', DataTraceEnabled: false })]),
+    );
   });
 });

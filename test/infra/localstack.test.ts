@@ -7,7 +7,10 @@ import { ToolRunnerStack } from '../../infra/tool-runner-stack';
 
 // LocalStack cannot run here (no Docker): these check what scripts/localstack.sh relies on, not a deploy.
 const script = readFileSync('scripts/localstack.sh', 'utf8');
-const commands = script.split('\n').filter((l) => !l.trim().startsWith('#')).join('\n');
+const commands = script
+  .split('\n')
+  .filter((l) => !l.trim().startsWith('#'))
+  .join('\n');
 
 describe('scripts/localstack.sh', () => {
   it('is valid bash', () => {
@@ -31,11 +34,16 @@ describe('scripts/localstack.sh', () => {
   it('gets from the demo stack a fixed API id and approval links on the LocalStack URL', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
     const url = 'http://toolrunner.execute-api.localhost.localstack.cloud:4566/v1stage';
-    const stack = new ToolRunnerStack(app, 'Local', { env: { account: '000000000000', region: 'us-east-1' }, restApiCustomId: 'toolrunner', publicBaseUrl: url });
+    const stack = new ToolRunnerStack(app, 'Local', {
+      env: { account: '000000000000', region: 'us-east-1' },
+      restApiCustomId: 'toolrunner',
+      publicBaseUrl: url,
+    });
     const template = Template.fromStack(stack);
     const [api] = Object.values(template.findResources('AWS::ApiGateway::RestApi'));
     expect(api.Properties.Tags).toEqual(expect.arrayContaining([{ Key: '_custom_id_', Value: 'toolrunner' }]));
-    for (const fn of Object.values(template.findResources('AWS::Lambda::Function'))) expect(fn.Properties.Environment.Variables.PUBLIC_BASE_URL).toBe(url);
+    for (const fn of Object.values(template.findResources('AWS::Lambda::Function')))
+      expect(fn.Properties.Environment.Variables.PUBLIC_BASE_URL).toBe(url);
     expect(Object.keys(template.toJSON().Outputs)).toEqual(expect.arrayContaining(['RestApiId', 'SweeperFunctionName', 'ConfigSecretArn']));
   });
 });

@@ -12,14 +12,18 @@ describe('cdk-nag on the synthesized app', () => {
   const { app, stack } = synthDemo();
 
   it('finds no unacknowledged error or warning in the AwsSolutions and Serverless packs', () => {
-    const findings = nagPacks(app).flatMap((pack) => pack.validateScope(app).violations.map((v) => `${v.ruleName}: ${v.violatingResources.map((r) => r.resourceLogicalId).join(', ')}`));
+    const findings = nagPacks(app).flatMap((pack) =>
+      pack.validateScope(app).violations.map((v) => `${v.ruleName}: ${v.violatingResources.map((r) => r.resourceLogicalId).join(', ')}`),
+    );
     expect(findings).toEqual([]);
   });
 
   it('gives every acknowledged finding a reason', () => {
     // Each acknowledgement is recorded as metadata { [ruleId]: reason } on the construct it applies to.
     const acknowledgements = constructs(stack).flatMap((c) =>
-      c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY).flatMap((m) => Object.entries(m.data as Record<string, string>)),
+      c.node.metadata
+        .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .flatMap((m) => Object.entries(m.data as Record<string, string>)),
     );
     expect(acknowledgements.length).toBeGreaterThan(10);
     for (const [id, reason] of acknowledgements) expect(reason?.trim().length ?? 0, id).toBeGreaterThanOrEqual(40);
@@ -29,7 +33,9 @@ describe('cdk-nag on the synthesized app', () => {
     const skip = vi.spyOn(Validations.prototype, 'acknowledge').mockImplementation(() => undefined);
     const bare = synthDemo();
     skip.mockRestore();
-    const rules = new Set(nagPacks(bare.app).flatMap((p) => p.validateScope(bare.app).violations.map((v) => v.ruleName.replace(/\[.*$/, ''))));
+    const rules = new Set(
+      nagPacks(bare.app).flatMap((p) => p.validateScope(bare.app).violations.map((v) => v.ruleName.replace(/\[.*$/, ''))),
+    );
     expect([...rules]).toEqual(expect.arrayContaining(['AwsSolutions-IAM5', 'AwsSolutions-SMG4', 'Serverless-LambdaDLQ']));
   });
 });

@@ -21,7 +21,16 @@ beforeAll(() => {
   deployedDefinition = readFileSync(join(assembly.directory, `asset.${key}`), 'utf8');
 });
 
-const LOG_DELIVERY = new Set(['logs:CreateLogDelivery', 'logs:GetLogDelivery', 'logs:UpdateLogDelivery', 'logs:DeleteLogDelivery', 'logs:ListLogDeliveries', 'logs:PutResourcePolicy', 'logs:DescribeResourcePolicies', 'logs:DescribeLogGroups']);
+const LOG_DELIVERY = new Set([
+  'logs:CreateLogDelivery',
+  'logs:GetLogDelivery',
+  'logs:UpdateLogDelivery',
+  'logs:DeleteLogDelivery',
+  'logs:ListLogDeliveries',
+  'logs:PutResourcePolicy',
+  'logs:DescribeResourcePolicies',
+  'logs:DescribeLogGroups',
+]);
 
 function resources(type: string): Record<string, any> {
   return template.findResources(type);
@@ -29,7 +38,9 @@ function resources(type: string): Record<string, any> {
 
 describe('CDK stack', () => {
   it('deploys the ASL file unchanged, with a substitution for every placeholder', () => {
-    const [machine] = Object.values(resources('AWS::StepFunctions::StateMachine')).filter((m) => m.Properties.StateMachineType === 'STANDARD');
+    const [machine] = Object.values(resources('AWS::StepFunctions::StateMachine')).filter(
+      (m) => m.Properties.StateMachineType === 'STANDARD',
+    );
     const text = readDefinition();
     expect(deployedDefinition).toBe(text);
     const substitutions = machine.Properties.DefinitionSubstitutions as Record<string, any>;
@@ -59,12 +70,19 @@ describe('CDK stack', () => {
     const tables = Object.values(resources('AWS::DynamoDB::Table'));
     expect(tables).toHaveLength(TABLES.length);
     for (const layout of TABLES) {
-      const table = tables.find((t) => t.Properties.KeySchema[0].AttributeName === layout.partitionKey.name && (t.Properties.KeySchema[1]?.AttributeName ?? undefined) === layout.sortKey?.name);
+      const table = tables.find(
+        (t) =>
+          t.Properties.KeySchema[0].AttributeName === layout.partitionKey.name &&
+          (t.Properties.KeySchema[1]?.AttributeName ?? undefined) === layout.sortKey?.name,
+      );
       expect(table, layout.id).toBeDefined();
       expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
       expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
-      if (layout.ttlAttribute) expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: layout.ttlAttribute, Enabled: true });
-      expect((table.Properties.GlobalSecondaryIndexes ?? []).map((i: { IndexName: string }) => i.IndexName).sort()).toEqual((layout.indexes ?? []).map((i) => i.name).sort());
+      if (layout.ttlAttribute)
+        expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: layout.ttlAttribute, Enabled: true });
+      expect((table.Properties.GlobalSecondaryIndexes ?? []).map((i: { IndexName: string }) => i.IndexName).sort()).toEqual(
+        (layout.indexes ?? []).map((i) => i.name).sort(),
+      );
       expect(table.DeletionPolicy).toBe('Retain');
     }
   });
@@ -72,19 +90,35 @@ describe('CDK stack', () => {
   it('puts API Gateway in front of the API Lambda and schedules the sweeper', () => {
     template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
     template.hasResourceProperties('AWS::ApiGateway::Method', { HttpMethod: 'ANY', Integration: { Type: 'AWS_PROXY' } });
-    template.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(1 minute)', Target: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('SweeperFunction'), 'Arn'] } } });
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Target: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('SweeperFunction'), 'Arn'] } },
+    });
     template.resourceCountIs('AWS::SNS::Topic', 1);
-    template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', { ResponseType: 'THROTTLED', StatusCode: '429', ResponseTemplates: { 'application/json': JSON.stringify({ error: { code: 'throttled', message: 'too many requests' } }) } });
+    template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'THROTTLED',
+      StatusCode: '429',
+      ResponseTemplates: { 'application/json': JSON.stringify({ error: { code: 'throttled', message: 'too many requests' } }) },
+    });
   });
 
   it('grants each function only the tables it writes', () => {
-    const tableIds = Object.fromEntries(Object.entries(resources('AWS::DynamoDB::Table')).map(([id, t]) => [id, t.Properties.KeySchema[0].AttributeName as string]));
+    const tableIds = Object.fromEntries(
+      Object.entries(resources('AWS::DynamoDB::Table')).map(([id, t]) => [id, t.Properties.KeySchema[0].AttributeName as string]),
+    );
     const granted = (fnName: string) => {
-      const [fn] = Object.entries(resources('AWS::Lambda::Function')).filter(([id]) => id.startsWith(`Runner${fnName}Function`)).map(([, f]) => f);
+      const [fn] = Object.entries(resources('AWS::Lambda::Function'))
+        .filter(([id]) => id.startsWith(`Runner${fnName}Function`))
+        .map(([, f]) => f);
       const roleId = fn.Properties.Role['Fn::GetAtt'][0] as string;
-      const policy = Object.values(resources('AWS::IAM::Policy')).find((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId))!;
+      const policy = Object.values(resources('AWS::IAM::Policy')).find((p) =>
+        p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId),
+      )!;
       const refs = JSON.stringify(policy.Properties.PolicyDocument.Statement);
-      return Object.entries(tableIds).filter(([id]) => refs.includes(`"${id}"`)).map(([, key]) => key).sort();
+      return Object.entries(tableIds)
+        .filter(([id]) => refs.includes(`"${id}"`))
+        .map(([, key]) => key)
+        .sort();
     };
     expect(granted('Api')).toEqual(['id', 'operationId', 'runId', 'runId', 'shard'].sort());
     expect(granted('Execute')).toEqual(['lockKey', 'operationId', 'runId', 'runId', 'shard'].sort());
@@ -99,7 +133,10 @@ describe('CDK stack', () => {
         for (const action of actions) expect(action, id).not.toMatch(/(^\*$|:\*$)/);
         if ([statement.Resource].flat().includes('*')) {
           // These have no resource-level permissions: X-Ray segment upload and CloudWatch Logs vended delivery.
-          expect(actions.every((a) => a.startsWith('xray:') || LOG_DELIVERY.has(a)), `${id}: ${actions}`).toBe(true);
+          expect(
+            actions.every((a) => a.startsWith('xray:') || LOG_DELIVERY.has(a)),
+            `${id}: ${actions}`,
+          ).toBe(true);
         }
       }
     }

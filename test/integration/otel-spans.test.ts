@@ -58,7 +58,15 @@ describe('execute_tool spans (OpenTelemetry GenAI conventions)', () => {
         'toolrunner.approval': 'not_required',
       });
     }
-    expect(spans.map((s) => [s.attributes['toolrunner.attempt'], s.attributes['toolrunner.outcome'], s.attributes['toolrunner.upstream.status_code'], s.attributes['error.type'], s.status.code])).toEqual([
+    expect(
+      spans.map((s) => [
+        s.attributes['toolrunner.attempt'],
+        s.attributes['toolrunner.outcome'],
+        s.attributes['toolrunner.upstream.status_code'],
+        s.attributes['error.type'],
+        s.status.code,
+      ]),
+    ).toEqual([
       [1, 'failed_retryable', 503, 'upstream_unavailable', SpanStatusCode.ERROR],
       [2, 'failed_retryable', 503, 'upstream_unavailable', SpanStatusCode.ERROR],
       [3, 'succeeded', 200, undefined, SpanStatusCode.UNSET],
@@ -80,7 +88,13 @@ describe('execute_tool spans (OpenTelemetry GenAI conventions)', () => {
     expect(read.body).toMatchObject({ status: 'succeeded' });
     const [span] = spansOf(read.body.logical_operation_id);
     expect(span.parentSpanContext).toBeUndefined();
-    expect(span.attributes).toMatchObject({ 'gen_ai.tool.name': 'get_order', 'toolrunner.attempt': 1, 'toolrunner.outcome': 'succeeded', 'toolrunner.risk': 'read', 'toolrunner.idempotency.replay_safe': true });
+    expect(span.attributes).toMatchObject({
+      'gen_ai.tool.name': 'get_order',
+      'toolrunner.attempt': 1,
+      'toolrunner.outcome': 'succeeded',
+      'toolrunner.risk': 'read',
+      'toolrunner.idempotency.replay_safe': true,
+    });
 
     const big = await api.call(keys.agent, runId, { callId: 'call_big', turn: 2, name: 'charge_card', arguments: charge(75_000) });
     expect(big.status).toBe(202);
@@ -88,8 +102,16 @@ describe('execute_tool spans (OpenTelemetry GenAI conventions)', () => {
     const approval = pending.body.approvals.find((a: { operationId: string }) => a.operationId === big.body.operationId);
     const sig = new URL(approval.url).searchParams.get('sig');
     expect((await api.request('POST', `/v1/approvals/${approval.approvalId}`, { body: { decision: 'approve', sig } })).status).toBe(200);
-    await api.until('reported', () => api.operation(keys.agent, big.body.operationId), (o) => o.state === 'reported');
+    await api.until(
+      'reported',
+      () => api.operation(keys.agent, big.body.operationId),
+      (o) => o.state === 'reported',
+    );
     const [approved] = spansOf(big.body.operationId);
-    expect(approved.attributes).toMatchObject({ 'toolrunner.approval': 'approved', 'toolrunner.outcome': 'succeeded', 'toolrunner.upstream.status_code': 200 });
+    expect(approved.attributes).toMatchObject({
+      'toolrunner.approval': 'approved',
+      'toolrunner.outcome': 'succeeded',
+      'toolrunner.upstream.status_code': 200,
+    });
   });
 });

@@ -31,8 +31,22 @@ describe('OTLP export', () => {
     const exporting = startOtlpExport(process.env);
     expect(exporting).toBeDefined();
     const telemetry = otelTelemetry();
-    const start = { toolName: 'get_order', callId: 'call_x', operationId: 'op_x', runId: 'run_x', attempt: 1, risk: 'read' as const, idempotencyKeySent: false, replaySafe: true, approval: 'not_required' as const };
-    await telemetry.attemptSpan(start, async () => 'ok', () => ({ outcome: { kind: 'succeeded', result: null }, upstreamStatus: 200, latencyMs: 3 }));
+    const start = {
+      toolName: 'get_order',
+      callId: 'call_x',
+      operationId: 'op_x',
+      runId: 'run_x',
+      attempt: 1,
+      risk: 'read' as const,
+      idempotencyKeySent: false,
+      replaySafe: true,
+      approval: 'not_required' as const,
+    };
+    await telemetry.attemptSpan(
+      start,
+      async () => 'ok',
+      () => ({ outcome: { kind: 'succeeded', result: null }, upstreamStatus: 200, latencyMs: 3 }),
+    );
     await exporting!.shutdown();
     const traces = received.filter((r) => r.path === '/v1/traces');
     expect(traces.length).toBeGreaterThanOrEqual(1);

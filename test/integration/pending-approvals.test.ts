@@ -20,9 +20,24 @@ function pendingItem(i: number, requester: string, expiresAt: string) {
   const operationId = `op_${String(i).padStart(4, '0')}${randomBytes(8).toString('hex')}`;
   const createdAt = new Date(NOW - 3_600_000 + i * 1000).toISOString();
   return {
-    schemaVersion: SCHEMA_VERSION, operationId, runId: `run_${i}`, callId: `call_${i}`, turn: 1, toolName: 'charge_card', principalId: requester,
-    state: 'awaiting_approval', rawArguments: { amount: 60_000 + i }, frozenArguments: JSON.stringify({ amount: 60_000 + i }), inputHash: `sha256:${i}`,
-    idempotencyKey: `idk_${i}`, attempts: 0, createdAt, updatedAt: createdAt, version: 3, resumes: 0, leaseUntil: expiresAt,
+    schemaVersion: SCHEMA_VERSION,
+    operationId,
+    runId: `run_${i}`,
+    callId: `call_${i}`,
+    turn: 1,
+    toolName: 'charge_card',
+    principalId: requester,
+    state: 'awaiting_approval',
+    rawArguments: { amount: 60_000 + i },
+    frozenArguments: JSON.stringify({ amount: 60_000 + i }),
+    inputHash: `sha256:${i}`,
+    idempotencyKey: `idk_${i}`,
+    attempts: 0,
+    createdAt,
+    updatedAt: createdAt,
+    version: 3,
+    resumes: 0,
+    leaseUntil: expiresAt,
     approval: { approvalId: `apr_${operationId.slice(3)}`, state: 'pending', expiresAt },
     approvalPendingKey: 'pending',
   };
@@ -53,7 +68,9 @@ beforeAll(async () => {
     items.push(item);
   }
   for (let i = 0; i < items.length; i += 25) {
-    await doc.send(new BatchWriteCommand({ RequestItems: { [tables.operations]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) } }));
+    await doc.send(
+      new BatchWriteCommand({ RequestItems: { [tables.operations]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) } }),
+    );
   }
 });
 afterAll(() => client.destroy());
@@ -62,7 +79,11 @@ function appFor(): ReturnType<typeof makeApp> {
   const deps: Deps = {
     store,
     tools: new Map(),
-    config: async () => ({ principals: [{ id: 'approver', key: approverKey, roles: ['approver'], tools: [] }], approvalSecret: 'p'.repeat(32), approvalTtlSeconds: 86400 }),
+    config: async () => ({
+      principals: [{ id: 'approver', key: approverKey, roles: ['approver'], tools: [] }],
+      approvalSecret: 'p'.repeat(32),
+      approvalTtlSeconds: 86400,
+    }),
     lifecycle: {
       start: async () => undefined,
       stop: async () => undefined,
@@ -112,7 +133,12 @@ describe('pending approvals, paged inside the query', () => {
     expect(seen).toHaveLength(300);
     expect(new Set(seen)).toEqual(visible);
 
-    for (const bad of ['not-a-cursor', Buffer.from('{"approvalPendingKey":"pending"}').toString('base64url'), Buffer.from('null').toString('base64url'), 'x'.repeat(5000)]) {
+    for (const bad of [
+      'not-a-cursor',
+      Buffer.from('{"approvalPendingKey":"pending"}').toString('base64url'),
+      Buffer.from('null').toString('base64url'),
+      'x'.repeat(5000),
+    ]) {
       const res = await app.request(`/v1/approvals?cursor=${bad}`, { headers: auth });
       expect(res.status).toBe(400);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_request');

@@ -40,16 +40,37 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 function newRun(now: number): RunRecord {
   return {
-    schemaVersion: SCHEMA_VERSION, runId: `run_${randomBytes(6).toString('hex')}`, principalId: 'p', status: 'open',
-    budgets: { maxTurns: 5, maxToolCalls: 1000, maxWallClockSeconds: 86_400, maxSpendCents: 0 }, usage: { turns: 0, toolCalls: 0, spendCents: 0 },
-    lastTurn: 0, createdAt: iso(now), updatedAt: iso(now), deadlineAt: iso(now + 86_400_000),
+    schemaVersion: SCHEMA_VERSION,
+    runId: `run_${randomBytes(6).toString('hex')}`,
+    principalId: 'p',
+    status: 'open',
+    budgets: { maxTurns: 5, maxToolCalls: 1000, maxWallClockSeconds: 86_400, maxSpendCents: 0 },
+    usage: { turns: 0, toolCalls: 0, spendCents: 0 },
+    lastTurn: 0,
+    createdAt: iso(now),
+    updatedAt: iso(now),
+    deadlineAt: iso(now + 86_400_000),
   };
 }
 
 function newOp(runId: string, callId: string, now: number, leaseUntil: number): OperationRecord {
   return {
-    schemaVersion: SCHEMA_VERSION, operationId: `op_${randomBytes(6).toString('hex')}`, runId, callId, turn: 1, toolName: 't', principalId: 'p',
-    state: 'executing', rawArguments: '{}', inputHash: 'sha256:x', idempotencyKey: 'idk_x', attempts: 1, createdAt: iso(now), updatedAt: '', version: 0, resumes: 0,
+    schemaVersion: SCHEMA_VERSION,
+    operationId: `op_${randomBytes(6).toString('hex')}`,
+    runId,
+    callId,
+    turn: 1,
+    toolName: 't',
+    principalId: 'p',
+    state: 'executing',
+    rawArguments: '{}',
+    inputHash: 'sha256:x',
+    idempotencyKey: 'idk_x',
+    attempts: 1,
+    createdAt: iso(now),
+    updatedAt: '',
+    version: 0,
+    resumes: 0,
     leaseUntil: iso(leaseUntil),
   };
 }
@@ -64,7 +85,10 @@ type Step =
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('create' as const), leaseMs: fc.integer({ min: 0, max: 300_000 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('renew' as const), pick: fc.nat(), leaseMs: fc.integer({ min: 0, max: 300_000 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('renew' as const), pick: fc.nat(), leaseMs: fc.integer({ min: 0, max: 300_000 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('settle' as const), pick: fc.nat() }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('sweep' as const), advanceMs: fc.integer({ min: 0, max: 150_000 }) }) },
 );
@@ -89,7 +113,12 @@ describe.each(stores)('store properties: %s', (_name, make) => {
           if (s.kind === 'create') {
             const current = (await store.getRun(run.runId))!;
             const op = newOp(run.runId, `c${model.length}`, t0 + t, t0 + t + s.leaseMs);
-            await store.createOperation({ run: current, runChange: { kind: 'admit', delta: { turn: 1, opensTurn: current.lastTurn < 1, costCents: 0 }, now: t0 + t }, op, events: [{ type: 'operation.proposed' }] });
+            await store.createOperation({
+              run: current,
+              runChange: { kind: 'admit', delta: { turn: 1, opensTurn: current.lastTurn < 1, costCents: 0 }, now: t0 + t },
+              op,
+              events: [{ type: 'operation.proposed' }],
+            });
             model.push({ id: op.operationId, active: true, lease: t + s.leaseMs });
           } else if (s.kind === 'renew' && model.some((m) => m.active)) {
             const i = model.findIndex((m, n) => m.active && n >= s.pick % model.length);
@@ -114,7 +143,12 @@ describe.each(stores)('store properties: %s', (_name, make) => {
         }
         // A runtime that knows none of its executions survived sees every active operation.
         const all = (await store.listExpiredLeases(iso(t0 + t), 1000, { ignoreLeases: true })).map((o) => o.operationId).sort();
-        expect(all).toEqual(model.filter((m) => m.active).map((m) => m.id).sort());
+        expect(all).toEqual(
+          model
+            .filter((m) => m.active)
+            .map((m) => m.id)
+            .sort(),
+        );
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
@@ -127,18 +161,29 @@ describe.each(stores)('store properties: %s', (_name, make) => {
         const run = newRun(Date.now());
         await store.putNewRun(run);
         const op = newOp(run.runId, 'c0', Date.now(), Date.now() + 60_000);
-        await store.createOperation({ run, runChange: { kind: 'admit', delta: { turn: 1, opensTurn: true, costCents: 0 }, now: Date.now() }, op, events: [{ type: 'operation.proposed' }] });
+        await store.createOperation({
+          run,
+          runChange: { kind: 'admit', delta: { turn: 1, opensTurn: true, costCents: 0 }, now: Date.now() },
+          op,
+          events: [{ type: 'operation.proposed' }],
+        });
         const expected = ['operation.proposed'];
         for (const [round, writers] of racers.entries()) {
           const before = (await store.getOperation(op.operationId))!;
           const outcomes = await Promise.allSettled(
-            Array.from({ length: writers }, (_, w) => store.updateOperation(before, { ...before, attempts: before.attempts + 1 }, [{ type: 'state.transition', detail: { round, writer: w } }])),
+            Array.from({ length: writers }, (_, w) =>
+              store.updateOperation(before, { ...before, attempts: before.attempts + 1 }, [
+                { type: 'state.transition', detail: { round, writer: w } },
+              ]),
+            ),
           );
           const won = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
           expect(won).toHaveLength(1);
           expected.push(`state.transition:${round}:${(won[0].events[0].detail as { writer: number }).writer}`);
         }
-        const shown = (await store.listEvents(run.runId)).map((e) => (e.detail ? `${e.type}:${(e.detail as { round: number }).round}:${(e.detail as { writer: number }).writer}` : e.type));
+        const shown = (await store.listEvents(run.runId)).map((e) =>
+          e.detail ? `${e.type}:${(e.detail as { round: number }).round}:${(e.detail as { writer: number }).writer}` : e.type,
+        );
         expect(shown).toEqual(expected);
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },

@@ -21,13 +21,34 @@ async function dynamoStore(): Promise<Store> {
 
 const now = Date.now();
 const newRun = (budgets: Partial<RunRecord['budgets']> = {}): RunRecord => ({
-  schemaVersion: SCHEMA_VERSION, runId: `run_${randomBytes(6).toString('hex')}`, principalId: 'p', status: 'open',
-  budgets: { maxTurns: 5, maxToolCalls: 5, maxWallClockSeconds: 60, maxSpendCents: 0, ...budgets }, usage: { turns: 0, toolCalls: 0, spendCents: 0 },
-  lastTurn: 0, createdAt: new Date(now).toISOString(), updatedAt: new Date(now).toISOString(), deadlineAt: new Date(now + 60_000).toISOString(),
+  schemaVersion: SCHEMA_VERSION,
+  runId: `run_${randomBytes(6).toString('hex')}`,
+  principalId: 'p',
+  status: 'open',
+  budgets: { maxTurns: 5, maxToolCalls: 5, maxWallClockSeconds: 60, maxSpendCents: 0, ...budgets },
+  usage: { turns: 0, toolCalls: 0, spendCents: 0 },
+  lastTurn: 0,
+  createdAt: new Date(now).toISOString(),
+  updatedAt: new Date(now).toISOString(),
+  deadlineAt: new Date(now + 60_000).toISOString(),
 });
 const newOp = (runId: string, callId = 'call_1'): OperationRecord => ({
-  schemaVersion: SCHEMA_VERSION, operationId: `op_${randomBytes(6).toString('hex')}`, runId, callId, turn: 1, toolName: 't', principalId: 'p',
-  state: 'proposed', rawArguments: '{}', inputHash: 'sha256:x', idempotencyKey: 'idk_x', attempts: 0, createdAt: new Date(now).toISOString(), updatedAt: '', version: 0, resumes: 0,
+  schemaVersion: SCHEMA_VERSION,
+  operationId: `op_${randomBytes(6).toString('hex')}`,
+  runId,
+  callId,
+  turn: 1,
+  toolName: 't',
+  principalId: 'p',
+  state: 'proposed',
+  rawArguments: '{}',
+  inputHash: 'sha256:x',
+  idempotencyKey: 'idk_x',
+  attempts: 0,
+  createdAt: new Date(now).toISOString(),
+  updatedAt: '',
+  version: 0,
+  resumes: 0,
   leaseUntil: new Date(now).toISOString(),
 });
 const proposal = [{ type: 'operation.proposed' as const }];
@@ -44,14 +65,24 @@ describe.each([
     const run = newRun();
     await store.putNewRun(run);
     const op = newOp(run.runId);
-    const out = await store.createOperation({ run, runChange: admit(), op, events: [{ type: 'operation.proposed', operationId: op.operationId }, { type: 'policy.decision', operationId: op.operationId }] });
+    const out = await store.createOperation({
+      run,
+      runChange: admit(),
+      op,
+      events: [
+        { type: 'operation.proposed', operationId: op.operationId },
+        { type: 'policy.decision', operationId: op.operationId },
+      ],
+    });
     expect(out.op.version).toBe(1);
     const created = await store.listEvents(run.runId);
     expect(created.map((e) => e.type)).toEqual(['operation.proposed', 'policy.decision']);
     expect(created[1].seq).toBe(created[0].seq + 1);
     expect((await store.getRun(run.runId))!.usage).toEqual({ turns: 1, toolCalls: 1, spendCents: 0 });
     expect((await store.listOperationsOfRun(run.runId)).map((o) => o.operationId)).toEqual([op.operationId]);
-    expect((await store.listExpiredLeases(new Date().toISOString(), 1000, { ignoreLeases: true })).some((o) => o.operationId === op.operationId)).toBe(true);
+    expect(
+      (await store.listExpiredLeases(new Date().toISOString(), 1000, { ignoreLeases: true })).some((o) => o.operationId === op.operationId),
+    ).toBe(true);
     // A second create of the same id fails and says what exists: one logical operation per (runId, callId).
     const again = await store.createOperation({ run, runChange: admit(1, false), op, events: proposal }).catch((e: unknown) => e);
     expect(again).toBeInstanceOf(OperationExistsError);
@@ -64,11 +95,23 @@ describe.each([
     await store.putNewRun(run);
     const op = newOp(run.runId);
     await store.createOperation({ run, runChange: admit(), op, events: [{ type: 'operation.proposed', operationId: op.operationId }] });
-    const appended = await store.appendRunEvents(run.runId, [
-      { type: 'operation.replayed', operationId: op.operationId, callId: op.callId, detail: { inputHash: 'sha256:x' } },
-      { type: 'call.conflict', operationId: op.operationId, callId: op.callId, detail: { storedInputHash: 'sha256:x', submittedInputHash: 'sha256:y' } },
-    ], undefined);
-    expect(appended.map((e) => [e.type, e.runId])).toEqual([['operation.replayed', run.runId], ['call.conflict', run.runId]]);
+    const appended = await store.appendRunEvents(
+      run.runId,
+      [
+        { type: 'operation.replayed', operationId: op.operationId, callId: op.callId, detail: { inputHash: 'sha256:x' } },
+        {
+          type: 'call.conflict',
+          operationId: op.operationId,
+          callId: op.callId,
+          detail: { storedInputHash: 'sha256:x', submittedInputHash: 'sha256:y' },
+        },
+      ],
+      undefined,
+    );
+    expect(appended.map((e) => [e.type, e.runId])).toEqual([
+      ['operation.replayed', run.runId],
+      ['call.conflict', run.runId],
+    ]);
     expect(await store.appendRunEvents(run.runId, [], undefined)).toEqual([]);
     const events = await store.listEvents(run.runId);
     expect(events.map((e) => e.type)).toEqual(['operation.proposed', 'operation.replayed', 'call.conflict']);
@@ -85,7 +128,9 @@ describe.each([
     const run = newRun();
     await store.putNewRun(run);
     const created = (await store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: proposal })).op;
-    await store.updateOperation(created, { ...created, state: 'validated' }, [{ type: 'state.transition', from: 'proposed', to: 'validated' }]);
+    await store.updateOperation(created, { ...created, state: 'validated' }, [
+      { type: 'state.transition', from: 'proposed', to: 'validated' },
+    ]);
     const stale = await store.updateOperation(created, { ...created, state: 'rejected' }, []).catch((e: unknown) => e);
     expect(stale).toBeInstanceOf(OperationConflictError);
     expect((stale as OperationConflictError).current?.state).toBe('validated');
@@ -101,7 +146,12 @@ describe.each([
           const current = (await store.getRun(run.runId))!;
           if (current.usage.toolCalls >= 3) return 'refused';
           try {
-            await store.createOperation({ run: current, runChange: admit(1, current.lastTurn < 1), op: newOp(run.runId, `call_${i}`), events: [{ type: 'operation.proposed' }] });
+            await store.createOperation({
+              run: current,
+              runChange: admit(1, current.lastTurn < 1),
+              op: newOp(run.runId, `call_${i}`),
+              events: [{ type: 'operation.proposed' }],
+            });
             return 'admitted';
           } catch (error) {
             if (!(error instanceof RunChangedError) && (error as Error).name !== 'ContentionError') throw error;
@@ -123,7 +173,9 @@ describe.each([
     const closed = await store.updateRunStatus(run, 'cancelled', [{ type: 'run.cancelled' }]);
     expect(closed.status).toBe('cancelled');
     await expect(store.updateRunStatus(run, 'budget_exhausted', [])).rejects.toBeInstanceOf(RunChangedError);
-    await expect(store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: proposal })).rejects.toBeInstanceOf(RunChangedError);
+    await expect(store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: proposal })).rejects.toBeInstanceOf(
+      RunChangedError,
+    );
   });
 
   it('gives back the arguments as sent, whether an object, a JSON string or something else than the frozen form', async () => {
@@ -131,7 +183,12 @@ describe.each([
     const run = newRun({ maxToolCalls: 10 });
     await store.putNewRun(run);
     const frozen = '{"amount":1000,"currency":"USD"}';
-    for (const [i, raw] of [{ amount: 1000, currency: 'USD' }, frozen, { currency: 'USD', amount: 1000 }, '{ "amount": 1000, "currency": "USD" }'].entries()) {
+    for (const [i, raw] of [
+      { amount: 1000, currency: 'USD' },
+      frozen,
+      { currency: 'USD', amount: 1000 },
+      '{ "amount": 1000, "currency": "USD" }',
+    ].entries()) {
       const op = { ...newOp(run.runId, `raw_${i}`), rawArguments: raw, frozenArguments: frozen };
       await store.createOperation({ run: (await store.getRun(run.runId))!, runChange: admit(1, i === 0), op, events: proposal });
       const read = (await store.getOperation(op.operationId))!;
@@ -153,18 +210,31 @@ describe.each([
     expect(moves.filter((m) => m.status === 'fulfilled')).toHaveLength(1);
     const won = (await store.getOperation(created.operationId))!;
     const events = await store.listEvents(run.runId);
-    expect(events.map((e) => [e.type, e.to])).toEqual([['operation.proposed', undefined], ['state.transition', won.state]]);
+    expect(events.map((e) => [e.type, e.to])).toEqual([
+      ['operation.proposed', undefined],
+      ['state.transition', won.state],
+    ]);
     // The next write keeps the blocks of the writes before it.
     const next = await store.updateOperation(won, { ...won }, [{ type: 'policy.decision' }]);
     expect((await store.listEvents(run.runId)).map((e) => e.type)).toEqual(['operation.proposed', 'state.transition', 'policy.decision']);
-    expect((await store.listOperationsOfRun(run.runId)).map((o) => [o.operationId, o.version])).toEqual([[created.operationId, next.op.version]]);
+    expect((await store.listOperationsOfRun(run.runId)).map((o) => [o.operationId, o.version])).toEqual([
+      [created.operationId, next.op.version],
+    ]);
   });
 
   it('lists an active operation once its lease passes, again while nobody claims it, never before and never once settled', async () => {
     const store = await make();
     const run = newRun();
     await store.putNewRun(run);
-    const create = async (callId: string, leaseMs: number) => (await store.createOperation({ run, runChange: admit(1, callId === 'a'), op: { ...newOp(run.runId, callId), leaseUntil: at(leaseMs) }, events: proposal })).op;
+    const create = async (callId: string, leaseMs: number) =>
+      (
+        await store.createOperation({
+          run,
+          runChange: admit(1, callId === 'a'),
+          op: { ...newOp(run.runId, callId), leaseUntil: at(leaseMs) },
+          events: proposal,
+        })
+      ).op;
     const a = await create('a', 60_000);
     const b = await create('b', 60_000);
     const c = await create('c', 600_000);
@@ -209,7 +279,11 @@ describe('DynamoDB store: what only DynamoDB can do', () => {
     lossy.middlewareStack.add(
       (next, context) => async (args) => {
         const out = await next(args);
-        if (context.commandName === 'PutItemCommand' && (args.input as { TableName?: string }).TableName === tables.operations && drop > 0) {
+        if (
+          context.commandName === 'PutItemCommand' &&
+          (args.input as { TableName?: string }).TableName === tables.operations &&
+          drop > 0
+        ) {
           drop--;
           throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', $metadata: {} });
         }
@@ -223,7 +297,9 @@ describe('DynamoDB store: what only DynamoDB can do', () => {
       await store.putNewRun(run);
       const created = (await store.createOperation({ run, runChange: { kind: 'none' }, op: newOp(run.runId), events: proposal })).op;
       drop = 1;
-      const moved = await store.updateOperation(created, { ...created, state: 'validated' }, [{ type: 'state.transition', from: 'proposed', to: 'validated' }]);
+      const moved = await store.updateOperation(created, { ...created, state: 'validated' }, [
+        { type: 'state.transition', from: 'proposed', to: 'validated' },
+      ]);
       expect(drop).toBe(0);
       expect(moved.op.version).toBe(2);
       expect((await store.getOperation(created.operationId))!.state).toBe('validated');

@@ -15,8 +15,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** The CLI from its sources, as `node --import tsx cli/main.ts`; the built one is tested from the installed package. */
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((r) => {
-    execFile(process.execPath, ['--import', tsxLoader, join(root, 'cli/main.ts'), ...args], { cwd: dir, env: { ...process.env, TOOLRUNNER_TOOLS: '', ...env } }, (error, stdout, stderr) =>
-      r({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ['--import', tsxLoader, join(root, 'cli/main.ts'), ...args],
+      { cwd: dir, env: { ...process.env, TOOLRUNNER_TOOLS: '', ...env } },
+      (error, stdout, stderr) => r({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -32,7 +35,9 @@ describe('toolrunner command', () => {
     );
     const res = await cli(['start', '--tools', 'risky.mjs']);
     expect(res.code).toBe(2);
-    expect(res.stderr).toContain('wire_money: an irreversible write without idempotency support or a reconcile function must declare maxAttempts: 1');
+    expect(res.stderr).toContain(
+      'wire_money: an irreversible write without idempotency support or a reconcile function must declare maxAttempts: 1',
+    );
     expect(res.stdout).not.toContain('ready:');
     noStack(res.stderr);
   });

@@ -23,7 +23,8 @@ function startNotesUpstream(): Promise<{ url: string; puts: { key: string | unde
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const id = decodeURIComponent((req.url ?? '').replace(/^\/notes\//, ''));
-      const reply = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      const reply = (status: number, body: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       if (req.method === 'GET') return notes.has(id) ? reply(200, notes.get(id)) : reply(404, { error: { code: 'not_found' } });
       if (req.method !== 'PUT') return reply(405, {});
       const key = req.headers['idempotency-key'] as string | undefined;
@@ -35,7 +36,9 @@ function startNotesUpstream(): Promise<{ url: string; puts: { key: string | unde
       reply(200, note);
     });
   });
-  return new Promise((r) => server.listen(0, '127.0.0.1', () => r({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, puts, server })));
+  return new Promise((r) =>
+    server.listen(0, '127.0.0.1', () => r({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, puts, server })),
+  );
 }
 
 /** Lines of a child's stdout, with a way to wait (deadline-bound) for one that matches. */
@@ -87,7 +90,12 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
   beforeAll(async () => {
     let started = Date.now();
     const packed = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
-    const [info] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as { filename: string; size: number; unpackedSize: number; entryCount: number }[];
+    const [info] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as {
+      filename: string;
+      size: number;
+      unpackedSize: number;
+      entryCount: number;
+    }[];
     tarball = join(work, info.filename);
     figures.pack = `${((Date.now() - started) / 1000).toFixed(1)} s, ${(statSync(tarball).size / 1024).toFixed(0)} KiB, ${info.entryCount} files`;
 
@@ -95,7 +103,10 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     await run('mkdir', ['-p', app]);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'notes-agent', private: true, type: 'module' }));
     started = Date.now();
-    await run('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, maxBuffer: 64 * 1024 * 1024 });
+    await run('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+      cwd: app,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     figures.install = `${((Date.now() - started) / 1000).toFixed(1)} s`;
     const du = await run('du', ['-sk', join(app, 'node_modules')]);
     figures.installSize = `${Math.round(Number(du.stdout.split('\t')[0]) / 1024)} MiB`;
@@ -120,29 +131,48 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
         "import { createClient, ToolRunnerError, type ToolCallResult } from 'toolrunner/client';",
         "import type { Envelope, ToolSpec } from 'toolrunner';",
         "import tools from './tools.js';",
-        "const specs: ToolSpec[] = tools;",
+        'const specs: ToolSpec[] = tools;',
         "const runner = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.TOOLRUNNER_KEY ?? '' });",
-        "const { runId } = await runner.createRun({ budgets: { maxToolCalls: 20 } });",
+        'const { runId } = await runner.createRun({ budgets: { maxToolCalls: 20 } });',
         "const answer: ToolCallResult = await runner.callTool(runId, { callId: 'call_1', turn: 1, name: 'save_note', arguments: { id: 'n1', text: 'hello' } });",
         "const envelope: Envelope = answer.kind === 'envelope' ? answer.envelope : await runner.waitForOperation(answer.operationId);",
-        "// @ts-expect-error: a status the API never answers",
+        '// @ts-expect-error: a status the API never answers',
         "const wrong: Envelope['status'] = 'done';",
-        "export { envelope, specs, wrong, ToolRunnerError };",
+        'export { envelope, specs, wrong, ToolRunnerError };',
       ].join('\n'),
     );
     writeFileSync(
       join(app, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, skipLibCheck: false, typeRoots: [join(root, 'node_modules/@types')], types: ['node'] },
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          typeRoots: [join(root, 'node_modules/@types')],
+          types: ['node'],
+        },
         files: ['tools.ts', 'agent.ts'],
       }),
     );
-    const tsc = await run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', app], { cwd: app }).catch((e: { stdout: string }) => ({ stdout: e.stdout, failed: true }));
+    const tsc = await run(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', app], { cwd: app }).catch(
+      (e: { stdout: string }) => ({ stdout: e.stdout, failed: true }),
+    );
     expect(tsc.stdout).toBe('');
   }, 120_000);
 
   it('exports the framework adapters by their package names (their frameworks are optional peers)', async () => {
-    const resolved = await run(process.execPath, ['--input-type=module', '-e', "console.log(JSON.stringify(['openai-agents', 'ai-sdk'].map((name) => import.meta.resolve(`toolrunner/${name}`))))"], { cwd: app });
+    const resolved = await run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "console.log(JSON.stringify(['openai-agents', 'ai-sdk'].map((name) => import.meta.resolve(`toolrunner/${name}`))))",
+      ],
+      { cwd: app },
+    );
     const [agents, aiSdk] = JSON.parse(resolved.stdout) as string[];
     expect(agents).toMatch(/node_modules\/toolrunner\/dist\/openai-agents\.js$/);
     expect(aiSdk).toMatch(/node_modules\/toolrunner\/dist\/ai-sdk\.js$/);
@@ -154,7 +184,13 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     let started = Date.now();
     runner = spawn(join(app, 'node_modules/.bin/toolrunner'), ['start', '--tools', 'tools.ts'], {
       cwd: app,
-      env: plainEnv({ PORT: String(port), SANDBOX_PORT: String(sandboxPort), TOOLRUNNER_DATA_DIR: join(work, 'data'), TOOLRUNNER_CONFIG: join(work, 'principals.json'), NOTES_API: upstream.url }),
+      env: plainEnv({
+        PORT: String(port),
+        SANDBOX_PORT: String(sandboxPort),
+        TOOLRUNNER_DATA_DIR: join(work, 'data'),
+        TOOLRUNNER_CONFIG: join(work, 'principals.json'),
+        NOTES_API: upstream.url,
+      }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const lines = watchLines(runner);
@@ -165,21 +201,37 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     expect(lines.output()).not.toContain('sandbox=');
     await expect(fetch(`http://127.0.0.1:${sandboxPort}/health`)).rejects.toThrow();
 
-    const principals = JSON.parse(readFileSync(join(work, 'principals.json'), 'utf8')) as { principals: { key: string; roles: string[] }[] };
+    const principals = JSON.parse(readFileSync(join(work, 'principals.json'), 'utf8')) as {
+      principals: { key: string; roles: string[] }[];
+    };
     const apiKey = principals.principals.find((p) => p.roles.includes('agent'))!.key;
     // The client as the user's code loads it: from the installed package, with the installed zod.
-    const { createClient, ToolRunnerError } = (await import(pathToFileURL(join(app, 'node_modules/toolrunner/dist/client/index.js')).href)) as typeof import('../../functions/client');
+    const { createClient, ToolRunnerError } = (await import(
+      pathToFileURL(join(app, 'node_modules/toolrunner/dist/client/index.js')).href
+    )) as typeof import('../../functions/client');
     const client = createClient({ baseUrl: apiUrl, apiKey });
 
     expect((await client.listTools()).map((t) => t.name)).toEqual(['get_note', 'save_note']);
     const { runId } = await client.createRun({ budgets: { maxToolCalls: 10 } });
 
-    const read = await client.callTool(runId, { callId: 'call_1', turn: 1, name: 'get_note', arguments: { id: 'n1' } }, { waitSeconds: 20 });
-    expect(read).toMatchObject({ kind: 'envelope', replayed: false, envelope: { status: 'succeeded', result: { id: 'n1', text: 'first' } } });
+    const read = await client.callTool(
+      runId,
+      { callId: 'call_1', turn: 1, name: 'get_note', arguments: { id: 'n1' } },
+      { waitSeconds: 20 },
+    );
+    expect(read).toMatchObject({
+      kind: 'envelope',
+      replayed: false,
+      envelope: { status: 'succeeded', result: { id: 'n1', text: 'first' } },
+    });
 
     const write = { callId: 'call_2', turn: 2, name: 'save_note', arguments: { id: 'n2', text: 'second' } };
     const first = await client.callTool(runId, write, { waitSeconds: 20 });
-    expect(first).toMatchObject({ kind: 'envelope', replayed: false, envelope: { status: 'succeeded', result: { id: 'n2', text: 'second' } } });
+    expect(first).toMatchObject({
+      kind: 'envelope',
+      replayed: false,
+      envelope: { status: 'succeeded', result: { id: 'n2', text: 'second' } },
+    });
     const again = await client.callTool(runId, write, { waitSeconds: 20 });
     expect(again).toMatchObject({ kind: 'envelope', replayed: true });
     if (first.kind !== 'envelope' || again.kind !== 'envelope') throw new Error('expected envelopes');
@@ -193,7 +245,10 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     expect(upstream.puts).toHaveLength(1);
 
     // The CLI's timeline for the same run, from the installed bin.
-    const trace = await run(join(app, 'node_modules/.bin/toolrunner'), ['trace', runId], { cwd: app, env: plainEnv({ TOOLRUNNER_URL: apiUrl, TOOLRUNNER_KEY: apiKey }) });
+    const trace = await run(join(app, 'node_modules/.bin/toolrunner'), ['trace', runId], {
+      cwd: app,
+      env: plainEnv({ TOOLRUNNER_URL: apiUrl, TOOLRUNNER_KEY: apiKey }),
+    });
     expect(trace.stdout).toMatch(new RegExp(`^run ${runId}: \\d+ events, 2 operations`));
     expect(trace.stdout).toContain('save_note  call call_2 turn 2');
     expect(trace.stdout).toMatch(/#1\s+attempt finished succeeded HTTP 200/);
@@ -205,10 +260,14 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     expect(lines.output()).not.toMatch(/\n\s+at /);
   }, 180_000);
 
-  it('synthesizes a user CDK app with the installed ToolRunner construct, bundling the user\'s tools into the Lambdas that run them', async () => {
+  it("synthesizes a user CDK app with the installed ToolRunner construct, bundling the user's tools into the Lambdas that run them", async () => {
     // The construct's peers, as a user adds them: CDK itself, and esbuild so bundling needs no Docker.
     let started = Date.now();
-    await run('npm', ['install', 'aws-cdk-lib', 'constructs', 'esbuild', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: app, maxBuffer: 64 * 1024 * 1024 });
+    await run(
+      'npm',
+      ['install', 'aws-cdk-lib', 'constructs', 'esbuild', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+      { cwd: app, maxBuffer: 64 * 1024 * 1024 },
+    );
     figures.cdkPeersInstall = `${((Date.now() - started) / 1000).toFixed(1)} s`;
     writeFileSync(
       join(app, 'cdk-app.mjs'),
@@ -224,10 +283,14 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     started = Date.now();
     await run(process.execPath, ['cdk-app.mjs'], { cwd: app, env: plainEnv({}), maxBuffer: 64 * 1024 * 1024 });
     figures.cdkSynth = `${((Date.now() - started) / 1000).toFixed(1)} s`;
-    const template = JSON.parse(readFileSync(join(app, 'cdk.out/NotesAgent.template.json'), 'utf8')) as { Resources: Record<string, { Type: string; Properties: any }> };
+    const template = JSON.parse(readFileSync(join(app, 'cdk.out/NotesAgent.template.json'), 'utf8')) as {
+      Resources: Record<string, { Type: string; Properties: any }>;
+    };
     const machines = Object.values(template.Resources).filter((r) => r.Type === 'AWS::StepFunctions::StateMachine');
     expect(machines.map((m) => m.Properties.StateMachineType).sort()).toEqual(['EXPRESS', 'STANDARD']);
-    const functions = Object.entries(template.Resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'index.handler');
+    const functions = Object.entries(template.Resources).filter(
+      ([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Handler === 'index.handler',
+    );
     const bundleOf = (name: string) => {
       const [, fn] = functions.find(([id]) => id.startsWith(`Runner${name}Function`))!;
       return readFileSync(join(app, 'cdk.out', `asset.${fn.Properties.Code.S3Key.replace(/\.zip$/, '')}`, 'index.mjs'), 'utf8');

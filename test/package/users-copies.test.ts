@@ -48,11 +48,25 @@ describe('tools written against the user’s own copy of zod', () => {
 
   it('classifies transport errors from another copy of the package by name and shape', () => {
     const tool = spec(userZ.object({}));
-    const upstream = Object.assign(new Error('upstream answered 503'), { name: 'UpstreamHttpError', status: 503, code: undefined, retryAfterSeconds: 3 });
-    expect(classifyAttempt(tool, { ok: false, thrown: upstream })).toMatchObject({ kind: 'failed_retryable', code: 'upstream_unavailable', retryAfterSeconds: 3 });
+    const upstream = Object.assign(new Error('upstream answered 503'), {
+      name: 'UpstreamHttpError',
+      status: 503,
+      code: undefined,
+      retryAfterSeconds: 3,
+    });
+    expect(classifyAttempt(tool, { ok: false, thrown: upstream })).toMatchObject({
+      kind: 'failed_retryable',
+      code: 'upstream_unavailable',
+      retryAfterSeconds: 3,
+    });
     const lost = Object.assign(new Error('connection lost'), { name: 'TransportError', reason: 'reset', requestSent: true });
-    expect(classifyAttempt({ ...tool, risk: 'reversible_write', supportsIdempotency: false }, { ok: false, thrown: lost })).toMatchObject({ kind: 'outcome_unknown' });
+    expect(classifyAttempt({ ...tool, risk: 'reversible_write', supportsIdempotency: false }, { ok: false, thrown: lost })).toMatchObject({
+      kind: 'outcome_unknown',
+    });
     const impostor = Object.assign(new Error('x'), { name: 'UpstreamHttpError' });
-    expect(classifyAttempt(tool, { ok: false, thrown: impostor })).toMatchObject({ kind: 'failed_retryable', message: 'the tool failed unexpectedly' });
+    expect(classifyAttempt(tool, { ok: false, thrown: impostor })).toMatchObject({
+      kind: 'failed_retryable',
+      message: 'the tool failed unexpectedly',
+    });
   });
 });

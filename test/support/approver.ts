@@ -4,7 +4,11 @@ import type { TestStack } from './stack';
  * A person at the approval links: decides every pending approval of `runId` with `decide`, until stopped.
  * Runs beside an agent that blocks waiting for decisions, as a real approver would.
  */
-export function startApprover(stack: TestStack, runId: () => string | undefined, decide: (approval: { toolName: string; arguments: any }) => 'approve' | 'reject') {
+export function startApprover(
+  stack: TestStack,
+  runId: () => string | undefined,
+  decide: (approval: { toolName: string; arguments: any }) => 'approve' | 'reject',
+) {
   let stopped = false;
   const decided: { toolName: string; arguments: any; decision: string }[] = [];
   const loop = (async () => {

@@ -10,7 +10,14 @@ import type { TraceEvent } from '../../functions/core/trace';
  * conditional on the status read. It also refuses any move outside the lifecycle table, so model-based
  * tests catch an illegal transition the moment a step tries to write it.
  */
-export function memoryStore(clock: () => number = Date.now): Store & { runs: Map<string, RunRecord>; ops: Map<string, OperationRecord>; events: Map<string, TraceEvent[]>; locks: Map<string, { owner: string; until: number }> } {
+export function memoryStore(
+  clock: () => number = Date.now,
+): Store & {
+  runs: Map<string, RunRecord>;
+  ops: Map<string, OperationRecord>;
+  events: Map<string, TraceEvent[]>;
+  locks: Map<string, { owner: string; until: number }>;
+} {
   const runs = new Map<string, RunRecord>();
   const ops = new Map<string, OperationRecord>();
   const events = new Map<string, TraceEvent[]>();
@@ -62,7 +69,8 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
     },
     async updateOperation(before, after, list) {
       const current = ops.get(before.operationId);
-      if (!current || current.state !== before.state || current.version !== before.version) throw new OperationConflictError(clone(current));
+      if (!current || current.state !== before.state || current.version !== before.version)
+        throw new OperationConflictError(clone(current));
       if (!reachable(before.state, after.state)) throw new Error(`illegal move ${before.state} -> ${after.state}`);
       const traced = sequence(before.runId, list);
       const next = { ...clone(after), version: before.version + 1, updatedAt: new Date(clock()).toISOString() };
@@ -90,16 +98,30 @@ export function memoryStore(clock: () => number = Date.now): Store & { runs: Map
       return clone([...ops.values()].filter((o) => o.runId === runId));
     },
     async listExpiredLeases(now, limit, options = {}) {
-      return clone([...ops.values()].filter((o) => isActive(o) && (options.ignoreLeases || (o.leaseUntil ?? o.updatedAt) < now)).slice(0, limit));
+      return clone(
+        [...ops.values()].filter((o) => isActive(o) && (options.ignoreLeases || (o.leaseUntil ?? o.updatedAt) < now)).slice(0, limit),
+      );
     },
     async listPendingApprovals({ approverId, now, limit, after }) {
       const pending = [...ops.values()]
-        .filter((o) => o.state === 'awaiting_approval' && o.approval?.state === 'pending' && o.principalId !== approverId && o.requestedBy !== approverId && o.approval.expiresAt > now)
+        .filter(
+          (o) =>
+            o.state === 'awaiting_approval' &&
+            o.approval?.state === 'pending' &&
+            o.principalId !== approverId &&
+            o.requestedBy !== approverId &&
+            o.approval.expiresAt > now,
+        )
         .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.operationId.localeCompare(b.operationId));
       const start = after ? pending.findIndex((o) => o.operationId === after.operationId) + 1 : 0;
       const items = pending.slice(start, start + limit);
       const last = items.at(-1);
-      return { items: clone(items), ...(last && start + limit < pending.length ? { nextKey: { approvalPendingKey: 'pending', createdAt: last.createdAt, operationId: last.operationId } } : {}) };
+      return {
+        items: clone(items),
+        ...(last && start + limit < pending.length
+          ? { nextKey: { approvalPendingKey: 'pending', createdAt: last.createdAt, operationId: last.operationId } }
+          : {}),
+      };
     },
     async listOpenReviews(limit) {
       return clone([...ops.values()].filter((o) => o.state === 'outcome_unknown' && o.review?.required).slice(0, limit));
@@ -123,7 +145,7 @@ function reachable(from: OperationState, to: OperationState): boolean {
   while (queue.length) {
     const state = queue.shift()!;
     if (state === to) return true;
-    for (const next of Object.values(OperationState)) if (!seen.has(next) && canTransition(state, next)) (seen.add(next), queue.push(next));
+    for (const next of Object.values(OperationState)) if (!seen.has(next) && canTransition(state, next)) seen.add(next), queue.push(next);
   }
   return false;
 }

@@ -11,7 +11,12 @@ export interface NpmStarted {
 /** `npm start` in its own process group with these knobs added to the environment, once it prints `ready:`. */
 export async function npmStart(env: Record<string, string>): Promise<NpmStarted> {
   let output = '';
-  const child = spawn('npm', ['start'], { cwd: process.cwd(), detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn('npm', ['start'], {
+    cwd: process.cwd(),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
   const alive = () => child.exitCode === null && child.signalCode === null;

@@ -5,7 +5,10 @@ export async function decideApproval(stack: TestStack, operationId: string, deci
   const { api, keys } = stack;
   const approval = await api.until(
     `an approval for ${operationId}`,
-    async () => ((await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver })).body.approvals as any[]).find((a) => a.operationId === operationId),
+    async () =>
+      ((await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver })).body.approvals as any[]).find(
+        (a) => a.operationId === operationId,
+      ),
     (found) => Boolean(found),
   );
   const sig = new URL(approval.url).searchParams.get('sig');

@@ -69,7 +69,14 @@ export async function startTestStack(options: { seed?: number; handlers?: Handle
     approvalTtlSeconds: 86400,
   };
   writeFileSync(configPath, JSON.stringify(config));
-  const stackOptions = { dataDir, configPath, dynamoEndpoint: inject('dynamoEndpoint'), tablePrefix: `t${randomBytes(5).toString('hex')}`, sweepIntervalMs: 500, handlers: options.handlers ?? handlerMode };
+  const stackOptions = {
+    dataDir,
+    configPath,
+    dynamoEndpoint: inject('dynamoEndpoint'),
+    tablePrefix: `t${randomBytes(5).toString('hex')}`,
+    sweepIntervalMs: 500,
+    handlers: options.handlers ?? handlerMode,
+  };
   let stack = await startStack(stackOptions);
   if (options.seed !== undefined) stack.deps.random = seeded(options.seed);
   const editConfig = (edit: (c: RunnerConfig) => void) => {
@@ -96,7 +103,14 @@ export async function startTestStack(options: { seed?: number; handlers?: Handle
       // The process dies (no execution survives); the tables and the sandbox state stay, as after a real restart.
       await stack.stop();
       stack = await startStack(stackOptions);
-      Object.assign(testStack, { apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, deps: stack.deps, stateMachineArn: stack.stateMachineArn, api: new Api(stack.apiUrl), sandbox: new Sandbox(stack.sandboxUrl!) });
+      Object.assign(testStack, {
+        apiUrl: stack.apiUrl,
+        sandboxUrl: stack.sandboxUrl,
+        deps: stack.deps,
+        stateMachineArn: stack.stateMachineArn,
+        api: new Api(stack.apiUrl),
+        sandbox: new Sandbox(stack.sandboxUrl!),
+      });
       return stack.recovered;
     },
   };
@@ -140,7 +154,11 @@ export class Api {
     return client;
   }
 
-  async request<T = any>(method: string, path: string, options: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Reply<T>> {
+  async request<T = any>(
+    method: string,
+    path: string,
+    options: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+  ): Promise<Reply<T>> {
     const res = await fetch(`${this.baseUrl}${path}`, {
       method,
       headers: {
@@ -199,7 +217,11 @@ export interface LedgerEntry {
 export class Sandbox {
   constructor(readonly baseUrl: string) {}
   async fault(fault: { route: string; mode: string; count?: number; retryAfterSeconds?: number; delayMs?: number }): Promise<void> {
-    const res = await fetch(`${this.baseUrl}/_sandbox/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) });
+    const res = await fetch(`${this.baseUrl}/_sandbox/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(fault),
+    });
     if (res.status !== 201) throw new Error(`fault: ${res.status} ${await res.text()}`);
   }
   async ledger(): Promise<LedgerEntry[]> {

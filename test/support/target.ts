@@ -6,7 +6,10 @@ import { z } from 'zod';
  * faults show there); `localstack` and `aws` point the same tests at a deployed stack (not reachable from
  * this machine).
  */
-export const Target = z.enum(['embedded', 'bundled', 'localstack', 'aws']).default('embedded').parse(process.env.TARGET || undefined);
+export const Target = z
+  .enum(['embedded', 'bundled', 'localstack', 'aws'])
+  .default('embedded')
+  .parse(process.env.TARGET || undefined);
 
 /** The tests start the stack themselves (on the run's DynamoDB Local). */
 export const isEmbedded = Target === 'embedded' || Target === 'bundled';
@@ -20,8 +23,18 @@ export function deployedTarget() {
     .object({
       TOOLRUNNER_API_URL: z.string().url(),
       TOOLRUNNER_SANDBOX_URL: z.string().url(),
-      TOOLRUNNER_KEYS: z.string().transform((s) => z.object({ agent: z.string(), approver: z.string(), reviewer: z.string(), admin: z.string(), other: z.string() }).parse(JSON.parse(s))),
+      TOOLRUNNER_KEYS: z
+        .string()
+        .transform((s) =>
+          z
+            .object({ agent: z.string(), approver: z.string(), reviewer: z.string(), admin: z.string(), other: z.string() })
+            .parse(JSON.parse(s)),
+        ),
     })
     .parse(process.env);
-  return { apiUrl: env.TOOLRUNNER_API_URL.replace(/\/$/, ''), sandboxUrl: env.TOOLRUNNER_SANDBOX_URL.replace(/\/$/, ''), keys: env.TOOLRUNNER_KEYS };
+  return {
+    apiUrl: env.TOOLRUNNER_API_URL.replace(/\/$/, ''),
+    sandboxUrl: env.TOOLRUNNER_SANDBOX_URL.replace(/\/$/, ''),
+    keys: env.TOOLRUNNER_KEYS,
+  };
 }

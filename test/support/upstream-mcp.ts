@@ -16,7 +16,12 @@ export interface UpstreamRecord {
  * tools, standing in for a third-party server the runner proxies. `failNext` answers the next N calls
  * of a tool with 503 before they reach it, like an overloaded gateway.
  */
-export async function startUpstreamMcp(): Promise<{ url: string; record: UpstreamRecord; failNext(tool: string, count: number): void; close(): Promise<void> }> {
+export async function startUpstreamMcp(): Promise<{
+  url: string;
+  record: UpstreamRecord;
+  failNext(tool: string, count: number): void;
+  close(): Promise<void>;
+}> {
   const record: UpstreamRecord = { received: [], tickets: [], refunds: [] };
   const failures = new Map<string, number>();
 
@@ -35,11 +40,17 @@ export async function startUpstreamMcp(): Promise<{ url: string; record: Upstrea
         return { content: [{ type: 'text', text: 'created' }], structuredContent: { id: `t_${record.tickets.length}`, title } };
       },
     );
-    server.registerTool('close_ticket', { description: 'Close a ticket.', inputSchema: { id: z.string() } }, async ({ id }) => ({ content: [{ type: 'text', text: `closed ${id}` }] }));
-    server.registerTool('refund', { description: 'Refund an amount.', inputSchema: { amount: z.number().int().positive() } }, async ({ amount }) => {
-      record.refunds.push(amount);
-      return { content: [{ type: 'text', text: `refunded ${amount}` }] };
-    });
+    server.registerTool('close_ticket', { description: 'Close a ticket.', inputSchema: { id: z.string() } }, async ({ id }) => ({
+      content: [{ type: 'text', text: `closed ${id}` }],
+    }));
+    server.registerTool(
+      'refund',
+      { description: 'Refund an amount.', inputSchema: { amount: z.number().int().positive() } },
+      async ({ amount }) => {
+        record.refunds.push(amount);
+        return { content: [{ type: 'text', text: `refunded ${amount}` }] };
+      },
+    );
     return server;
   };
 

@@ -5,16 +5,34 @@ import { formatMinorUnits, makeDemoTools } from '../../functions/tools/demo-tool
 
 const chargeCard = makeDemoTools('http://127.0.0.1:1').find((t) => t.name === 'charge_card')!;
 const op = (over: Partial<OperationRecord> = {}): OperationRecord => ({
-  schemaVersion: 1, operationId: 'op_1', runId: 'run_1', callId: 'call_1', turn: 1, toolName: 'charge_card', principalId: 'agent', state: 'awaiting_approval',
-  risk: 'irreversible_write', rawArguments: {}, frozenArguments: JSON.stringify({ amount: 123456, currency: 'EUR', customer: 'cus_1', description: 'pay \u202Eexe.jpg' }),
-  inputHash: 'sha256:x', idempotencyKey: 'idk_x', attempts: 0, createdAt: '', updatedAt: '', version: 1, resumes: 0,
-  approval: { approvalId: 'apr_1', state: 'pending', expiresAt: '2026-01-01T00:00:00.000Z' }, ...over,
+  schemaVersion: 1,
+  operationId: 'op_1',
+  runId: 'run_1',
+  callId: 'call_1',
+  turn: 1,
+  toolName: 'charge_card',
+  principalId: 'agent',
+  state: 'awaiting_approval',
+  risk: 'irreversible_write',
+  rawArguments: {},
+  frozenArguments: JSON.stringify({ amount: 123456, currency: 'EUR', customer: 'cus_1', description: 'pay \u202Eexe.jpg' }),
+  inputHash: 'sha256:x',
+  idempotencyKey: 'idk_x',
+  attempts: 0,
+  createdAt: '',
+  updatedAt: '',
+  version: 1,
+  resumes: 0,
+  approval: { approvalId: 'apr_1', state: 'pending', expiresAt: '2026-01-01T00:00:00.000Z' },
+  ...over,
 });
 
 describe('the approval page', () => {
   it('shows bidi overrides, zero-width and control characters instead of letting them act', () => {
     expect(visibleText('a\u202Eb\u200Bc\u0007d\u2066e\u{E0041}')).toBe(
-      ['a', 'U+202E', 'b', 'U+200B', 'c', 'U+0007', 'd', 'U+2066', 'e', 'U+E0041'].map((p) => (p.startsWith('U+') ? `<span class="cc">&lt;${p}&gt;</span>` : p)).join(''),
+      ['a', 'U+202E', 'b', 'U+200B', 'c', 'U+0007', 'd', 'U+2066', 'e', 'U+E0041']
+        .map((p) => (p.startsWith('U+') ? `<span class="cc">&lt;${p}&gt;</span>` : p))
+        .join(''),
     );
     expect(visibleText('tab\tand\nnewline <b>')).toBe('tab\tand\nnewline &lt;b&gt;');
   });
@@ -32,7 +50,22 @@ describe('the approval page', () => {
     expect(html).toContain('has an effect that cannot be undone');
     expect(html).toContain('&lt;U+202E&gt;');
     expect(html).not.toContain('\u202E');
-    const decided = approvalPage(op({ state: 'executing', approval: { approvalId: 'apr_1', state: 'approved', expiresAt: '2026-01-01T00:00:00.000Z', decidedBy: 'approver', decidedAt: '2025-12-31T10:00:00.000Z' } }), 'approver', 'sig', '/a', chargeCard);
+    const decided = approvalPage(
+      op({
+        state: 'executing',
+        approval: {
+          approvalId: 'apr_1',
+          state: 'approved',
+          expiresAt: '2026-01-01T00:00:00.000Z',
+          decidedBy: 'approver',
+          decidedAt: '2025-12-31T10:00:00.000Z',
+        },
+      }),
+      'approver',
+      'sig',
+      '/a',
+      chargeCard,
+    );
     expect(decided).toContain('Decided (approved) by <strong>approver</strong> at <time datetime="2025-12-31T10:00:00.000Z">');
     expect(decided).not.toContain('<form');
   });

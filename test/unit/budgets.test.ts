@@ -4,10 +4,17 @@ import type { RunRecord } from '../../functions/core/model';
 
 const now = Date.parse('2026-11-30T12:00:00Z');
 const run = (over: Partial<RunRecord> = {}): RunRecord => ({
-  schemaVersion: 1, runId: 'run_1', principalId: 'p', status: 'open',
+  schemaVersion: 1,
+  runId: 'run_1',
+  principalId: 'p',
+  status: 'open',
   budgets: { maxTurns: 2, maxToolCalls: 3, maxWallClockSeconds: 60, maxSpendCents: 1000 },
-  usage: { turns: 0, toolCalls: 0, spendCents: 0 }, lastTurn: 0,
-  createdAt: new Date(now - 1000).toISOString(), updatedAt: '', deadlineAt: new Date(now + 59_000).toISOString(), ...over,
+  usage: { turns: 0, toolCalls: 0, spendCents: 0 },
+  lastTurn: 0,
+  createdAt: new Date(now - 1000).toISOString(),
+  updatedAt: '',
+  deadlineAt: new Date(now + 59_000).toISOString(),
+  ...over,
 });
 
 describe('budgets', () => {
@@ -18,27 +25,46 @@ describe('budgets', () => {
     expect(b).toMatchObject({ admitted: true, run: { usage: { turns: 1, toolCalls: 2 } } });
     const c = admitCall((b as { run: RunRecord }).run, 2, 0, now);
     expect(c).toMatchObject({ admitted: true, run: { usage: { turns: 2, toolCalls: 3 } } });
-    expect(admitCall((c as { run: RunRecord }).run, 2, 0, now)).toMatchObject({ admitted: false, reason: 'budget_exhausted', run: { status: 'budget_exhausted' } });
-    expect(admitCall(run({ usage: { turns: 2, toolCalls: 0, spendCents: 0 }, lastTurn: 2 }), 3, 0, now)).toMatchObject({ admitted: false, reason: 'budget_exhausted' });
+    expect(admitCall((c as { run: RunRecord }).run, 2, 0, now)).toMatchObject({
+      admitted: false,
+      reason: 'budget_exhausted',
+      run: { status: 'budget_exhausted' },
+    });
+    expect(admitCall(run({ usage: { turns: 2, toolCalls: 0, spendCents: 0 }, lastTurn: 2 }), 3, 0, now)).toMatchObject({
+      admitted: false,
+      reason: 'budget_exhausted',
+    });
   });
 
   it('refuses new calls on closed runs, and says which', () => {
     expect(admitCall(run({ status: 'cancelled' }), 1, 0, now)).toEqual({ admitted: false, reason: 'run_closed' });
     expect(admitCall(run({ status: 'budget_exhausted' }), 1, 0, now)).toMatchObject({ admitted: false, reason: 'budget_exhausted' });
     expect(withClock(run({ deadlineAt: new Date(now).toISOString() }), now).status).toBe('expired');
-    expect(admitCall(run({ deadlineAt: new Date(now).toISOString() }), 1, 0, now)).toMatchObject({ admitted: false, reason: 'budget_exhausted', message: expect.stringContaining('wall-clock') });
+    expect(admitCall(run({ deadlineAt: new Date(now).toISOString() }), 1, 0, now)).toMatchObject({
+      admitted: false,
+      reason: 'budget_exhausted',
+      message: expect.stringContaining('wall-clock'),
+    });
   });
 
   it('reserves spend with the admission, and lets admitted calls go on after others exhausted the run', () => {
     expect(admitCall(run(), 1, 600, now)).toMatchObject({ admitted: true, run: { usage: { spendCents: 600 } } });
-    expect(admitCall(run({ usage: { turns: 0, toolCalls: 0, spendCents: 600 } }), 1, 600, now)).toMatchObject({ admitted: false, run: { status: 'budget_exhausted' } });
+    expect(admitCall(run({ usage: { turns: 0, toolCalls: 0, spendCents: 600 } }), 1, 600, now)).toMatchObject({
+      admitted: false,
+      run: { status: 'budget_exhausted' },
+    });
     expect(mayContinue(run({ status: 'budget_exhausted' }), now)).toEqual({ ok: true });
     expect(mayContinue(run({ status: 'cancelled' }), now)).toMatchObject({ ok: false, reason: 'run_closed' });
     expect(mayContinue(run({ deadlineAt: new Date(now - 1).toISOString() }), now)).toMatchObject({ ok: false, reason: 'expired' });
   });
 
   it('states as a condition exactly what admission checks, so a store can apply it atomically', () => {
-    const runs = [run(), run({ lastTurn: 1, usage: { turns: 1, toolCalls: 2, spendCents: 900 } }), run({ lastTurn: 2, usage: { turns: 2, toolCalls: 1, spendCents: 0 } }), run({ status: 'cancelled' })];
+    const runs = [
+      run(),
+      run({ lastTurn: 1, usage: { turns: 1, toolCalls: 2, spendCents: 900 } }),
+      run({ lastTurn: 2, usage: { turns: 2, toolCalls: 1, spendCents: 0 } }),
+      run({ status: 'cancelled' }),
+    ];
     for (const r of runs) {
       for (const turn of [0, 1, 2, 3]) {
         for (const cost of [0, 100, 1000]) {

@@ -21,17 +21,43 @@ const run = (over: Partial<RunRecord> = {}): RunRecord => ({
   ...over,
 });
 const decide = (name: string, args: unknown, over: { principal?: Principal } = {}) =>
-  decideCall({ tool: tools.get(name), toolName: name, principal: over.principal ?? agent, arguments: parseArguments(args), approvalTtlSeconds: 600, now });
+  decideCall({
+    tool: tools.get(name),
+    toolName: name,
+    principal: over.principal ?? agent,
+    arguments: parseArguments(args),
+    approvalTtlSeconds: 600,
+    now,
+  });
 
 describe('decideCall: the one policy decision validation and preview share', () => {
   it('checks in order: unknown tool, authorization, arguments, approval', () => {
     expect(decide('drop_table', {})).toMatchObject({ decision: 'deny', code: 'unknown_tool' });
     // Authorization comes before arguments: a forbidden caller learns nothing about the schema.
-    expect(decide('charge_card', {}, { principal: { id: 'o', roles: ['agent'], tools: ['get_order'] } })).toMatchObject({ decision: 'deny', code: 'forbidden' });
-    expect(decide('charge_card', '{not json')).toMatchObject({ decision: 'deny', code: 'invalid_arguments', message: 'arguments is not valid JSON' });
-    expect(decide('charge_card', { amount: -1, currency: 'USD', customer: 'c' })).toMatchObject({ decision: 'deny', code: 'invalid_arguments', message: expect.stringContaining('amount') });
-    expect(decide('charge_card', { amount: 50_000, currency: 'USD', customer: 'c' })).toMatchObject({ decision: 'require_approval', approvalRequired: true, costCents: 50_000 });
-    expect(decide('charge_card', { amount: 1200, currency: 'USD', customer: 'c' })).toMatchObject({ decision: 'allow', approvalRequired: false, costCents: 1200 });
+    expect(decide('charge_card', {}, { principal: { id: 'o', roles: ['agent'], tools: ['get_order'] } })).toMatchObject({
+      decision: 'deny',
+      code: 'forbidden',
+    });
+    expect(decide('charge_card', '{not json')).toMatchObject({
+      decision: 'deny',
+      code: 'invalid_arguments',
+      message: 'arguments is not valid JSON',
+    });
+    expect(decide('charge_card', { amount: -1, currency: 'USD', customer: 'c' })).toMatchObject({
+      decision: 'deny',
+      code: 'invalid_arguments',
+      message: expect.stringContaining('amount'),
+    });
+    expect(decide('charge_card', { amount: 50_000, currency: 'USD', customer: 'c' })).toMatchObject({
+      decision: 'require_approval',
+      approvalRequired: true,
+      costCents: 50_000,
+    });
+    expect(decide('charge_card', { amount: 1200, currency: 'USD', customer: 'c' })).toMatchObject({
+      decision: 'allow',
+      approvalRequired: false,
+      costCents: 1200,
+    });
   });
 
   it('freezes canonical arguments and accepts the nulls a strict-mode model sends for optional fields', () => {
@@ -40,16 +66,38 @@ describe('decideCall: the one policy decision validation and preview share', () 
     if (allowed.decision === 'deny') throw new Error('unreachable');
     expect(Object.isFrozen(allowed.value)).toBe(true);
     // A null where null is the only thing missing is still wrong.
-    expect(decide('charge_card', { amount: 10, currency: null, customer: 'c' })).toMatchObject({ decision: 'deny', code: 'invalid_arguments' });
+    expect(decide('charge_card', { amount: 10, currency: null, customer: 'c' })).toMatchObject({
+      decision: 'deny',
+      code: 'invalid_arguments',
+    });
   });
 
   it('preview adds the run admission: a cancelled run, the tool-call and spend budgets', () => {
     const args = parseArguments({ orderId: 'ord_1' });
-    const base = { tool: tools.get('get_order'), toolName: 'get_order', principal: agent, arguments: args, approvalTtlSeconds: 600, now, turn: 1 };
-    const charge = { ...base, tool: tools.get('charge_card'), toolName: 'charge_card', arguments: parseArguments({ amount: 500, currency: 'USD', customer: 'c' }) };
-    expect(previewCall({ ...charge, run: run({ budgets: { ...run().budgets, maxSpendCents: 100 } }) })).toMatchObject({ decision: 'deny', code: 'budget_exhausted' });
+    const base = {
+      tool: tools.get('get_order'),
+      toolName: 'get_order',
+      principal: agent,
+      arguments: args,
+      approvalTtlSeconds: 600,
+      now,
+      turn: 1,
+    };
+    const charge = {
+      ...base,
+      tool: tools.get('charge_card'),
+      toolName: 'charge_card',
+      arguments: parseArguments({ amount: 500, currency: 'USD', customer: 'c' }),
+    };
+    expect(previewCall({ ...charge, run: run({ budgets: { ...run().budgets, maxSpendCents: 100 } }) })).toMatchObject({
+      decision: 'deny',
+      code: 'budget_exhausted',
+    });
     expect(previewCall({ ...base, run: run({ status: 'cancelled' }) })).toMatchObject({ decision: 'deny', code: 'cancelled' });
-    expect(previewCall({ ...base, run: run({ usage: { turns: 1, toolCalls: 5, spendCents: 0 } }) })).toMatchObject({ decision: 'deny', code: 'budget_exhausted' });
+    expect(previewCall({ ...base, run: run({ usage: { turns: 1, toolCalls: 5, spendCents: 0 } }) })).toMatchObject({
+      decision: 'deny',
+      code: 'budget_exhausted',
+    });
     expect(previewCall({ ...base, run: run() })).toMatchObject({ decision: 'allow' });
   });
 

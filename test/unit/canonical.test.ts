@@ -41,6 +41,8 @@ describe('canonical JSON under hostile input', () => {
 
   it('orders keys exactly as the first version did, so stored hashes stay valid', () => {
     expect(canonicalJson({ b: 1, 10: 2, 9: 3, a: undefined, c: [undefined] })).toBe('{"9":3,"10":2,"b":1,"c":[null]}');
-    expect(hashValue({ amount: 4200, currency: 'EUR', customer: 'cus_9' })).toBe(hashValue(JSON.parse('{"customer":"cus_9","currency":"EUR","amount":4200}')));
+    expect(hashValue({ amount: 4200, currency: 'EUR', customer: 'cus_9' })).toBe(
+      hashValue(JSON.parse('{"customer":"cus_9","currency":"EUR","amount":4200}')),
+    );
   });
 });

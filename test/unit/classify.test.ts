@@ -29,33 +29,55 @@ describe('outcome classification (error matrix)', () => {
   });
 
   it('429 and 502/503/504 are retryable, keeping Retry-After', () => {
-    expect(classifyAttempt(idempotentWrite, fail(new UpstreamHttpError(429, undefined, 7, 'x')))).toMatchObject({ kind: 'failed_retryable', code: 'rate_limited', retryAfterSeconds: 7, upstreamStatus: 429 });
+    expect(classifyAttempt(idempotentWrite, fail(new UpstreamHttpError(429, undefined, 7, 'x')))).toMatchObject({
+      kind: 'failed_retryable',
+      code: 'rate_limited',
+      retryAfterSeconds: 7,
+      upstreamStatus: 429,
+    });
     for (const status of [502, 503, 504]) {
-      expect(classifyAttempt(plainWrite, fail(new UpstreamHttpError(status, undefined, undefined, 'x')))).toMatchObject({ kind: 'failed_retryable', code: 'upstream_unavailable' });
+      expect(classifyAttempt(plainWrite, fail(new UpstreamHttpError(status, undefined, undefined, 'x')))).toMatchObject({
+        kind: 'failed_retryable',
+        code: 'upstream_unavailable',
+      });
     }
   });
 
   it('a 500 after a write is unknown unless replaying is safe', () => {
-    expect(classifyAttempt(plainWrite, fail(new UpstreamHttpError(500, undefined, undefined, 'x')))).toMatchObject({ kind: 'outcome_unknown' });
-    expect(classifyAttempt(idempotentWrite, fail(new UpstreamHttpError(500, undefined, undefined, 'x')))).toMatchObject({ kind: 'failed_retryable' });
+    expect(classifyAttempt(plainWrite, fail(new UpstreamHttpError(500, undefined, undefined, 'x')))).toMatchObject({
+      kind: 'outcome_unknown',
+    });
+    expect(classifyAttempt(idempotentWrite, fail(new UpstreamHttpError(500, undefined, undefined, 'x')))).toMatchObject({
+      kind: 'failed_retryable',
+    });
     expect(classifyAttempt(read, fail(new UpstreamHttpError(500, undefined, undefined, 'x')))).toMatchObject({ kind: 'failed_retryable' });
   });
 
   it('other 4xx are permanent', () => {
-    expect(classifyAttempt(idempotentWrite, fail(new UpstreamHttpError(402, 'card_declined', undefined, 'x')))).toMatchObject({ kind: 'failed_permanent', code: 'permanent_failure', upstreamStatus: 402 });
+    expect(classifyAttempt(idempotentWrite, fail(new UpstreamHttpError(402, 'card_declined', undefined, 'x')))).toMatchObject({
+      kind: 'failed_permanent',
+      code: 'permanent_failure',
+      upstreamStatus: 402,
+    });
     expect(classifyAttempt(read, fail(new UpstreamHttpError(404, undefined, undefined, 'x')))).toMatchObject({ kind: 'failed_permanent' });
   });
 
   it('a write that may have been sent is outcome_unknown, never failed', () => {
     for (const reason of ['timeout', 'reset', 'aborted'] as const) {
-      expect(classifyAttempt(idempotentWrite, fail(new TransportError(reason, true, 'x')))).toMatchObject({ kind: 'outcome_unknown', code: 'timeout_unknown' });
+      expect(classifyAttempt(idempotentWrite, fail(new TransportError(reason, true, 'x')))).toMatchObject({
+        kind: 'outcome_unknown',
+        code: 'timeout_unknown',
+      });
       expect(classifyAttempt(plainWrite, fail(new TransportError(reason, true, 'x')))).toMatchObject({ kind: 'outcome_unknown' });
       expect(classifyAttempt(read, fail(new TransportError(reason, true, 'x')))).toMatchObject({ kind: 'failed_retryable' });
     }
   });
 
   it('a connection that was refused sent nothing: retryable for everyone', () => {
-    expect(classifyAttempt(plainWrite, fail(new TransportError('refused', false, 'x')))).toMatchObject({ kind: 'failed_retryable', code: 'upstream_unavailable' });
+    expect(classifyAttempt(plainWrite, fail(new TransportError('refused', false, 'x')))).toMatchObject({
+      kind: 'failed_retryable',
+      code: 'upstream_unavailable',
+    });
   });
 
   it('unexpected exceptions (even non-errors) are unknown for writes, retryable for reads', () => {

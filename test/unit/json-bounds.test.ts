@@ -30,7 +30,11 @@ describe('JSON bounds', () => {
   });
 
   it.each(['__proto__', 'constructor', 'prototype', ''])('refuses the key %j at any depth', (key) => {
-    expect(parseBoundedJson(`{"a":[{"b":{${JSON.stringify(key)}:1}}]}`)).toMatchObject({ ok: false, reason: 'bounds', message: expect.stringContaining('is not allowed') });
+    expect(parseBoundedJson(`{"a":[{"b":{${JSON.stringify(key)}:1}}]}`)).toMatchObject({
+      ok: false,
+      reason: 'bounds',
+      message: expect.stringContaining('is not allowed'),
+    });
   });
 
   it('tells syntax errors from hostile documents, and never echoes a value', () => {

@@ -35,17 +35,27 @@ describe('metrics from committed trace events', () => {
 
   it('keeps approvals waiting and reviews open as up/down counts that return to zero', () => {
     const registry = memoryMetrics();
-    countTrace({ metrics: registry }, 'charge_card', [ev({ type: 'approval.requested' }), ev({ type: 'reconcile.finished', detail: { result: 'needs_review' } })]);
+    countTrace({ metrics: registry }, 'charge_card', [
+      ev({ type: 'approval.requested' }),
+      ev({ type: 'reconcile.finished', detail: { result: 'needs_review' } }),
+    ]);
     expect(registry.snapshot()).toEqual([
       { name: MetricName.approvalsWaiting, dimensions: { tool: 'charge_card' }, value: 1 },
       { name: MetricName.reviewsOpen, dimensions: { tool: 'charge_card' }, value: 1 },
     ]);
-    countTrace({ metrics: registry }, 'charge_card', [ev({ type: 'approval.decided', detail: { decision: 'expired' } }), ev({ type: 'reconcile.finished', detail: { result: 'resolved_by_reviewer' } })]);
+    countTrace({ metrics: registry }, 'charge_card', [
+      ev({ type: 'approval.decided', detail: { decision: 'expired' } }),
+      ev({ type: 'reconcile.finished', detail: { result: 'resolved_by_reviewer' } }),
+    ]);
     expect(registry.snapshot().map((s) => s.value)).toEqual([0, 0]);
   });
 
   it('never lets a failing metrics sink fail the step that committed', () => {
-    const broken = { count: () => { throw new Error('sink down'); } };
+    const broken = {
+      count: () => {
+        throw new Error('sink down');
+      },
+    };
     expect(() => countTrace({ metrics: broken }, 't', [ev({ type: 'attempt.started' })])).not.toThrow();
   });
 });

@@ -60,22 +60,55 @@ function tools(up: Upstream): ToolSpec[] {
   const Out = z.object({ id: z.string() });
   return [
     {
-      name: 'pay', description: 'idempotent charge', inputSchema: z.object({ ref: z.string(), amount: z.number().int() }), outputSchema: Out,
-      risk: 'irreversible_write', timeoutMs: 1000, maxAttempts: 3, supportsIdempotency: true, approval: (i: { amount: number }) => i.amount >= 50,
+      name: 'pay',
+      description: 'idempotent charge',
+      inputSchema: z.object({ ref: z.string(), amount: z.number().int() }),
+      outputSchema: Out,
+      risk: 'irreversible_write',
+      timeoutMs: 1000,
+      maxAttempts: 3,
+      supportsIdempotency: true,
+      approval: (i: { amount: number }) => i.amount >= 50,
       execute: act((i) => i.ref, true),
-      reconcile: async (ctx) => (up.byKey.has(ctx.idempotencyKey) ? { found: true, result: up.byKey.get(ctx.idempotencyKey)! } : { found: false }),
+      reconcile: async (ctx) =>
+        up.byKey.has(ctx.idempotencyKey) ? { found: true, result: up.byKey.get(ctx.idempotencyKey)! } : { found: false },
     },
     {
-      name: 'mail', description: 'no idempotency', inputSchema: z.object({ ref: z.string() }), outputSchema: Out,
-      risk: 'irreversible_write', timeoutMs: 1000, maxAttempts: 1, supportsIdempotency: false, approval: 'never', execute: act((i) => i.ref, false),
+      name: 'mail',
+      description: 'no idempotency',
+      inputSchema: z.object({ ref: z.string() }),
+      outputSchema: Out,
+      risk: 'irreversible_write',
+      timeoutMs: 1000,
+      maxAttempts: 1,
+      supportsIdempotency: false,
+      approval: 'never',
+      execute: act((i) => i.ref, false),
     },
     {
-      name: 'move', description: 'locked write', inputSchema: z.object({ ref: z.string(), to: z.string() }), outputSchema: Out,
-      risk: 'reversible_write', timeoutMs: 1000, maxAttempts: 2, supportsIdempotency: true, approval: 'never', lockKey: () => 'order_1', execute: act((i) => i.ref, true),
+      name: 'move',
+      description: 'locked write',
+      inputSchema: z.object({ ref: z.string(), to: z.string() }),
+      outputSchema: Out,
+      risk: 'reversible_write',
+      timeoutMs: 1000,
+      maxAttempts: 2,
+      supportsIdempotency: true,
+      approval: 'never',
+      lockKey: () => 'order_1',
+      execute: act((i) => i.ref, true),
     },
     {
-      name: 'read', description: 'a read', inputSchema: z.object({ ref: z.string() }), outputSchema: Out,
-      risk: 'read', timeoutMs: 1000, maxAttempts: 3, supportsIdempotency: false, approval: 'never', execute: act((i) => `read:${i.ref}`, false),
+      name: 'read',
+      description: 'a read',
+      inputSchema: z.object({ ref: z.string() }),
+      outputSchema: Out,
+      risk: 'read',
+      timeoutMs: 1000,
+      maxAttempts: 3,
+      supportsIdempotency: false,
+      approval: 'never',
+      execute: act((i) => `read:${i.ref}`, false),
     },
   ] as ToolSpec[];
 }
@@ -103,7 +136,14 @@ type Action =
 
 const call = fc.integer({ min: 0, max: CALLS.length - 1 });
 const action: fc.Arbitrary<Action> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('submit' as const), call, conflicting: fc.constantFrom(false, false, false, false, false, true) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('submit' as const),
+      call,
+      conflicting: fc.constantFrom(false, false, false, false, false, true),
+    }),
+  },
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('step' as const), call }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const), call, atWrite: fc.integer({ min: 0, max: 2 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), call }) },
@@ -152,14 +192,27 @@ async function scenario(actions: Action[]): Promise<void> {
   const base: Deps = {
     store,
     tools: makeRegistry(tools(up)),
-    config: async () => ({ principals: [{ id: 'agent', key: 'k'.repeat(16), roles: ['agent'], tools: '*' }, { id: 'approver', key: 'a'.repeat(16), roles: ['approver'], tools: [] }, { id: 'reviewer', key: 'r'.repeat(16), roles: ['reviewer'], tools: [] }], approvalSecret: SECRET, approvalTtlSeconds: 600 }),
+    config: async () => ({
+      principals: [
+        { id: 'agent', key: 'k'.repeat(16), roles: ['agent'], tools: '*' },
+        { id: 'approver', key: 'a'.repeat(16), roles: ['approver'], tools: [] },
+        { id: 'reviewer', key: 'r'.repeat(16), roles: ['reviewer'], tools: [] },
+      ],
+      approvalSecret: SECRET,
+      approvalTtlSeconds: 600,
+    }),
     lifecycle,
     notifier: { approvalRequested: async () => undefined },
     now: () => clock,
     random: () => 0.5,
     publicBaseUrl: 'http://runner',
   };
-  const run: RunRecord = await createRun(base, agent, { maxToolCalls: 6, maxTurns: 50, maxSpendCents: 1_000_000, maxWallClockSeconds: 7200 });
+  const run: RunRecord = await createRun(base, agent, {
+    maxToolCalls: 6,
+    maxTurns: 50,
+    maxSpendCents: 1_000_000,
+    maxWallClockSeconds: 7200,
+  });
   const submitted = new Map<number, string>();
 
   /** Runs the step the record names, as Step Functions would for a live execution. */
@@ -201,7 +254,12 @@ async function scenario(actions: Action[]): Promise<void> {
       case 'submit': {
         const c = CALLS[a.call];
         const args = a.conflicting ? { ...c.arguments, extra: 1 } : c.arguments;
-        const out = await submitToolCall(base, (await store.getRun(run.runId))!, agent, { callId: `call_${a.call}`, turn: 1 + (a.call % 3), name: c.name, arguments: args });
+        const out = await submitToolCall(base, (await store.getRun(run.runId))!, agent, {
+          callId: `call_${a.call}`,
+          turn: 1 + (a.call % 3),
+          name: c.name,
+          arguments: args,
+        });
         if (out.kind === 'created') submitted.set(a.call, out.op.operationId);
         if (out.kind === 'replayed') expect(submitted.get(a.call)).toBe(out.op.operationId);
         break;
@@ -224,7 +282,12 @@ async function scenario(actions: Action[]): Promise<void> {
         if (opId) {
           const op = (await store.getOperation(opId))!;
           if (op.approval) {
-            const sig = signLink(SECRET, { approvalId: approvalIdFor(opId), approverId: 'approver', expiresAt: Date.parse(op.approval.expiresAt), inputHash: op.inputHash });
+            const sig = signLink(SECRET, {
+              approvalId: approvalIdFor(opId),
+              approverId: 'approver',
+              expiresAt: Date.parse(op.approval.expiresAt),
+              inputHash: op.inputHash,
+            });
             await decideApproval(base, approvalIdFor(opId), sig, a.approve ? 'approve' : 'reject');
           }
         }
@@ -247,7 +310,8 @@ async function scenario(actions: Action[]): Promise<void> {
     const ops = [...store.ops.values()];
     if (ops.every((o) => !isActive(o) || (o.review?.required && o.envelope))) break;
     for (const o of ops) {
-      if (o.state === 'awaiting_approval' && o.approval?.state === 'pending' && round > 3) clock = Math.max(clock, Date.parse(o.approval.expiresAt));
+      if (o.state === 'awaiting_approval' && o.approval?.state === 'pending' && round > 3)
+        clock = Math.max(clock, Date.parse(o.approval.expiresAt));
       await step(base, o.operationId);
     }
     if (round % 4 === 3) {

@@ -5,11 +5,14 @@ import { makeApp } from '../../functions/api/app';
 import { openApiDocument, ROUTES } from '../../functions/api/openapi';
 import type { Deps } from '../../functions/steps/deps';
 
-const doc = openApiDocument() as { paths: Record<string, Record<string, { security?: unknown[]; requestBody?: unknown }>>; components: { schemas: Record<string, unknown> } };
+const doc = openApiDocument() as {
+  paths: Record<string, Record<string, { security?: unknown[]; requestBody?: unknown }>>;
+  components: { schemas: Record<string, unknown> };
+};
 
 describe('the OpenAPI document', () => {
   it('is valid OpenAPI 3.1 by a third-party validator', async () => {
-    const result = await new Validator().validate(doc as Parameters<Validator["validate"]>[0]);
+    const result = await new Validator().validate(doc as Parameters<Validator['validate']>[0]);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
   });
@@ -20,13 +23,24 @@ describe('the OpenAPI document', () => {
     const served = new Set(
       app.routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method} ${r.path.replace(/:(\w+)(\{[^}]*\})?/g, '{$1}')}`),
     );
-    const documented = new Set(Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)));
+    const documented = new Set(
+      Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)),
+    );
     expect([...documented].sort()).toEqual([...served].sort());
   });
 
   it('marks exactly the routes without a bearer key as open', () => {
-    const open = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).filter(([, op]) => Array.isArray(op.security) && op.security.length === 0).map(([m]) => `${m} ${path}`));
-    expect(open.sort()).toEqual(['get /v1/approvals/{approvalId}', 'get /v1/health', 'get /v1/openapi.json', 'post /v1/approvals/{approvalId}']);
+    const open = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops)
+        .filter(([, op]) => Array.isArray(op.security) && op.security.length === 0)
+        .map(([m]) => `${m} ${path}`),
+    );
+    expect(open.sort()).toEqual([
+      'get /v1/approvals/{approvalId}',
+      'get /v1/health',
+      'get /v1/openapi.json',
+      'post /v1/approvals/{approvalId}',
+    ]);
   });
 
   it('takes request bodies from the schemas that validate them', () => {

@@ -44,7 +44,12 @@ describe('provider shapes', () => {
     const tool = openAIResponsesTool(charge);
     expectTypeOf(tool).toExtend<OpenAI.Responses.FunctionTool>();
     const typed: OpenAI.Responses.Tool = tool;
-    expect(typed).toMatchObject({ type: 'function', name: 'charge_card', strict: true, parameters: { type: 'object', additionalProperties: false } });
+    expect(typed).toMatchObject({
+      type: 'function',
+      name: 'charge_card',
+      strict: true,
+      parameters: { type: 'object', additionalProperties: false },
+    });
   });
 
   it('says strict: false when a schema cannot be made strict (an open map)', () => {

@@ -8,19 +8,54 @@ const op = { runId: 'run_1', operationId: 'op_a', callId: 'call_1' };
 
 /** A charge that got a 503, backed off honouring Retry-After, waited for approval and succeeded late into a cancelled run. */
 const events: TimelineEvent[] = [
-  { seq: 1, at: at(0), ...op, type: 'operation.proposed', to: 'proposed', detail: { toolName: 'charge_card', turn: 1, inputHash: 'abcdef0123456789' } },
-  { seq: 2, at: at(5), ...op, type: 'policy.decision', detail: { decision: 'allow', approval: 'required', risk: 'irreversible_write', costCents: 60000 } },
+  {
+    seq: 1,
+    at: at(0),
+    ...op,
+    type: 'operation.proposed',
+    to: 'proposed',
+    detail: { toolName: 'charge_card', turn: 1, inputHash: 'abcdef0123456789' },
+  },
+  {
+    seq: 2,
+    at: at(5),
+    ...op,
+    type: 'policy.decision',
+    detail: { decision: 'allow', approval: 'required', risk: 'irreversible_write', costCents: 60000 },
+  },
   { seq: 3, at: at(6), ...op, type: 'state.transition', from: 'proposed', to: 'validated' },
   { seq: 4, at: at(7), ...op, type: 'approval.requested', detail: { approvalId: 'apr_1', expiresAt: '2026-01-02T10:00:00.000Z' } },
   { seq: 5, at: at(1500), ...op, type: 'approval.decided', detail: { approvalId: 'apr_1', decision: 'approve', approverId: 'alice' } },
   { seq: 6, at: at(1510), ...op, type: 'attempt.started', attempt: 1 },
-  { seq: 7, at: at(1530), ...op, type: 'attempt.finished', attempt: 1, detail: { outcome: 'failed_retryable', code: 'upstream_unavailable', upstreamStatus: 503, latencyMs: 20 } },
-  { seq: 8, at: at(1531), ...op, type: 'backoff.scheduled', attempt: 2, detail: { delaySeconds: 2, reason: 'transient', retryAfterSeconds: 2 } },
+  {
+    seq: 7,
+    at: at(1530),
+    ...op,
+    type: 'attempt.finished',
+    attempt: 1,
+    detail: { outcome: 'failed_retryable', code: 'upstream_unavailable', upstreamStatus: 503, latencyMs: 20 },
+  },
+  {
+    seq: 8,
+    at: at(1531),
+    ...op,
+    type: 'backoff.scheduled',
+    attempt: 2,
+    detail: { delaySeconds: 2, reason: 'transient', retryAfterSeconds: 2 },
+  },
   { seq: 9, at: at(1532), runId: 'run_1', type: 'run.cancelled', detail: { previousStatus: 'open' } },
   { seq: 10, at: at(3600), ...op, type: 'reconcile.started', attempt: 1, detail: { plan: 'lookup' } },
   { seq: 11, at: at(3650), ...op, type: 'reconcile.finished', attempt: 1, detail: { plan: 'lookup', result: 'found' } },
   { seq: 12, at: at(3700), ...op, type: 'result.late', attempt: 2, detail: { outcome: 'succeeded', resultHash: 'x' } },
-  { seq: 13, at: at(100), runId: 'run_1', operationId: 'op_b', callId: 'call_2', type: 'operation.proposed', detail: { toolName: 'get_order', turn: 2 } },
+  {
+    seq: 13,
+    at: at(100),
+    runId: 'run_1',
+    operationId: 'op_b',
+    callId: 'call_2',
+    type: 'operation.proposed',
+    detail: { toolName: 'get_order', turn: 2 },
+  },
 ];
 
 /** The terminal's contract (the `toolrunner trace` formatter's tests), kept so the CLI can render this model unchanged. */
@@ -34,7 +69,12 @@ describe('formatTimeline (terminal text from the model)', () => {
 
   it('groups events by operation in order of appearance, run-level events first, one line per event', () => {
     const headers = lines.filter((l) => l && !l.startsWith('  '));
-    expect(headers).toEqual(['run run_1: 13 events, 2 operations, 3.700s', 'run', 'op_a charge_card  call call_1 turn 1', 'op_b get_order  call call_2 turn 2']);
+    expect(headers).toEqual([
+      'run run_1: 13 events, 2 operations, 3.700s',
+      'run',
+      'op_a charge_card  call call_1 turn 1',
+      'op_b get_order  call call_2 turn 2',
+    ]);
     expect(lines.filter((l) => l.startsWith('  '))).toHaveLength(events.length);
     const opA = lines.slice(lines.indexOf('op_a charge_card  call call_1 turn 1') + 1);
     expect(opA[0]).toMatch(/^\s+\+0\.000s\s+proposed charge_card args abcdef012345…$/);
@@ -87,18 +127,57 @@ describe('timelineModel', () => {
 
   it('tells replays, conflicts with both hashes, the approver’s reason and the reviewer’s note', () => {
     const model = timelineModel([
-      { seq: 1, at: at(0), ...op, type: 'operation.proposed', detail: { toolName: 'charge_card', turn: 1, inputHash: 'sha256:1111111111111111' } },
-      { seq: 2, at: at(10), ...op, type: 'approval.decided', detail: { approvalId: 'apr_1', decision: 'reject', approverId: 'bob', reason: 'not this\nmonth' } },
-      { seq: 3, at: at(20), ...op, type: 'operation.replayed', detail: { inputHash: 'sha256:1111111111111111', state: 'reported', requestedBy: 'agent' } },
-      { seq: 4, at: at(30), ...op, type: 'call.conflict', detail: { toolName: 'charge_card', storedToolName: 'charge_card', storedInputHash: 'sha256:1111111111111111', submittedInputHash: 'sha256:2222222222222222' } },
-      { seq: 5, at: at(40), ...op, type: 'reconcile.finished', detail: { result: 'resolved_by_reviewer', verdict: 'succeeded', reviewerId: 'rita', note: 'seen in the ledger' } },
+      {
+        seq: 1,
+        at: at(0),
+        ...op,
+        type: 'operation.proposed',
+        detail: { toolName: 'charge_card', turn: 1, inputHash: 'sha256:1111111111111111' },
+      },
+      {
+        seq: 2,
+        at: at(10),
+        ...op,
+        type: 'approval.decided',
+        detail: { approvalId: 'apr_1', decision: 'reject', approverId: 'bob', reason: 'not this\nmonth' },
+      },
+      {
+        seq: 3,
+        at: at(20),
+        ...op,
+        type: 'operation.replayed',
+        detail: { inputHash: 'sha256:1111111111111111', state: 'reported', requestedBy: 'agent' },
+      },
+      {
+        seq: 4,
+        at: at(30),
+        ...op,
+        type: 'call.conflict',
+        detail: {
+          toolName: 'charge_card',
+          storedToolName: 'charge_card',
+          storedInputHash: 'sha256:1111111111111111',
+          submittedInputHash: 'sha256:2222222222222222',
+        },
+      },
+      {
+        seq: 5,
+        at: at(40),
+        ...op,
+        type: 'reconcile.finished',
+        detail: { result: 'resolved_by_reviewer', verdict: 'succeeded', reviewerId: 'rita', note: 'seen in the ledger' },
+      },
     ]);
     const texts = model.groups[0].lines.map((l) => [l.kind, l.notable, l.text]);
     expect(texts).toEqual([
       ['proposal', false, 'proposed charge_card args sha256:11111…'],
       ['approval', true, 'approval reject by bob apr_1 — reason: "not this month"'],
       ['replay', false, 'duplicate submission replayed from agent (operation reported; nothing ran again)'],
-      ['conflict', true, 'CONFLICT: callId reused with different arguments → 409 call_id_conflict (stored args sha256:11111…, sent sha256:22222…)'],
+      [
+        'conflict',
+        true,
+        'CONFLICT: callId reused with different arguments → 409 call_id_conflict (stored args sha256:11111…, sent sha256:22222…)',
+      ],
       ['reconcile', true, 'reconcile finished resolved_by_reviewer verdict succeeded by rita — note: "seen in the ledger"'],
     ]);
   });

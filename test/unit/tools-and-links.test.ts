@@ -12,8 +12,16 @@ import { retryAfterSeconds } from '../../functions/tools/http';
 import { makeDemoTools } from '../../functions/tools/demo-tools';
 
 const base: ToolSpec = {
-  name: 'x', description: 'x', inputSchema: z.object({}), outputSchema: z.unknown(), risk: 'irreversible_write',
-  timeoutMs: 1000, maxAttempts: 3, supportsIdempotency: false, approval: 'never', execute: async () => null,
+  name: 'x',
+  description: 'x',
+  inputSchema: z.object({}),
+  outputSchema: z.unknown(),
+  risk: 'irreversible_write',
+  timeoutMs: 1000,
+  maxAttempts: 3,
+  supportsIdempotency: false,
+  approval: 'never',
+  execute: async () => null,
 };
 
 describe('tool registration', () => {
@@ -23,7 +31,12 @@ describe('tool registration', () => {
     expect(() => checkToolSpec({ ...base, supportsIdempotency: true })).not.toThrow();
     expect(() => checkToolSpec({ ...base, reconcile: async () => ({ found: false }) })).not.toThrow();
     expect(() => checkToolSpec({ ...base, name: 'bad name' })).toThrow(ToolRegistrationError);
-    expect(() => makeRegistry([{ ...base, maxAttempts: 1 }, { ...base, maxAttempts: 1 }])).toThrow(/twice/);
+    expect(() =>
+      makeRegistry([
+        { ...base, maxAttempts: 1 },
+        { ...base, maxAttempts: 1 },
+      ]),
+    ).toThrow(/twice/);
   });
 
   it('registers the demo tools with their normative policies', () => {
@@ -48,9 +61,16 @@ describe('attempt policy', () => {
   it('retries only within maxAttempts and the deadline', () => {
     const tool = { ...base, supportsIdempotency: true };
     expect(decideAfterAttempt(tool, op, retryable, Date.now(), () => 0.5)).toMatchObject({ next: 'retry' });
-    expect(decideAfterAttempt(tool, { ...op, attempts: 3 }, retryable, Date.now(), () => 0.5)).toMatchObject({ next: 'record', outcome: { kind: 'failed_permanent', code: 'upstream_unavailable' } });
-    expect(decideAfterAttempt(tool, { ...op, deadlineAt: new Date().toISOString() }, retryable, Date.now(), () => 0.5)).toMatchObject({ next: 'record' });
-    expect(decideAfterAttempt(tool, op, { kind: 'outcome_unknown', code: 'timeout_unknown', message: '' }, Date.now(), Math.random)).toEqual({ next: 'reconcile' });
+    expect(decideAfterAttempt(tool, { ...op, attempts: 3 }, retryable, Date.now(), () => 0.5)).toMatchObject({
+      next: 'record',
+      outcome: { kind: 'failed_permanent', code: 'upstream_unavailable' },
+    });
+    expect(decideAfterAttempt(tool, { ...op, deadlineAt: new Date().toISOString() }, retryable, Date.now(), () => 0.5)).toMatchObject({
+      next: 'record',
+    });
+    expect(
+      decideAfterAttempt(tool, op, { kind: 'outcome_unknown', code: 'timeout_unknown', message: '' }, Date.now(), Math.random),
+    ).toEqual({ next: 'reconcile' });
   });
 });
 
@@ -66,9 +86,19 @@ describe('approval links', () => {
     const forged = `${Buffer.from(JSON.stringify({ a: 'mallory', e: 2000 })).toString('base64url')}.${sig.split('.')[1]}`;
     expect(verifyLink('s'.repeat(32), forged, claims, 1_000)).toEqual({ ok: false, reason: 'bad_signature' });
     // Trailing garbage, a second MAC, or anything around the two parts: refused.
-    for (const bad of [`${sig}.garbage`, `${sig}.`, `.${sig}`, `${sig}${sig}`, `${sig} `, `${sig}==`]) expect(verifyLink('s'.repeat(32), bad, claims, 1_000)).toEqual({ ok: false, reason: 'malformed' });
+    for (const bad of [`${sig}.garbage`, `${sig}.`, `.${sig}`, `${sig}${sig}`, `${sig} `, `${sig}==`])
+      expect(verifyLink('s'.repeat(32), bad, claims, 1_000)).toEqual({ ok: false, reason: 'malformed' });
     // Payloads that decode to JSON but not to an object of claims: refused, never thrown.
-    for (const payload of ['null', '[]', '1', '"x"', 'true', '{"a":"alice","e":2000.5}', '{"a":"alice","e":1e400}', '{"a":null,"e":2000}']) {
+    for (const payload of [
+      'null',
+      '[]',
+      '1',
+      '"x"',
+      'true',
+      '{"a":"alice","e":2000.5}',
+      '{"a":"alice","e":1e400}',
+      '{"a":null,"e":2000}',
+    ]) {
       const odd = `${Buffer.from(payload).toString('base64url')}.${sig.split('.')[1]}`;
       expect(verifyLink('s'.repeat(32), odd, claims, 1_000)).toEqual({ ok: false, reason: 'malformed' });
     }
@@ -101,9 +131,20 @@ describe('small contracts', () => {
 
   it('builds envelopes with results only for successes', () => {
     const op = { callId: 'call_1', operationId: 'op_1' };
-    expect(envelopeFor(op, { kind: 'succeeded', result: { a: 1 } })).toEqual({ status: 'succeeded', call_id: 'call_1', logical_operation_id: 'op_1', message: 'the tool call succeeded', result: { a: 1 }, allowed_next_actions: ['continue'] });
+    expect(envelopeFor(op, { kind: 'succeeded', result: { a: 1 } })).toEqual({
+      status: 'succeeded',
+      call_id: 'call_1',
+      logical_operation_id: 'op_1',
+      message: 'the tool call succeeded',
+      result: { a: 1 },
+      allowed_next_actions: ['continue'],
+    });
     const unknown = envelopeFor(op, { kind: 'outcome_unknown', code: 'timeout_unknown', message: 'no answer' });
-    expect(unknown).toMatchObject({ status: 'outcome_unknown', code: 'timeout_unknown', allowed_next_actions: ['check_status', 'request_human_review'] });
+    expect(unknown).toMatchObject({
+      status: 'outcome_unknown',
+      code: 'timeout_unknown',
+      allowed_next_actions: ['check_status', 'request_human_review'],
+    });
     expect(unknown).not.toHaveProperty('result');
     expect(envelopeFor(op, { kind: 'failed_permanent', code: 'permanent_failure', message: 'm' }).status).toBe('failed');
   });
