@@ -22,7 +22,7 @@ function fail(message: string, code = 1): never {
 async function start(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { tools: { type: 'string' } }, strict: true });
   const toolsPath = values.tools ?? (process.env.TOOLRUNNER_TOOLS || undefined);
-  let tools;
+  let tools: Awaited<ReturnType<typeof loadTools>> | undefined;
   if (toolsPath) {
     try {
       tools = await loadTools(toolsPath);

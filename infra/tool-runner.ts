@@ -120,7 +120,8 @@ export class ToolRunner extends Construct {
     });
 
     // Names, not references, break the cycle state machine → functions → (env, policies) → state machine.
-    const stateMachineName = (this.stateMachineName = `${stack.stackName}-${this.node.id}-invocation`);
+    const stateMachineName = `${stack.stackName}-${this.node.id}-invocation`;
+    this.stateMachineName = stateMachineName;
     const stateMachineArn = stack.formatArn({
       service: 'states',
       resource: 'stateMachine',

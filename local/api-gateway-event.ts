@@ -17,7 +17,10 @@ export function viaProxyEvent(handler: () => Promise<ProxyHandler>, stage: strin
       multiValueHeaders[key] = [value];
     });
     const query: Record<string, string[]> = {};
-    url.searchParams.forEach((value, key) => (query[key] ??= []).push(value));
+    for (const [key, value] of url.searchParams) {
+      query[key] ??= [];
+      query[key].push(value);
+    }
     const body = request.body ? await request.text() : null;
     const event = {
       resource: '/v1/{proxy+}',

@@ -174,7 +174,10 @@ export async function ensureTables(client: DynamoDBClient, names: TableNames): P
     const add = (k: { name: string; type: string }) => attributes.set(k.name, k.type);
     add(layout.partitionKey);
     if (layout.sortKey) add(layout.sortKey);
-    layout.indexes?.forEach((i) => (add(i.partitionKey), add(i.sortKey)));
+    for (const i of layout.indexes ?? []) {
+      add(i.partitionKey);
+      add(i.sortKey);
+    }
     try {
       await client.send(
         new CreateTableCommand({

@@ -49,7 +49,10 @@ function sourceHandlers(deps: () => Deps): Handlers {
   return {
     mode: 'source',
     lifecycle: makeLifecycleHandlers(deps),
-    api: (request) => (app ??= makeApp(deps())).fetch(request),
+    api: (request) => {
+      app ??= makeApp(deps());
+      return app.fetch(request);
+    },
     sweep: () => sweep(deps()),
   };
 }

@@ -35,7 +35,9 @@ export function createSandbox(dataDir: string): Server {
       if (!res.headersSent) send(res, 500, { error: { code: 'internal', message: 'sandbox error' } });
     }
   });
-  server.on('close', () => held.forEach((r) => r.destroy()));
+  server.on('close', () => {
+    for (const r of held) r.destroy();
+  });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://sandbox');
@@ -106,18 +108,17 @@ export function createSandbox(dataDir: string): Server {
   function applyFault(res: ServerResponse, fault: Fault): void {
     switch (fault.mode) {
       case 'fail_503':
-        return send(res, 503, { error: { code: 'service_unavailable', message: 'try again later' } });
+        send(res, 503, { error: { code: 'service_unavailable', message: 'try again later' } });
+        return;
       case 'rate_limit_429':
-        return send(
-          res,
-          429,
-          { error: { code: 'rate_limited', message: 'slow down' } },
-          { 'retry-after': String(fault.retryAfterSeconds ?? 1) },
-        );
+        send(res, 429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'retry-after': String(fault.retryAfterSeconds ?? 1) });
+        return;
       case 'permanent_402':
-        return send(res, 402, { error: { code: 'card_declined', message: 'the card was declined' } });
+        send(res, 402, { error: { code: 'card_declined', message: 'the card was declined' } });
+        return;
       case 'hang':
-        return hold(res, fault.delayMs ?? 600_000, undefined);
+        hold(res, fault.delayMs ?? 600_000, undefined);
+        return;
       case 'reset_connection':
         res.socket?.destroy();
         return;

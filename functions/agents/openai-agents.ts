@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: the Agents SDK types its tools and results by the agent's context and output, which this adapter does not constrain.
 import { run, tool, type Agent, type RunContext, type FunctionTool, type RunResult, type RunToolApprovalItem } from '@openai/agents';
 import { modelText, RunnerSession, type RunnerTool, type ToolrunnerOptions } from './runner-tools';
 

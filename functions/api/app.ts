@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { except } from 'hono/combine';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { RunnerConfig } from '../core/config';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
 import { isSaneId, JSON_BOUNDS, parseBoundedJson } from '../core/json-bounds';
@@ -405,7 +405,10 @@ function publicRoutes(deps: Deps): Hono<Env> {
 
   // Built on first request, not at start: a cold Lambda that never serves it does not pay for it.
   let reference: Record<string, unknown> | undefined;
-  open.get('/v1/openapi.json', (c) => c.json((reference ??= openApiDocument())));
+  open.get('/v1/openapi.json', (c) => {
+    reference ??= openApiDocument();
+    return c.json(reference);
+  });
 
   // Approval links authenticate by signature, not bearer key: approvers open them from a notification.
   open.get('/v1/approvals/:approvalId{apr_[A-Za-z0-9_-]+}', async (c) => {

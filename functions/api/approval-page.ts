@@ -26,6 +26,7 @@ export function escapeHtml(value: unknown): string {
  * byte-order mark, interlinear annotations and tag characters. A right-to-left override can make "gpj.exe" read "exe.jpg".
  */
 const INVISIBLE =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: they are shown, not rendered.
   /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFEFF\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/gu;
 
 /** Escapes for HTML and shows invisible and direction-changing characters as `<U+202E>`. */

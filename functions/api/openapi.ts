@@ -345,7 +345,10 @@ function operationIdOf(route: Route): string {
 /** The OpenAPI 3.1 document of every route, generated from the schemas that validate requests. */
 export function openApiDocument(): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of ROUTES) (paths[route.path] ??= {})[route.method] = operationOf(route);
+  for (const route of ROUTES) {
+    paths[route.path] ??= {};
+    paths[route.path][route.method] = operationOf(route);
+  }
   const schemas = {
     ...Object.fromEntries(Object.entries(REQUESTS).map(([name, s]) => [name, jsonSchemaOf(s, 'input')])),
     ...Object.fromEntries(Object.entries(RESPONSES).map(([name, s]) => [name, jsonSchemaOf(s, 'output')])),

@@ -1,4 +1,4 @@
-import { type AfterAttempt, type ReconcilePlan } from './attempt-policy';
+import type { AfterAttempt, ReconcilePlan } from './attempt-policy';
 import { envelopeFor, type Envelope } from './envelope';
 import { moveTo, OperationState } from './lifecycle';
 import type { ApprovalInfo, NextStep, OperationRecord, Outcome } from './model';

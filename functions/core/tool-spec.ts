@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff';
 import type { Risk } from './model';
 import { SHAPES, type ToolFormat } from './provider-shapes';
@@ -21,6 +21,7 @@ export type ReconcileResult<O> = { found: true; result: O } | { found: false };
 export type ApprovalPolicy<I> = 'never' | 'always' | ((input: I) => boolean);
 
 /** A tool and its whole policy, registered once (the README's "Registering a tool"). */
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds specs of every input and output type; `unknown` would make them unassignable.
 export interface ToolSpec<I = any, O = any> {
   name: string;
   description: string;

@@ -103,7 +103,7 @@ async function callUpstream(connection: UpstreamConnection, toolName: string, ct
     // The call itself was never sent: safe to retry whatever the tool does.
     throw new TransportError('refused', false, `could not connect to upstream ${connection.upstream.name} (${(error as Error).message})`);
   }
-  let result;
+  let result: Awaited<ReturnType<typeof client.callTool>>;
   try {
     result = await client.callTool(
       { name: toolName, arguments: input as Record<string, unknown>, _meta: { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey } },

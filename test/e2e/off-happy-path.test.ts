@@ -210,7 +210,8 @@ describe('one busy run', () => {
               .then((o) => o.envelope),
       ),
     );
-    const byStatus = envelopes.reduce<Record<string, number>>((acc, e) => ({ ...acc, [e.status]: (acc[e.status] ?? 0) + 1 }), {});
+    const byStatus: Record<string, number> = {};
+    for (const e of envelopes) byStatus[e.status] = (byStatus[e.status] ?? 0) + 1;
     expect(byStatus).toEqual({ succeeded: 90, budget_exhausted: 10 });
     const run = await stack.api.request('GET', `/v1/runs/${runId}`, { key: keys.agent });
     expect(run.body.usage.toolCalls).toBe(90);

@@ -38,7 +38,11 @@ describe('the lifecycle definition', () => {
         ...(s.Choices ?? []).map((c: { Next: string }) => c.Next),
         ...(s.Catch ?? []).map((c: { Next: string }) => c.Next),
       ].filter(Boolean);
-      for (const n of nexts) if (!reachable.has(n)) reachable.add(n), queue.push(n);
+      for (const n of nexts) {
+        if (reachable.has(n)) continue;
+        reachable.add(n);
+        queue.push(n);
+      }
     }
     expect([...reachable].sort()).toEqual(Object.keys(asl.States).sort());
     for (const [name, s] of states) if (s.Type === 'Task') expect(s.TimeoutSeconds ?? s.TimeoutSecondsPath, name).toBeDefined();

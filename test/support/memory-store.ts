@@ -10,9 +10,7 @@ import type { TraceEvent } from '../../functions/core/trace';
  * conditional on the status read. It also refuses any move outside the lifecycle table, so model-based
  * tests catch an illegal transition the moment a step tries to write it.
  */
-export function memoryStore(
-  clock: () => number = Date.now,
-): Store & {
+export function memoryStore(clock: () => number = Date.now): Store & {
   runs: Map<string, RunRecord>;
   ops: Map<string, OperationRecord>;
   events: Map<string, TraceEvent[]>;
@@ -145,7 +143,11 @@ function reachable(from: OperationState, to: OperationState): boolean {
   while (queue.length) {
     const state = queue.shift()!;
     if (state === to) return true;
-    for (const next of Object.values(OperationState)) if (!seen.has(next) && canTransition(state, next)) seen.add(next), queue.push(next);
+    for (const next of Object.values(OperationState)) {
+      if (seen.has(next) || !canTransition(state, next)) continue;
+      seen.add(next);
+      queue.push(next);
+    }
   }
   return false;
 }
