@@ -3,15 +3,17 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
-import { runnerHttp, RunnerHttpError, type FetchLike, type RunnerHttp } from '../agents/http';
+import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client';
+import { MAX_BODY_BYTES } from '../api/schemas';
 import { operationTaskStore, submitAsTask } from './tasks';
 import { callTool, CHECK_OPERATION } from './tool-calls';
 
 export interface McpOptions {
   /** The runner's own API, called in-process with the caller's bearer key. */
-  api: FetchLike;
+  api: (request: Request) => Response | Promise<Response>;
   /** How long a `tools/call` waits for its envelope before answering "pending" (default 25 s). */
   waitMs?: number;
   /** Sessions idle this long are closed (default one hour). */
@@ -42,6 +44,11 @@ export function mcpRoutes(options: McpOptions): Hono {
   const waitMs = options.waitMs ?? 25_000;
   const idleMs = options.idleMs ?? 3600_000;
   const app = new Hono();
+  // The API's own limit, answered as JSON-RPC: nothing an MCP client sends needs more.
+  app.use(
+    '/mcp',
+    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => jsonRpcError(c, 413, 'payload_too_large', 'the body is over 256 KiB') }),
+  );
 
   app.all('/mcp', async (c) => {
     const key = (c.req.header('authorization') ?? '').match(/^Bearer\s+(\S+)$/i)?.[1];
@@ -61,17 +68,21 @@ export function mcpRoutes(options: McpOptions): Hono {
     if (!isInitializeRequest(body)) return jsonRpcError(c, 400, 'invalid_request', 'the first request of a session must be initialize');
 
     closeIdle(sessions, idleMs);
-    const http = runnerHttp({ baseUrl: 'http://runner.internal', key, fetch: options.api });
+    const client = createClient({
+      baseUrl: 'http://runner.internal',
+      apiKey: key,
+      fetch: (url, init) => options.api(new Request(url, init)),
+    });
     let runId: string;
     let turnsSoFar: number;
     try {
-      ({ runId, turnsSoFar } = await runForSession(http, c.req.header(RUN_HEADER)));
+      ({ runId, turnsSoFar } = await runForSession(client, c.req.header(RUN_HEADER)));
     } catch (error) {
-      if (error instanceof RunnerHttpError) return jsonRpcError(c, error.status, error.code, error.message);
+      if (error instanceof ToolRunnerError) return jsonRpcError(c, error.status, error.code, error.message);
       throw error;
     }
     let turn = turnsSoFar;
-    const server = makeServer(http, { runId, waitMs, nextTurn: () => ++turn });
+    const server = makeServer(client, { runId, waitMs, nextTurn: () => ++turn });
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       // Plain JSON answers pass through any proxy or API gateway; nothing here streams progress.
@@ -89,36 +100,36 @@ export function mcpRoutes(options: McpOptions): Hono {
 }
 
 /** A new run with default budgets, or the open run the client names (the API checks it is the caller's). */
-async function runForSession(http: RunnerHttp, requested: string | undefined): Promise<{ runId: string; turnsSoFar: number }> {
+async function runForSession(client: ToolRunnerClient, requested: string | undefined): Promise<{ runId: string; turnsSoFar: number }> {
   if (!requested) {
-    const run = await http.createRun({ metadata: { via: 'mcp' } });
+    const run = await client.createRun({ metadata: { via: 'mcp' } });
     return { runId: run.runId, turnsSoFar: 0 };
   }
-  const run = await http.getRun(requested);
-  if (run.status !== 'open') throw new RunnerHttpError(409, 'run_closed', `run ${requested} is ${run.status}`);
+  const run = await client.getRun(requested);
+  if (run.status !== 'open') throw new ToolRunnerError(409, 'run_closed', `run ${requested} is ${run.status}`);
   return { runId: run.runId, turnsSoFar: run.usage.turns };
 }
 
-function makeServer(http: RunnerHttp, session: { runId: string; waitMs: number; nextTurn(): number }): Server {
+function makeServer(client: ToolRunnerClient, session: { runId: string; waitMs: number; nextTurn(): number }): Server {
   const server = new Server(
     { name: 'toolrunner', version: '0.1.0' },
     {
       capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
       instructions: `Every tool call runs in toolrunner run ${session.runId}.`,
-      taskStore: operationTaskStore(http, session.runId),
+      taskStore: operationTaskStore(client, session.runId),
     },
   );
   // Tools may run as tasks (the operation is the task); clients without tasks get the pending answer instead.
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: [
-      ...(await http.listTools<Tool>('mcp')).map((tool) => ({ ...tool, execution: { taskSupport: 'optional' as const } })),
+      ...((await client.listTools('mcp')) as Tool[]).map((tool) => ({ ...tool, execution: { taskSupport: 'optional' as const } })),
       CHECK_OPERATION,
     ],
   }));
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
     request.params.task && request.params.name !== CHECK_OPERATION.name
-      ? submitAsTask({ ...session, http }, request.params, extra)
-      : callTool({ ...session, http }, request.params, extra),
+      ? submitAsTask({ ...session, client }, request.params, extra)
+      : callTool({ ...session, client }, request.params, extra),
   );
   return server;
 }

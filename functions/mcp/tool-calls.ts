@@ -1,6 +1,6 @@
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { waitForOperation, type Envelope, type OperationView, type RunnerHttp } from '../agents/http';
+import type { Envelope, Operation, ToolRunnerClient } from '../client';
 
 /** The built-in tool that lets a model come back to a call that was still pending. */
 export const CHECK_OPERATION_TOOL = 'toolrunner_check_operation';
@@ -22,7 +22,7 @@ const CheckArguments = z.object({ operationId: z.string().min(1).max(200) });
 /** What one MCP session knows: its run, how to reach the API as its caller, how long a call may wait. */
 export interface SessionContext {
   runId: string;
-  http: RunnerHttp;
+  client: ToolRunnerClient;
   waitMs: number;
   /** Turn numbers for calls whose client gives none: each call counts as a new turn. */
   nextTurn(): number;
@@ -67,8 +67,8 @@ function refusalResult(code: string, message: string): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(error) }], structuredContent: error, isError: true };
 }
 
-function operationResult(op: OperationView): CallToolResult {
-  return op.envelope ? envelopeResult(op.envelope) : pendingResult(op);
+function operationResult(op: Operation): CallToolResult {
+  return op.envelope ? envelopeResult(op.envelope as Envelope) : pendingResult(op);
 }
 
 /**
@@ -85,16 +85,16 @@ export async function callTool(
   const deadline = Date.now() + session.waitMs;
 
   // A short first wait answers fast calls in one round trip; longer waits poll so cancellation is seen.
-  const submitted = await session.http.submit(
+  const submitted = await session.client.submitToolCall(
     session.runId,
     { callId, turn, name: request.name, arguments: request.arguments ?? {} },
-    Math.min(1, session.waitMs / 1000),
+    { waitSeconds: Math.min(1, session.waitMs / 1000) },
   );
   if (submitted.kind === 'refused') return refusalResult(submitted.code, submitted.message);
-  if (submitted.kind === 'reported') return envelopeResult(submitted.envelope);
+  if (submitted.kind === 'envelope') return envelopeResult(submitted.envelope);
   if (extra.signal.aborted) return cancelled(session, submitted.operationId);
   if (submitted.state === 'awaiting_approval') return pendingResult(submitted);
-  const op = await waitForOperation(session.http, submitted.operationId, {
+  const op = await session.client.watchOperation(submitted.operationId, {
     deadline,
     signal: extra.signal,
     stopWhenAwaitingApproval: true,
@@ -121,10 +121,10 @@ export function callIdentity(
 /** `notifications/cancelled` for a call in flight: exactly `POST /v1/operations/{id}/cancel`. */
 async function cancelled(session: SessionContext, operationId: string): Promise<CallToolResult> {
   try {
-    return operationResult(await session.http.cancelOperation(operationId));
+    return operationResult(await session.client.cancelOperation(operationId));
   } catch {
     // Already finished: the client is gone anyway; the result stays recorded.
-    return operationResult(await session.http.getOperation(operationId));
+    return operationResult(await session.client.getOperation(operationId));
   }
 }
 
@@ -132,7 +132,7 @@ async function checkOperation(session: SessionContext, args: Record<string, unkn
   const parsed = CheckArguments.safeParse(args ?? {});
   if (!parsed.success) return refusalResult('invalid_arguments', 'operationId is required');
   try {
-    return operationResult(await session.http.getOperation(parsed.data.operationId));
+    return operationResult(await session.client.getOperation(parsed.data.operationId));
   } catch (error) {
     const { code, message } = error as { code?: string; message: string };
     return refusalResult(code ?? 'unexpected', message);
