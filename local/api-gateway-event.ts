@@ -16,6 +16,9 @@ export function viaProxyEvent(handler: () => Promise<ProxyHandler>, stage: strin
       headers[key] = value;
       multiValueHeaders[key] = [value];
     });
+    // API Gateway tells the Lambda the scheme the client used (its event URL always says https).
+    headers['x-forwarded-proto'] = url.protocol.slice(0, -1);
+    multiValueHeaders['x-forwarded-proto'] = [headers['x-forwarded-proto']];
     const query: Record<string, string[]> = {};
     for (const [key, value] of url.searchParams) {
       query[key] ??= [];

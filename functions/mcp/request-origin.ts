@@ -23,16 +23,21 @@ const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
 const HOST_HEADER = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?$/;
 const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443' };
 
-/** Checks one request's `Host` and `Origin` against the policy; `url` is the request's URL (for its scheme). */
+/**
+ * Checks one request's `Host` and `Origin` against the policy. The scheme the client used is the
+ * `X-Forwarded-Proto` a gateway in front sets (API Gateway does; its Lambda event's URL always says https),
+ * else the request URL's.
+ */
 export function checkRequestOrigin(
-  request: { url: string; host: string | null; origin: string | null },
+  request: { url: string; host: string | null; origin: string | null; forwardedProto?: string | null },
   policy: OriginPolicy,
 ): OriginCheck {
   const host = request.host?.trim().toLowerCase() ?? '';
   const parsed = HOST_HEADER.exec(host);
   if (!parsed) return { ok: false, reason: 'the Host header is missing or malformed' };
   const [, hostname, port] = parsed;
-  const scheme = new URL(request.url).protocol;
+  const forwarded = request.forwardedProto?.split(',')[0].trim().toLowerCase();
+  const scheme = forwarded === 'http' || forwarded === 'https' ? `${forwarded}:` : new URL(request.url).protocol;
   if (!hostAllowed(hostname, port ?? DEFAULT_PORTS[scheme], policy)) return { ok: false, reason: `Host ${host} is not this server` };
   if (request.origin === null) return { ok: true };
   const origin = normalizedOrigin(request.origin);

@@ -70,7 +70,12 @@ export function mcpRoutes(options: McpOptions): Hono {
     const config = await options.config();
     const publicBaseUrl = options.publicBaseUrl();
     const origin = checkRequestOrigin(
-      { url: c.req.url, host: c.req.header('host') ?? null, origin: c.req.header('origin') ?? null },
+      {
+        url: c.req.url,
+        host: c.req.header('host') ?? null,
+        origin: c.req.header('origin') ?? null,
+        forwardedProto: c.req.header('x-forwarded-proto') ?? null,
+      },
       { publicBaseUrl, allowedOrigins: config.mcpAllowedOrigins ?? [], onLoopback: listensOnLoopback(c.env, publicBaseUrl) },
     );
     if (!origin.ok) return jsonRpcError(c, 403, 'forbidden', origin.reason);

@@ -51,6 +51,19 @@ describe('DNS-rebinding protection for /mcp', () => {
     expect(check(deployed, 'evil.example.com', 'https://app.example.com')).toBe(false);
   });
 
+  it("takes the client's scheme from X-Forwarded-Proto when a gateway sets it", () => {
+    // A Lambda behind API Gateway sees an https URL whatever the client used; the gateway's header says which.
+    const viaGateway = (forwardedProto: string | null) =>
+      checkRequestOrigin(
+        { url: 'https://127.0.0.1:3000/mcp', host: '127.0.0.1:3000', origin: 'http://127.0.0.1:3000', forwardedProto },
+        local,
+      ).ok;
+    expect(viaGateway(null)).toBe(false);
+    expect(viaGateway('http')).toBe(true);
+    expect(viaGateway('https')).toBe(false);
+    expect(viaGateway('gopher')).toBe(false);
+  });
+
   it('knows loopback addresses', () => {
     for (const address of ['127.0.0.1', '127.8.9.10', '::1', '[::1]', '::ffff:127.0.0.1', 'localhost'])
       expect(isLoopbackAddress(address), address).toBe(true);
