@@ -120,6 +120,14 @@ describe('one MCP session served by two API processes', () => {
       toolCalls: 2,
     });
 
+    // toolrunner_check_operation on one process reads a call made through the other.
+    const checked = await post('first', sessionId, {
+      id: 'check',
+      method: 'tools/call',
+      params: { name: 'toolrunner_check_operation', arguments: { operationId: (read.structuredContent as any).logical_operation_id } },
+    });
+    expect(checked.body.result.structuredContent).toEqual(read.structuredContent);
+
     // A resend of the same request to the other process derives the same callId: a replay, not a second call.
     const resent = await post('second', sessionId, {
       id: callId,
