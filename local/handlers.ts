@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { makeApp } from '../functions/api/app';
+import { makeHttpApp } from '../functions/handlers/http-app';
 import { makeLifecycleHandlers } from '../functions/handlers/steps';
 import type { Deps } from '../functions/core/ports';
 import { sweep } from '../functions/steps/resume';
@@ -44,12 +44,12 @@ export async function makeHandlers(mode: HandlerMode, context: HandlerContext): 
 }
 
 function sourceHandlers(deps: () => Deps): Handlers {
-  let app: ReturnType<typeof makeApp> | undefined;
+  let app: ReturnType<typeof makeHttpApp> | undefined;
   return {
     mode: 'source',
     lifecycle: makeLifecycleHandlers(deps),
     api: (request) => {
-      app ??= makeApp(deps());
+      app ??= makeHttpApp(deps());
       return app.fetch(request);
     },
     sweep: () => sweep(deps()),

@@ -1,4 +1,4 @@
-import { runnerHttp, waitForOperation, type Envelope, type FetchLike, type RunnerHttp } from './http';
+import { createClient, type ClientOptions, type Envelope, type ToolRunnerClient } from '../client';
 
 /**
  * What both framework adapters share: the run, the tool list, the policy preview, submission with the
@@ -18,7 +18,7 @@ export interface ToolrunnerOptions {
   /** How long to wait for an approver's decision; default one day (the runner's own expiry ends it sooner). */
   approvalTimeoutMs?: number;
   pollMs?: number;
-  fetch?: FetchLike;
+  fetch?: ClientOptions['fetch'];
 }
 
 export interface RunnerTool {
@@ -40,24 +40,22 @@ export type ModelVisibleResult =
 export class RunnerSession {
   private constructor(
     readonly runId: string,
-    readonly http: RunnerHttp,
+    readonly client: ToolRunnerClient,
     private readonly options: ToolrunnerOptions,
   ) {}
 
   static async open(options: ToolrunnerOptions): Promise<RunnerSession> {
-    const http = runnerHttp({ baseUrl: options.baseUrl, key: options.key, fetch: options.fetch });
-    const runId = options.runId ?? (await http.createRun(options.budgets ? { budgets: options.budgets } : {})).runId;
-    return new RunnerSession(runId, http, options);
+    const client = createClient({ baseUrl: options.baseUrl, apiKey: options.key, fetch: options.fetch });
+    const runId = options.runId ?? (await client.createRun(options.budgets ? { budgets: options.budgets } : {})).runId;
+    return new RunnerSession(runId, client, options);
   }
 
   /** The principal's tools, in OpenAI's function shape (strict where the runner can promise it). */
   async tools(): Promise<RunnerTool[]> {
-    const [openai, neutral] = await Promise.all([
-      this.http.listTools<{ function: { name: string; description: string; parameters: Record<string, unknown>; strict: boolean } }>(
-        'openai',
-      ),
-      this.http.listTools<{ name: string; inputSchema: { required?: string[] } }>('neutral'),
-    ]);
+    const [openai, neutral] = (await Promise.all([this.client.listTools('openai'), this.client.listTools('neutral')])) as [
+      { function: { name: string; description: string; parameters: Record<string, unknown>; strict: boolean } }[],
+      { name: string; inputSchema: { required?: string[] } }[],
+    ];
     const required = new Map(neutral.map((t) => [t.name, t.inputSchema.required ?? []]));
     return openai.map(({ function: f }) => ({
       name: f.name,
@@ -70,7 +68,7 @@ export class RunnerSession {
 
   /** The framework's approval question, answered by the runner's policy through the preview route. */
   async needsApproval(tool: RunnerTool, input: unknown): Promise<boolean> {
-    const preview = await this.http.preview(this.runId, { name: tool.name, arguments: withoutNullOptionals(tool, input) });
+    const preview = await this.client.previewToolCall(this.runId, { name: tool.name, arguments: argumentsOf(tool, input) });
     // A denied call is not the framework's to approve: it runs and the model reads the runner's refusal.
     return preview.decision === 'require_approval';
   }
@@ -78,18 +76,18 @@ export class RunnerSession {
   /** Submits the framework's call under its own call id and waits for what the model should read. */
   async call(tool: RunnerTool, callId: string, turn: number, input: unknown, signal?: AbortSignal): Promise<ModelVisibleResult> {
     const deadline = Date.now() + (this.options.callTimeoutMs ?? 600_000);
-    const submitted = await this.http.submit(
+    const submitted = await this.client.submitToolCall(
       this.runId,
-      { callId, turn, name: tool.name, arguments: withoutNullOptionals(tool, input) },
-      Math.min(25, (deadline - Date.now()) / 1000),
+      { callId, turn, name: tool.name, arguments: argumentsOf(tool, input) },
+      { waitSeconds: Math.min(25, (deadline - Date.now()) / 1000) },
     );
-    if (submitted.kind === 'reported') return submitted.envelope;
+    if (submitted.kind === 'envelope') return submitted.envelope;
     if (submitted.kind === 'refused') return { error: { code: submitted.code, message: submitted.message } };
-    const op = await waitForOperation(this.http, submitted.operationId, { deadline, signal, pollMs: this.options.pollMs });
-    if (op.envelope) return op.envelope;
+    const op = await this.client.watchOperation(submitted.operationId, { deadline, signal, maxPollMs: this.options.pollMs });
+    if (op.envelope) return op.envelope as Envelope;
     if (signal?.aborted) {
-      const cancelled = await this.http.cancelOperation(op.operationId).catch(() => op);
-      if (cancelled.envelope) return cancelled.envelope;
+      const cancelled = await this.client.cancelOperation(op.operationId).catch(() => op);
+      if (cancelled.envelope) return cancelled.envelope as Envelope;
     }
     return { status: 'pending', operationId: op.operationId, state: op.state, message: 'the call has no result yet; do not repeat it' };
   }
@@ -104,18 +102,19 @@ export class RunnerSession {
     turn: number,
     input: unknown,
   ): Promise<{ approved: true } | { approved: false; result: ModelVisibleResult }> {
-    const submitted = await this.http.submit(
+    const submitted = await this.client.submitToolCall(
       this.runId,
-      { callId, turn, name: tool.name, arguments: withoutNullOptionals(tool, input) },
-      0,
+      { callId, turn, name: tool.name, arguments: argumentsOf(tool, input) },
+      { waitSeconds: 0 },
     );
     if (submitted.kind === 'refused') return { approved: false, result: { error: { code: submitted.code, message: submitted.message } } };
-    if (submitted.kind === 'reported')
+    if (submitted.kind === 'envelope')
       return submitted.envelope.status === 'succeeded' ? { approved: true } : { approved: false, result: submitted.envelope };
     const deadline = Date.now() + (this.options.approvalTimeoutMs ?? 86_400_000);
     for (;;) {
-      const op = await this.http.getOperation(submitted.operationId);
-      if (op.envelope) return op.envelope.status === 'succeeded' ? { approved: true } : { approved: false, result: op.envelope };
+      const op = await this.client.getOperation(submitted.operationId);
+      if (op.envelope)
+        return op.envelope.status === 'succeeded' ? { approved: true } : { approved: false, result: op.envelope as Envelope };
       const decided = op.approval && op.approval.state !== 'pending';
       // Approved, or no approval was needed after all: the framework's execute step fetches the result.
       if ((decided && op.approval!.state === 'approved') || (!op.approval && op.state !== 'proposed' && op.state !== 'validated'))
@@ -134,6 +133,11 @@ export class RunnerSession {
 export function withoutNullOptionals(tool: Pick<RunnerTool, 'required'>, input: unknown): unknown {
   if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
   return Object.fromEntries(Object.entries(input).filter(([k, v]) => v !== null || tool.required.includes(k)));
+}
+
+/** The arguments as the runner takes them: an object without a strict-mode model's nulls. */
+function argumentsOf(tool: Pick<RunnerTool, 'required'>, input: unknown): Record<string, unknown> | string {
+  return withoutNullOptionals(tool, input) as Record<string, unknown> | string;
 }
 
 /** What the model reads: the envelope (or refusal) as JSON text. */

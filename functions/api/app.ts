@@ -17,7 +17,6 @@ import type { Deps } from '../core/ports';
 import { createRun, submitToolCall } from '../steps/submit';
 import { approvalPage, decisionPage, PAGE_SECURITY_HEADERS } from './approval-page';
 import { decodeCursor, encodeCursor } from './cursor';
-import { mcpRoutes, mcpWaitMs } from '../mcp/server';
 import { toolsReady } from '../tools/mcp-upstream';
 import { previewToolCall } from './preview';
 import { openReviews } from './reviews';
@@ -27,12 +26,11 @@ import { CreateRunSchema, DecisionSchema, MAX_BODY_BYTES, PreviewSchema, Resolve
 import { timelineModel } from '../core/timeline';
 import { validTraceparent } from '../core/trace-context';
 import { PAGE_HEADERS, timelinePage } from './timeline-page';
+import { waitForSettled, watchOperation } from './long-poll';
 
 export { MAX_BODY_BYTES };
 const MAX_WAIT_SECONDS = 25;
 const DEFAULT_WAIT_SECONDS = 10;
-/** Where no in-process notification exists (the API on its own Lambda), the waiter polls, backing off to this. */
-const MAX_POLL_MS = 500;
 
 type Env = { Variables: { principal: Principal } };
 
@@ -56,7 +54,7 @@ function keyDigest(key: string): Buffer {
 }
 
 /** Finds the principal for a bearer key; compares digests in constant time. */
-function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
+export function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
   const digest = keyDigest(key);
   const entry = config.principals.find((p) => timingSafeEqual(keyDigest(p.key), digest));
   return entry && { id: entry.id, roles: entry.roles, tools: entry.tools };
@@ -213,7 +211,7 @@ export function makeApp(deps: Deps): Hono<Env> {
     const run = await ownRun(c);
     const waitSeconds = preferredWaitSeconds(c.req.header('prefer'));
     // Listening before submitting: no change the execution commits can slip past the wait, so no read is needed.
-    const watcher = watchOperation(operationIdFor(run.runId, call.callId));
+    const watcher = watchOperation(deps, operationIdFor(run.runId, call.callId));
     try {
       const submitted = await submitToolCall(deps, run, c.get('principal'), call, {
         waitSeconds,
@@ -223,7 +221,13 @@ export function makeApp(deps: Deps): Hono<Env> {
         throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
       if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
       if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
-      const op = await waitForSettled(watcher, submitted.op, waitSeconds, submitted.kind === 'created' ? submitted.finished : undefined);
+      const op = await waitForSettled(
+        deps,
+        watcher,
+        submitted.op,
+        waitSeconds,
+        submitted.kind === 'created' ? submitted.finished : undefined,
+      );
       const envelope = envelopeOf(op);
       if (envelope) return c.json(envelope, 200);
       return c.json({ operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` }, 202);
@@ -231,71 +235,6 @@ export function makeApp(deps: Deps): Hono<Env> {
       watcher.close();
     }
   });
-
-  /** The newest committed version of an operation this process has seen, and a way to wait for the next. */
-  function watchOperation(operationId: string) {
-    let latest: OperationRecord | undefined;
-    let wake: () => void = () => undefined;
-    const unsubscribe = deps.watch?.subscribe(operationId, (next) => {
-      if (!latest || next.version > latest.version) latest = next;
-      wake();
-    });
-    return {
-      inProcess: Boolean(unsubscribe),
-      latest: () => latest,
-      /** Resolves on the next notification or after `ms`, whichever comes first. */
-      wait: (ms: number) =>
-        new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.max(0, ms));
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        }),
-      wakeNow: () => wake(),
-      close: () => unsubscribe?.(),
-    };
-  }
-
-  /**
-   * Long-poll: until the model's envelope is decided, the call waits for a person, or the wait is over.
-   * Three ways to learn it without polling: the synchronous (Express) execution's end, an in-process
-   * notification where the steps run beside the API, and otherwise a poll with backoff.
-   */
-  async function waitForSettled(
-    watcher: ReturnType<typeof watchOperation>,
-    op: OperationRecord,
-    seconds: number,
-    finished?: Promise<void>,
-  ): Promise<OperationRecord> {
-    const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
-    const newest = () => {
-      const seen = watcher.latest();
-      return seen && seen.version > current.version ? seen : current;
-    };
-    let current = op;
-    current = newest();
-    if (done(current) || seconds === 0) return current;
-    const deadline = deps.now() + seconds * 1000;
-    let ended = false;
-    void finished?.then(() => {
-      ended = true;
-      watcher.wakeNow();
-    });
-    // Single-threaded: between reading the newest version and starting to wait no notification can slip in.
-    for (let pollMs = 50; deps.now() < deadline; pollMs = Math.min(MAX_POLL_MS, pollMs * 2)) {
-      current = newest();
-      if (done(current)) break;
-      if (ended || !(watcher.inProcess || finished)) {
-        const polled = await deps.store.getOperation(op.operationId);
-        if (polled && polled.version > current.version) current = polled;
-        // The execution ended: what it decided is in the record now; no need to wait any longer.
-        if (ended || done(current)) break;
-      }
-      await watcher.wait(watcher.inProcess || finished ? deadline - deps.now() : Math.min(pollMs, deadline - deps.now()));
-    }
-    return current;
-  }
 
   app.get('/v1/operations/:operationId', async (c) => c.json(operationView(await visibleOperation(c, true))));
 
@@ -393,7 +332,6 @@ export function makeApp(deps: Deps): Hono<Env> {
     return c.json(await openReviews(deps));
   });
 
-  app.route('/', mcpRoutes({ api: (request) => app.fetch(request), waitMs: mcpWaitMs() }));
   return app;
 }
 

@@ -41,7 +41,7 @@ export interface ClientOptions {
   /** A principal's bearer key. */
   apiKey: string;
   /** Defaults to the global `fetch`. */
-  fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  fetch?: (url: string, init: RequestInit) => Promise<Response> | Response;
 }
 
 export interface ToolCall {
@@ -60,6 +60,25 @@ export type ToolCallResult =
 export type Preview = z.infer<typeof PreviewResultSchema>;
 /** An operation waiting for a person's resolution. */
 export type Review = z.infer<typeof ReviewsSchema>['reviews'][number];
+
+/** A submission the runner refused as a request (409: `call_id_conflict`, `run_closed`), as a value. */
+export interface Refusal {
+  kind: 'refused';
+  status: number;
+  code: string;
+  message: string;
+}
+
+export interface WatchOptions {
+  /** Give up and return the newest view at this time (epoch ms). */
+  deadline: number;
+  /** Stop early once aborted (a cancelled model call). */
+  signal?: AbortSignal;
+  /** Also stop when the operation waits for an approver's decision. */
+  stopWhenAwaitingApproval?: boolean;
+  /** The longest pause between reads (default 2 s); pauses start at 100 ms and double. */
+  maxPollMs?: number;
+}
 
 const WAIT_MAX_SECONDS = 25;
 
@@ -147,6 +166,19 @@ export function createClient(options: ClientOptions) {
         replayed: res.headers.get('idempotent-replayed') === 'true',
       };
     },
+    /**
+     * `callTool`, with the runner's refusal of the request (409 `call_id_conflict`, `run_closed`) as a value:
+     * for agents that hand it back to the model, which can act on it, rather than fail the whole loop.
+     */
+    async submitToolCall(runId: string, call: ToolCall, opts: { waitSeconds?: number } = {}): Promise<ToolCallResult | Refusal> {
+      try {
+        return await client.callTool(runId, call, opts);
+      } catch (error) {
+        if (error instanceof ToolRunnerError && error.status === 409)
+          return { kind: 'refused', status: 409, code: error.code, message: error.message };
+        throw error;
+      }
+    },
     async getOperation(operationId: string): Promise<Operation> {
       return (await request('GET', `/v1/operations/${id(operationId)}`, OperationSchema)).body;
     },
@@ -155,15 +187,23 @@ export function createClient(options: ClientOptions) {
      * with code `timeout` (status 0) when `timeoutSeconds` (default 60) pass first.
      */
     async waitForOperation(operationId: string, opts: { timeoutSeconds?: number } = {}): Promise<Envelope> {
-      const deadline = Date.now() + (opts.timeoutSeconds ?? 60) * 1000;
+      const op = await client.watchOperation(operationId, { deadline: Date.now() + (opts.timeoutSeconds ?? 60) * 1000 });
+      if (op.envelope) return op.envelope as Envelope;
+      throw new ToolRunnerError(0, 'timeout', `operation ${operationId} is still ${op.state}`);
+    },
+    /**
+     * Reads the operation with growing pauses until it carries an envelope (or waits for an approver, when
+     * asked), the deadline passes or the signal aborts; returns the newest view either way.
+     */
+    async watchOperation(operationId: string, opts: WatchOptions): Promise<Operation> {
       let pauseMs = 100;
       for (;;) {
         const op = await client.getOperation(operationId);
-        if (op.envelope) return op.envelope as Envelope;
-        const left = deadline - Date.now();
-        if (left <= 0) throw new ToolRunnerError(0, 'timeout', `operation ${operationId} is still ${op.state}`);
-        await new Promise((r) => setTimeout(r, Math.min(pauseMs, left)));
-        pauseMs = Math.min(pauseMs * 2, 2000);
+        const awaitingPerson = op.state === 'awaiting_approval' && op.approval?.state === 'pending';
+        const left = opts.deadline - Date.now();
+        if (op.envelope || (awaitingPerson && opts.stopWhenAwaitingApproval) || left <= 0 || opts.signal?.aborted) return op;
+        await pause(Math.min(pauseMs, left), opts.signal);
+        pauseMs = Math.min(pauseMs * 2, opts.maxPollMs ?? 2000);
       }
     },
     async cancelOperation(operationId: string): Promise<Operation> {
@@ -171,6 +211,10 @@ export function createClient(options: ClientOptions) {
     },
     async getTrace(runId: string): Promise<TraceEvent[]> {
       return (await request('GET', `/v1/runs/${id(runId)}/trace`, TraceSchema)).body.events;
+    },
+    /** The run's operations in the order they were proposed, read from its trace. */
+    async operationIdsOfRun(runId: string): Promise<string[]> {
+      return (await client.getTrace(runId)).filter((e) => e.type === 'operation.proposed' && e.operationId).map((e) => e.operationId!);
     },
     /** The caller's tools in a provider's tool-definition shape (default `neutral`). */
     async listTools(format: ToolFormat = 'neutral'): Promise<Record<string, unknown>[]> {
@@ -193,3 +237,16 @@ export function createClient(options: ClientOptions) {
 }
 
 export type ToolRunnerClient = ReturnType<typeof createClient>;
+
+/** Resolves after `ms`, or at once when the signal aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}

@@ -1,7 +1,7 @@
 import { handle } from 'hono/aws-lambda';
 import tools from 'toolrunner-user-tools';
-import { makeApp } from '../api/app';
+import { makeHttpApp } from './http-app';
 import { lazyDeps } from './runtime';
 
 /** API Gateway → this Lambda → the same Hono app `npm start` serves locally. */
-export const handler = handle(makeApp(lazyDeps({ tools })));
+export const handler = handle(makeHttpApp(lazyDeps({ tools })));

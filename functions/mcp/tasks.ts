@@ -1,6 +1,6 @@
 import type { TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { ErrorCode, McpError, type CallToolResult, type Task } from '@modelcontextprotocol/sdk/types.js';
-import { RunnerHttpError, type OperationView, type RunnerHttp } from '../agents/http';
+import { ToolRunnerError, type Envelope, type Operation, type ToolRunnerClient } from '../client';
 import { callIdentity, envelopeResult, pendingResult, type SessionContext } from './tool-calls';
 
 /**
@@ -12,7 +12,7 @@ import { callIdentity, envelopeResult, pendingResult, type SessionContext } from
 const POLL_MS = 500;
 
 /** The operation's state as a task status: a person's approval pending is `input_required`. */
-export function taskOf(op: OperationView): Task {
+export function taskOf(op: Operation): Task {
   const status: Task['status'] = op.envelope
     ? op.envelope.status === 'succeeded'
       ? 'completed'
@@ -35,36 +35,36 @@ export function taskOf(op: OperationView): Task {
   };
 }
 
-export function taskResultOf(op: OperationView): CallToolResult {
-  return op.envelope ? envelopeResult(op.envelope) : pendingResult(op);
+export function taskResultOf(op: Operation): CallToolResult {
+  return op.envelope ? envelopeResult(op.envelope as Envelope) : pendingResult(op);
 }
 
-async function readOperation(http: RunnerHttp, taskId: string): Promise<OperationView | null> {
+async function readOperation(client: ToolRunnerClient, taskId: string): Promise<Operation | null> {
   try {
-    return await http.getOperation(taskId);
+    return await client.getOperation(taskId);
   } catch (error) {
     // Another principal's operation is as invisible as one that does not exist.
-    if (error instanceof RunnerHttpError && (error.status === 404 || error.status === 403)) return null;
+    if (error instanceof ToolRunnerError && (error.status === 404 || error.status === 403)) return null;
     throw error;
   }
 }
 
 /** The task store of one MCP session: the session's caller, the session's run. */
-export function operationTaskStore(http: RunnerHttp, runId: string): TaskStore {
+export function operationTaskStore(client: ToolRunnerClient, runId: string): TaskStore {
   return {
     async createTask() {
       // Never used: the tools/call handler submits the operation, which is the task.
       throw new McpError(ErrorCode.InternalError, 'tasks are created by submitting a tool call');
     },
     async getTask(taskId) {
-      const op = await readOperation(http, taskId);
+      const op = await readOperation(client, taskId);
       return op ? taskOf(op) : null;
     },
     async storeTaskResult() {
       throw new McpError(ErrorCode.InternalError, 'results are recorded by the runner');
     },
     async getTaskResult(taskId) {
-      const op = await readOperation(http, taskId);
+      const op = await readOperation(client, taskId);
       if (!op) throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
       return taskResultOf(op);
     },
@@ -72,16 +72,16 @@ export function operationTaskStore(http: RunnerHttp, runId: string): TaskStore {
       // The only change a client can ask for is tasks/cancel: exactly POST /v1/operations/{id}/cancel.
       if (status !== 'cancelled') return;
       try {
-        await http.cancelOperation(taskId);
+        await client.cancelOperation(taskId);
       } catch (error) {
-        if (error instanceof RunnerHttpError) throw new McpError(ErrorCode.InvalidParams, `${error.code}: ${error.message}`);
+        if (error instanceof ToolRunnerError) throw new McpError(ErrorCode.InvalidParams, `${error.code}: ${error.message}`);
         throw error;
       }
     },
     async listTasks() {
-      const ids = await http.operationIdsOfRun(runId);
-      const ops = await Promise.all(ids.slice(-100).map((id) => readOperation(http, id)));
-      return { tasks: ops.filter((op): op is OperationView => op !== null).map(taskOf) };
+      const ids = await client.operationIdsOfRun(runId);
+      const ops = await Promise.all(ids.slice(-100).map((id) => readOperation(client, id)));
+      return { tasks: ops.filter((op): op is Operation => op !== null).map(taskOf) };
     },
   };
 }
@@ -90,11 +90,15 @@ export function operationTaskStore(http: RunnerHttp, runId: string): TaskStore {
 export async function submitAsTask(
   session: SessionContext,
   request: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
-  extra: { sessionId?: string; requestId: string | number },
+  extra: { requestId: string | number },
 ): Promise<{ task: Task }> {
-  const { callId, turn } = callIdentity(session, request, extra);
-  const submitted = await session.http.submit(session.runId, { callId, turn, name: request.name, arguments: request.arguments ?? {} }, 0);
+  const { callId, turn } = await callIdentity(session, request, extra.requestId);
+  const submitted = await session.client.submitToolCall(
+    session.runId,
+    { callId, turn, name: request.name, arguments: request.arguments ?? {} },
+    { waitSeconds: 0 },
+  );
   if (submitted.kind === 'refused') throw new McpError(ErrorCode.InvalidParams, `${submitted.code}: ${submitted.message}`);
-  const operationId = submitted.kind === 'reported' ? submitted.envelope.logical_operation_id : submitted.operationId;
-  return { task: taskOf(await session.http.getOperation(operationId)) };
+  const operationId = submitted.kind === 'envelope' ? submitted.envelope.logical_operation_id : submitted.operationId;
+  return { task: taskOf(await session.client.getOperation(operationId)) };
 }

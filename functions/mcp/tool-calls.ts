@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { waitForOperation, type Envelope, type OperationView, type RunnerHttp } from '../agents/http';
+import type { Envelope, Operation, ToolRunnerClient } from '../client';
 
 /** The built-in tool that lets a model come back to a call that was still pending. */
 export const CHECK_OPERATION_TOOL = 'toolrunner_check_operation';
@@ -19,13 +20,15 @@ export const CHECK_OPERATION: Tool = {
 
 const CheckArguments = z.object({ operationId: z.string().min(1).max(200) });
 
-/** What one MCP session knows: its run, how to reach the API as its caller, how long a call may wait. */
+/**
+ * What serving one request of an MCP session needs: its id and run (from the verified session id), how to
+ * reach the API as its caller, how long a call may wait. Nothing here outlives the request.
+ */
 export interface SessionContext {
+  sessionId: string;
   runId: string;
-  http: RunnerHttp;
+  client: ToolRunnerClient;
   waitMs: number;
-  /** Turn numbers for calls whose client gives none: each call counts as a new turn. */
-  nextTurn(): number;
 }
 
 /** `_meta` keys a client may set on `tools/call`. */
@@ -67,8 +70,8 @@ function refusalResult(code: string, message: string): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(error) }], structuredContent: error, isError: true };
 }
 
-function operationResult(op: OperationView): CallToolResult {
-  return op.envelope ? envelopeResult(op.envelope) : pendingResult(op);
+function operationResult(op: Operation): CallToolResult {
+  return op.envelope ? envelopeResult(op.envelope as Envelope) : pendingResult(op);
 }
 
 /**
@@ -81,20 +84,20 @@ export async function callTool(
   extra: { sessionId?: string; requestId: string | number; signal: AbortSignal },
 ): Promise<CallToolResult> {
   if (request.name === CHECK_OPERATION_TOOL) return checkOperation(session, request.arguments);
-  const { callId, turn } = callIdentity(session, request, extra);
+  const { callId, turn } = await callIdentity(session, request, extra.requestId);
   const deadline = Date.now() + session.waitMs;
 
   // A short first wait answers fast calls in one round trip; longer waits poll so cancellation is seen.
-  const submitted = await session.http.submit(
+  const submitted = await session.client.submitToolCall(
     session.runId,
     { callId, turn, name: request.name, arguments: request.arguments ?? {} },
-    Math.min(1, session.waitMs / 1000),
+    { waitSeconds: Math.min(1, session.waitMs / 1000) },
   );
   if (submitted.kind === 'refused') return refusalResult(submitted.code, submitted.message);
-  if (submitted.kind === 'reported') return envelopeResult(submitted.envelope);
+  if (submitted.kind === 'envelope') return envelopeResult(submitted.envelope);
   if (extra.signal.aborted) return cancelled(session, submitted.operationId);
   if (submitted.state === 'awaiting_approval') return pendingResult(submitted);
-  const op = await waitForOperation(session.http, submitted.operationId, {
+  const op = await session.client.watchOperation(submitted.operationId, {
     deadline,
     signal: extra.signal,
     stopWhenAwaitingApproval: true,
@@ -103,28 +106,44 @@ export async function callTool(
   return operationResult(op);
 }
 
-/** The runner's callId and turn for one `tools/call`, from its `_meta` or derived. */
-export function callIdentity(
+/**
+ * The callId of a `tools/call` without `_meta["toolrunner/callId"]`: a hash of the session id and the JSON-RPC
+ * request id. Stable, so a client's resend of the same request is a replay, and computable by any process,
+ * so a `notifications/cancelled` naming the request finds its operation wherever it arrives. `1` and `"1"`
+ * are different request ids and get different callIds.
+ */
+export function derivedCallId(sessionId: string, requestId: string | number): string {
+  const digest = createHash('sha256')
+    .update(`${sessionId}\n${JSON.stringify(requestId)}`)
+    .digest('base64url');
+  return `mcp_${digest.slice(0, 22)}`;
+}
+
+/**
+ * The runner's callId and turn for one `tools/call`, from its `_meta` or derived. Without a turn in `_meta`
+ * each call opens a new one, counted in the run's own record (its `usage.turns`), never in this process:
+ * the session's next request may reach another process. Concurrent calls of one session may read the same
+ * count and then share a turn.
+ */
+export async function callIdentity(
   session: SessionContext,
   request: { _meta?: Record<string, unknown> },
-  extra: { sessionId?: string; requestId: string | number },
-): { callId: string; turn: number } {
+  requestId: string | number,
+): Promise<{ callId: string; turn: number }> {
   const meta = CallMeta.safeParse(request._meta ?? {});
   const given = meta.success ? meta.data : {};
-  // Derived ids are stable for one session and request id, so a client's resend of the same request is a replay.
-  const callId =
-    given['toolrunner/callId'] ??
-    `mcp_${extra.sessionId ?? 'nosession'}_${String(extra.requestId)}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 128);
-  return { callId, turn: given['toolrunner/turn'] ?? session.nextTurn() };
+  const callId = given['toolrunner/callId'] ?? derivedCallId(session.sessionId, requestId);
+  const turn = given['toolrunner/turn'] ?? (await session.client.getRun(session.runId)).usage.turns + 1;
+  return { callId, turn };
 }
 
 /** `notifications/cancelled` for a call in flight: exactly `POST /v1/operations/{id}/cancel`. */
 async function cancelled(session: SessionContext, operationId: string): Promise<CallToolResult> {
   try {
-    return operationResult(await session.http.cancelOperation(operationId));
+    return operationResult(await session.client.cancelOperation(operationId));
   } catch {
     // Already finished: the client is gone anyway; the result stays recorded.
-    return operationResult(await session.http.getOperation(operationId));
+    return operationResult(await session.client.getOperation(operationId));
   }
 }
 
@@ -132,7 +151,7 @@ async function checkOperation(session: SessionContext, args: Record<string, unkn
   const parsed = CheckArguments.safeParse(args ?? {});
   if (!parsed.success) return refusalResult('invalid_arguments', 'operationId is required');
   try {
-    return operationResult(await session.http.getOperation(parsed.data.operationId));
+    return operationResult(await session.client.getOperation(parsed.data.operationId));
   } catch (error) {
     const { code, message } = error as { code?: string; message: string };
     return refusalResult(code ?? 'unexpected', message);

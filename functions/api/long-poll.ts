@@ -1,0 +1,74 @@
+import { envelopeOf } from '../core/engine';
+import type { OperationRecord } from '../core/model';
+import type { Deps } from '../core/ports';
+
+/** Where no in-process notification exists (the API on its own Lambda), the waiter polls, backing off to this. */
+const MAX_POLL_MS = 500;
+
+export type OperationWatcher = ReturnType<typeof watchOperation>;
+
+/** The newest committed version of an operation this process has seen, and a way to wait for the next. */
+export function watchOperation(deps: Pick<Deps, 'watch'>, operationId: string) {
+  let latest: OperationRecord | undefined;
+  let wake: () => void = () => undefined;
+  const unsubscribe = deps.watch?.subscribe(operationId, (next) => {
+    if (!latest || next.version > latest.version) latest = next;
+    wake();
+  });
+  return {
+    inProcess: Boolean(unsubscribe),
+    latest: () => latest,
+    /** Resolves on the next notification or after `ms`, whichever comes first. */
+    wait: (ms: number) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, ms));
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      }),
+    wakeNow: () => wake(),
+    close: () => unsubscribe?.(),
+  };
+}
+
+/**
+ * Long-poll (`Prefer: wait=N`): until the model's envelope is decided, the call waits for a person, or the
+ * wait is over. Three ways to learn it without polling: the synchronous (Express) execution's end, an
+ * in-process notification where the steps run beside the API, and otherwise a poll with backoff.
+ */
+export async function waitForSettled(
+  deps: Pick<Deps, 'now' | 'store'>,
+  watcher: OperationWatcher,
+  op: OperationRecord,
+  seconds: number,
+  finished?: Promise<void>,
+): Promise<OperationRecord> {
+  const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
+  const newest = () => {
+    const seen = watcher.latest();
+    return seen && seen.version > current.version ? seen : current;
+  };
+  let current = op;
+  current = newest();
+  if (done(current) || seconds === 0) return current;
+  const deadline = deps.now() + seconds * 1000;
+  let ended = false;
+  void finished?.then(() => {
+    ended = true;
+    watcher.wakeNow();
+  });
+  // Single-threaded: between reading the newest version and starting to wait no notification can slip in.
+  for (let pollMs = 50; deps.now() < deadline; pollMs = Math.min(MAX_POLL_MS, pollMs * 2)) {
+    current = newest();
+    if (done(current)) break;
+    if (ended || !(watcher.inProcess || finished)) {
+      const polled = await deps.store.getOperation(op.operationId);
+      if (polled && polled.version > current.version) current = polled;
+      // The execution ended: what it decided is in the record now; no need to wait any longer.
+      if (ended || done(current)) break;
+    }
+    await watcher.wait(watcher.inProcess || finished ? deadline - deps.now() : Math.min(pollMs, deadline - deps.now()));
+  }
+  return current;
+}
