@@ -191,22 +191,19 @@ export interface Transition {
 }
 
 /** What a new operation is made of; everything else starts where the lifecycle starts. */
-export interface Proposal {
-  operationId: string;
-  runId: string;
-  callId: string;
-  turn: number;
-  toolName: string;
-  /** The run's owner. */
-  principalId: string;
-  requestedBy: string;
-  rawArguments: string;
-  inputHash: string;
-  idempotencyKey: string;
-  /** Copied from the run: retention applies to the whole run at once. */
-  expiresAtEpoch: number | undefined;
-  traceparent?: string;
-}
+export type Proposal = Pick<
+  OperationRecord,
+  | 'operationId'
+  | 'runId'
+  | 'callId'
+  | 'turn'
+  | 'toolName'
+  | 'principalId'
+  | 'inputHash'
+  | 'idempotencyKey'
+  | 'expiresAtEpoch'
+  | 'traceparent'
+> & { requestedBy: string; rawArguments: string };
 
 /** The first record of an operation: `proposed`, leased for its submission, with `operation.proposed`. */
 export function propose(p: Proposal, now: number): Transition {
