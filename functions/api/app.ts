@@ -55,7 +55,7 @@ function keyDigest(key: string): Buffer {
 }
 
 /** Finds the principal for a bearer key; compares digests in constant time. */
-function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
+export function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
   const digest = keyDigest(key);
   return findPrincipal(config, (p) => timingSafeEqual(keyDigest(p.key), digest));
 }

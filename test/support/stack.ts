@@ -9,6 +9,7 @@ import type { TraceEvent } from '../../functions/core/trace';
 import type { HandlerMode } from '../../local/handlers';
 import { startStack, type Stack } from '../../local/stack';
 import { seeded } from './seeded';
+import { startStackProcess } from './stack-process';
 import { deployedTarget, handlerMode, isEmbedded, Target } from './target';
 
 export interface Keys {
@@ -30,6 +31,11 @@ export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'>
   api: Api;
   /** Embedded only: stops the whole stack and starts it again on the same tables and data; returns the operations it resumed. */
   restart?(): Promise<string[]>;
+  /**
+   * Embedded only: another API process (a child process with its own engine and sandbox) on the same tables,
+   * configuration and DynamoDB Local, as a second Lambda container behind one API would be.
+   */
+  anotherProcess?(): Promise<{ apiUrl: string; stop(): Promise<void> }>;
   /** Rewrites the principals file (the runner re-reads it on change). */
   editConfig(edit: (config: RunnerConfig) => void): void;
   sandbox: Sandbox;
@@ -114,6 +120,7 @@ export async function startTestStack(options: { seed?: number; handlers?: Handle
       });
       return stack.recovered;
     },
+    anotherProcess: () => startStackProcess({ ...stackOptions, dataDir: mkdtempSync(join(tmpdir(), 'toolrunner-test-')) }),
   };
   return testStack;
 }
