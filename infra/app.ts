@@ -7,6 +7,6 @@ new ToolRunnerStack(app, app.node.tryGetContext('stackName') ?? 'ToolRunner', {
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
   sandboxUrl: app.node.tryGetContext('sandboxUrl'),
   publicBaseUrl: app.node.tryGetContext('publicBaseUrl'),
-  restApiCustomId: app.node.tryGetContext('restApiCustomId'),
+  apiCustomId: app.node.tryGetContext('apiCustomId'),
 });
 applyNag(app);

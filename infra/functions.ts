@@ -2,8 +2,11 @@ import type { TableLayout } from '../functions/adapters/tables';
 import type { LifecycleFunction } from '../statemachines/definition';
 import type { Port } from './permissions';
 
-/** The API Gateway stage; the API's routes (`/v1/...`) live below it. */
-export const API_STAGE_NAME = 'v1stage';
+/**
+ * The HTTP API's routes (`$default` stage), every one to the API Lambda: the API, the MCP server and the
+ * console. Any other path is API Gateway's own 404.
+ */
+export const API_ROUTES = ['ANY /v1/{proxy+}', 'ANY /mcp', 'ANY /console', 'ANY /console/{proxy+}'] as const;
 
 export type FunctionName = LifecycleFunction | 'Api' | 'Sweeper';
 

@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ArnFormat, Aws, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
-import * as apigw from 'aws-cdk-lib/aws-apigateway';
+import { ArnFormat, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -26,7 +28,7 @@ import {
   readExpressDefinition,
 } from '../statemachines/definition';
 import { cdkBundling, runnerFile } from './bundling';
-import { API_STAGE_NAME, FUNCTIONS, type FunctionName } from './functions';
+import { API_ROUTES, FUNCTIONS, type FunctionName } from './functions';
 import { actionsOf, type Port } from './permissions';
 
 export interface ToolRunnerProps {
@@ -47,13 +49,33 @@ export interface ToolRunnerProps {
   removalPolicy?: RemovalPolicy;
   /** For every log group (Lambdas, state machine, API access logs). Default one month. */
   logRetention?: logs.RetentionDays;
-  /** API Gateway stage throttling. Default 200 requests/s, bursts of 400. */
+  /** API Gateway throttling of the `$default` stage (every route). Default 200 requests/s, bursts of 400. */
   throttling?: { rateLimit: number; burstLimit: number };
   /** The API's base URL as approvers reach it (approval links). Default: the execute-api URL of the stage. */
   publicBaseUrl?: string;
 }
 
-export { API_STAGE_NAME as STAGE_NAME };
+/**
+ * One JSON line per request, never a body or a header value (they carry keys, arguments and approval links).
+ * Variables an HTTP API supports; `requestId` first, as API Gateway requires it.
+ */
+const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
+  JSON.stringify({
+    requestId: '$context.requestId',
+    ip: '$context.identity.sourceIp',
+    requestTime: '$context.requestTime',
+    httpMethod: '$context.httpMethod',
+    routeKey: '$context.routeKey',
+    path: '$context.path',
+    status: '$context.status',
+    protocol: '$context.protocol',
+    responseLength: '$context.responseLength',
+    responseLatency: '$context.responseLatency',
+    integrationLatency: '$context.integrationLatency',
+    integrationStatus: '$context.integrationStatus',
+    errorMessage: '$context.error.message',
+  }),
+);
 
 /**
  * The tool runner on AWS: DynamoDB tables, the Standard state machine from the ASL file, one Lambda per
@@ -62,8 +84,9 @@ export { API_STAGE_NAME as STAGE_NAME };
  * function makes (`infra/permissions.ts`).
  */
 export class ToolRunner extends Construct {
-  readonly api: apigw.RestApi;
-  /** Base URL of the API stage, without a trailing slash: `${apiUrl}/v1/health`. */
+  /** The HTTP API (`$default` stage): `/v1/...`, `/mcp` and `/console` to the API Lambda. */
+  readonly api: apigw.HttpApi;
+  /** The API's endpoint, without a trailing slash: `${apiUrl}/v1/health`, `${apiUrl}/mcp`. */
   readonly apiUrl: string;
   readonly stateMachine: sfn.StateMachine;
   /** The Express variant that runs calls needing no person (synchronously when the caller waits). */
@@ -74,6 +97,7 @@ export class ToolRunner extends Construct {
   readonly functions: Record<FunctionName, NodejsFunction>;
   readonly sweepSchedule: scheduler.Schedule;
   private readonly stateMachineName: string;
+  private readonly apiRoutes: apigw.HttpRoute[];
 
   constructor(scope: Construct, id: string, props: ToolRunnerProps) {
     super(scope, id);
@@ -142,27 +166,14 @@ export class ToolRunner extends Construct {
       arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     });
 
-    const throttling = props.throttling ?? { rateLimit: 200, burstLimit: 400 };
-    const accessLogs = logGroup('ApiAccessLogs');
-    this.api = new apigw.RestApi(this, 'Api', {
-      restApiName: `${stack.stackName}-${this.node.id}-api`,
-      description: 'Tool runner HTTP API v1',
-      deployOptions: {
-        stageName: API_STAGE_NAME,
-        tracingEnabled: true,
-        throttlingRateLimit: throttling.rateLimit,
-        throttlingBurstLimit: throttling.burstLimit,
-        accessLogDestination: new apigw.LogGroupLogDestination(accessLogs),
-        accessLogFormat: apigw.AccessLogFormat.jsonWithStandardFields(),
-        // Errors only, and never request or response bodies: they carry keys, arguments and approval links.
-        loggingLevel: apigw.MethodLoggingLevel.ERROR,
-        dataTraceEnabled: false,
-      },
-      // API Gateway writes logs through the account's CloudWatch role; this creates it (one per account and region).
-      cloudWatchRole: true,
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+    // An HTTP API, not a REST API: $1 per million requests instead of $3.50, and nothing the runner needs is
+    // missing (it authenticates, validates and shapes its own errors). What it cannot do: X-Ray tracing, and
+    // rewriting the bodies of the errors it answers itself (README, "Deploying").
+    this.api = new apigw.HttpApi(this, 'Api', {
+      description: 'Tool runner HTTP API v1, MCP server and console',
+      createDefaultStage: false,
     });
-    this.apiUrl = `https://${this.api.restApiId}.execute-api.${Aws.REGION}.${Aws.URL_SUFFIX}/${API_STAGE_NAME}`;
+    this.apiUrl = this.api.apiEndpoint;
 
     const environment: Record<string, string> = {
       ...Object.fromEntries(Object.entries(TABLE_ENV).map(([tid, name]) => [name, this.tables[tid as TableLayout['id']].tableName])),
@@ -235,23 +246,22 @@ export class ToolRunner extends Construct {
       new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readExpressDefinition()) }),
     );
 
-    // Errors API Gateway answers itself keep the API's error shape: { error: { code, message } }.
-    const gatewayErrors: [apigw.ResponseType, string, string, string][] = [
-      [apigw.ResponseType.THROTTLED, '429', 'throttled', 'too many requests'],
-      [apigw.ResponseType.REQUEST_TOO_LARGE, '413', 'payload_too_large', 'the body is too large'],
-      [apigw.ResponseType.DEFAULT_4XX, '400', 'invalid_request', 'the request was refused'],
-      [apigw.ResponseType.DEFAULT_5XX, '502', 'internal', 'internal error'],
-    ];
-    for (const [type, statusCode, code, message] of gatewayErrors) {
-      this.api.addGatewayResponse(`Gateway${code}${statusCode}`, {
-        type,
-        statusCode,
-        templates: { 'application/json': JSON.stringify({ error: { code, message } }) },
-      });
-    }
-    this.api.root
-      .addResource('v1')
-      .addProxy({ defaultIntegration: new apigw.LambdaIntegration(this.functions.Api, { proxy: true }), anyMethod: true });
+    const throttling = props.throttling ?? { rateLimit: 200, burstLimit: 400 };
+    const accessLogs = logGroup('ApiAccessLogs');
+    new apigw.HttpStage(this, 'ApiStage', {
+      httpApi: this.api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { rateLimit: throttling.rateLimit, burstLimit: throttling.burstLimit },
+      accessLogSettings: { destination: new apigw.LogGroupLogDestination(accessLogs), format: ACCESS_LOG_FORMAT },
+    });
+    const integration = new HttpLambdaIntegration('ApiIntegration', this.functions.Api, {
+      payloadFormatVersion: apigw.PayloadFormatVersion.VERSION_2_0,
+    });
+    this.apiRoutes = API_ROUTES.flatMap((routeKey) => {
+      const [method, path] = routeKey.split(' ');
+      return this.api.addRoutes({ path, methods: [method as apigw.HttpMethod], integration });
+    });
 
     this.sweepSchedule = new scheduler.Schedule(this, 'SweepSchedule', {
       description: 'Resumes operations stuck past their lease',
@@ -385,26 +395,11 @@ export class ToolRunner extends Construct {
         `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(this.functions.Sweeper.node.defaultChild as lambda.CfnFunction)}.Arn>:*]`,
         'aws-scheduler-targets grants lambda:InvokeFunction on the function and its versions; the schedule invokes the unqualified function.',
       );
-    ack(
-      this.api,
-      'AwsSolutions-APIG2',
-      'The API Lambda validates every request with zod, the same schemas that define the API; a greedy proxy resource has no API Gateway models to validate against.',
-    );
-    ack(
-      this.api,
-      'AwsSolutions-APIG3',
-      "A WAF web ACL is the deployer's choice and cost; the stage has throttling. Attach a web ACL to the stage where required.",
-    );
-    ack(
-      this.api,
-      'AwsSolutions-APIG4',
-      'Authentication is in the app: bearer keys from the principals secret (agents, approvers, reviewers) and HMAC-signed approval links; IAM or Cognito authorizers do not fit agent API keys.',
-    );
-    ack(this.api, 'AwsSolutions-COG4', 'Same as AwsSolutions-APIG4: callers are agents with API keys, not Cognito users.');
-    ack(
-      this.api,
-      'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
-      'The account-level role API Gateway writes access and execution logs with; AWS documents this managed policy for it.',
-    );
+    for (const route of this.apiRoutes)
+      ack(
+        route,
+        'AwsSolutions-APIG4',
+        'Authentication is in the app: bearer keys from the principals secret (agents, approvers, reviewers, MCP clients), HMAC-signed approval links and console sessions; IAM, JWT or Lambda authorizers do not fit agent API keys.',
+      );
   }
 }

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { makeHttpApp } from '../functions/handlers/http-app';
 import { makeLifecycleHandlers } from '../functions/handlers/steps';
 import type { Deps } from '../functions/core/ports';
 import { sweep } from '../functions/steps/resume';
-import { API_STAGE_NAME, FUNCTIONS, type FunctionName } from '../infra/functions';
+import { API_ROUTES, FUNCTIONS, type FunctionName } from '../infra/functions';
 import { LIFECYCLE_FUNCTIONS, type LifecycleFunction } from '../statemachines/definition';
-import { viaProxyEvent } from './api-gateway-event';
+import { type HttpApiHandler, viaHttpApiEvent } from './api-gateway-event';
 import { importBundle, lambdaBundle } from './bundles';
 import type { LocalFunction } from './sfn-endpoint';
 
@@ -108,10 +107,7 @@ async function bundledHandlers(context: HandlerContext): Promise<Handlers> {
   return {
     mode: 'bundled',
     lifecycle: Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [n, invoke(n)])) as Record<LifecycleFunction, LocalFunction>,
-    api: viaProxyEvent(async () => {
-      const call = invoke('Api');
-      return (event: APIGatewayProxyEvent) => call(event) as Promise<APIGatewayProxyResult>;
-    }, API_STAGE_NAME),
+    api: viaHttpApiEvent(async () => invoke('Api') as HttpApiHandler, API_ROUTES),
     sweep: () => invoke('Sweeper')({}),
   };
 }

@@ -2,10 +2,12 @@
 # Deploys the demo stack to a running LocalStack and runs the e2e suite against it (TARGET=localstack).
 # Not run on the development machine (no Docker engine there); README "What is verified where" says what was.
 #
-# Needs: LocalStack (Lambda, Step Functions, DynamoDB, API Gateway, SNS, Secrets Manager, Scheduler,
-# CloudFormation, S3, IAM, Logs) started with LAMBDA_IGNORE_ARCHITECTURE=1, because the functions are
-# arm64 and an x86 host cannot run them otherwise:
-#   LAMBDA_IGNORE_ARCHITECTURE=1 localstack start -d
+# Needs: LocalStack (Lambda, Step Functions, DynamoDB, API Gateway v2 (HTTP APIs), SNS, Secrets Manager,
+# Scheduler, CloudFormation, S3, IAM, Logs, CloudWatch). LocalStack's image requires an auth token
+# (LOCALSTACK_AUTH_TOKEN, from your LocalStack account; HTTP APIs need a plan that includes API Gateway v2).
+# Start it with LAMBDA_IGNORE_ARCHITECTURE=1, because the functions are arm64 and an x86 host cannot run
+# them otherwise:
+#   LOCALSTACK_AUTH_TOKEN=... LAMBDA_IGNORE_ARCHITECTURE=1 localstack start -d
 # plus the AWS CLI v2 (it honours AWS_ENDPOINT_URL) and Node.js 20+.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +20,8 @@ export AWS_REGION="${AWS_REGION:-us-east-1}" AWS_DEFAULT_REGION="${AWS_REGION:-u
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
 export CDK_DEFAULT_ACCOUNT=000000000000 CDK_DEFAULT_REGION="$AWS_REGION"
 
-health=$(curl -fsS "$edge/_localstack/health") || { echo "LocalStack is not answering at $edge: start it with LAMBDA_IGNORE_ARCHITECTURE=1 localstack start -d" >&2; exit 2; }
+[ -n "${LOCALSTACK_AUTH_TOKEN:-}" ] || echo "LOCALSTACK_AUTH_TOKEN is not set here: LocalStack refuses to start without it (set it where LocalStack starts)" >&2
+health=$(curl -fsS "$edge/_localstack/health") || { echo "LocalStack is not answering at $edge: start it with LOCALSTACK_AUTH_TOKEN=... LAMBDA_IGNORE_ARCHITECTURE=1 localstack start -d" >&2; exit 2; }
 echo "LocalStack: $health" | head -c 400; echo
 
 # The sandbox upstreams on this host. The Lambdas run in containers and reach the host through Docker's
@@ -33,23 +36,23 @@ if ! curl -fsS "$TOOLRUNNER_SANDBOX_URL/_sandbox/ledger" >/dev/null 2>&1; then
   for _ in $(seq 1 50); do curl -fsS "$TOOLRUNNER_SANDBOX_URL/_sandbox/ledger" >/dev/null 2>&1 && break; sleep 0.2; done
 fi
 
-# A fixed REST API id (LocalStack's _custom_id_ tag), so the API's URL, and with it the approval links the
-# Lambdas sign, are known before the deploy. LocalStack serves a REST API stage at
-# http://<id>.execute-api.localhost.localstack.cloud:4566/<stage>/ (or, older form,
-# http://localhost:4566/restapis/<id>/<stage>/_user_request_/), never at amazonaws.com.
-api_id="${TOOLRUNNER_REST_API_ID:-toolrunner}"
-api_url="http://$api_id.execute-api.localhost.localstack.cloud:4566/v1stage"
+# A fixed HTTP API id (LocalStack's _custom_id_ tag), so the API's URL, and with it the approval links the
+# Lambdas sign, are known before the deploy. LocalStack serves an HTTP API's $default stage at
+# http://<id>.execute-api.localhost.localstack.cloud:4566/<path> (no stage in the path, as on AWS),
+# never at amazonaws.com.
+api_id="${TOOLRUNNER_API_ID:-toolrunner}"
+api_url="http://$api_id.execute-api.localhost.localstack.cloud:4566"
 
 mkdir -p cdk.out
 npx cdklocal bootstrap "aws://000000000000/$AWS_REGION"
 npx cdklocal deploy --require-approval never \
-  -c sandboxUrl="$sandbox_for_lambdas" -c restApiCustomId="$api_id" -c publicBaseUrl="$api_url" \
+  -c sandboxUrl="$sandbox_for_lambdas" -c apiCustomId="$api_id" -c publicBaseUrl="$api_url" \
   --outputs-file cdk.out/localstack-outputs.json
 
 output() { node -e "console.log(Object.values(require('./cdk.out/localstack-outputs.json'))[0][process.argv[1]])" "$1"; }
 secret=$(output ConfigSecretArn)
 sweeper=$(output SweeperFunctionName)
-[ "$(output RestApiId)" = "$api_id" ] || { echo "LocalStack ignored the _custom_id_ tag: the API id is $(output RestApiId), approval links point at $api_url" >&2; exit 1; }
+[ "$(output ApiId)" = "$api_id" ] || { echo "LocalStack ignored the _custom_id_ tag: the API id is $(output ApiId), approval links point at $api_url" >&2; exit 1; }
 
 keys=$(node -e "const k=()=>'tr_'+require('crypto').randomBytes(24).toString('base64url');console.log(JSON.stringify({agent:k(),approver:k(),reviewer:k(),admin:k(),other:k()}))")
 current=$(aws secretsmanager get-secret-value --secret-id "$secret" --query SecretString --output text)

@@ -25,7 +25,8 @@ describe('scripts/localstack.sh', () => {
   });
 
   it("points the tests at LocalStack's API URL, not amazonaws.com, and invokes the sweeper the Scheduler never fires", () => {
-    expect(commands).toMatch(/execute-api\.localhost\.localstack\.cloud:4566\/v1stage/);
+    // An HTTP API's $default stage: no stage in the path.
+    expect(commands).toMatch(/api_url="http:\/\/\$api_id\.execute-api\.localhost\.localstack\.cloud:4566"/);
     expect(commands).not.toMatch(/output ApiUrl/);
     expect(commands).toMatch(/aws lambda invoke --function-name "\$sweeper"/);
     expect(script).toMatch(/LAMBDA_IGNORE_ARCHITECTURE=1/);
@@ -33,17 +34,17 @@ describe('scripts/localstack.sh', () => {
 
   it('gets from the demo stack a fixed API id and approval links on the LocalStack URL', () => {
     const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
-    const url = 'http://toolrunner.execute-api.localhost.localstack.cloud:4566/v1stage';
+    const url = 'http://toolrunner.execute-api.localhost.localstack.cloud:4566';
     const stack = new ToolRunnerStack(app, 'Local', {
       env: { account: '000000000000', region: 'us-east-1' },
-      restApiCustomId: 'toolrunner',
+      apiCustomId: 'toolrunner',
       publicBaseUrl: url,
     });
     const template = Template.fromStack(stack);
-    const [api] = Object.values(template.findResources('AWS::ApiGateway::RestApi'));
-    expect(api.Properties.Tags).toEqual(expect.arrayContaining([{ Key: '_custom_id_', Value: 'toolrunner' }]));
+    const [api] = Object.values(template.findResources('AWS::ApiGatewayV2::Api'));
+    expect(api.Properties.Tags).toEqual({ _custom_id_: 'toolrunner' });
     for (const fn of Object.values(template.findResources('AWS::Lambda::Function')))
       expect(fn.Properties.Environment.Variables.PUBLIC_BASE_URL).toBe(url);
-    expect(Object.keys(template.toJSON().Outputs)).toEqual(expect.arrayContaining(['RestApiId', 'SweeperFunctionName', 'ConfigSecretArn']));
+    expect(Object.keys(template.toJSON().Outputs)).toEqual(expect.arrayContaining(['ApiId', 'SweeperFunctionName', 'ConfigSecretArn']));
   });
 });

@@ -4,6 +4,7 @@ import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TABLES } from '../../functions/adapters/tables';
+import { API_ROUTES } from '../../infra/functions';
 import { ToolRunnerStack } from '../../infra/tool-runner-stack';
 import { LIFECYCLE_FUNCTIONS, placeholderOf, placeholdersIn, readDefinition } from '../../statemachines/definition';
 
@@ -87,18 +88,29 @@ describe('CDK stack', () => {
     }
   });
 
-  it('puts API Gateway in front of the API Lambda and schedules the sweeper', () => {
-    template.resourceCountIs('AWS::ApiGateway::RestApi', 1);
-    template.hasResourceProperties('AWS::ApiGateway::Method', { HttpMethod: 'ANY', Integration: { Type: 'AWS_PROXY' } });
+  it('puts an HTTP API in front of the API Lambda (payload format 2.0) and schedules the sweeper', () => {
+    template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
+    template.resourceCountIs('AWS::ApiGateway::RestApi', 0);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'HTTP' });
+    const [integrationId, integration] = Object.entries(resources('AWS::ApiGatewayV2::Integration'))[0];
+    expect(integration.Properties).toMatchObject({ IntegrationType: 'AWS_PROXY', PayloadFormatVersion: '2.0' });
+    expect(JSON.stringify(integration.Properties.IntegrationUri)).toMatch(/RunnerApiFunction/);
+    const routes = Object.values(resources('AWS::ApiGatewayV2::Route'));
+    expect(routes.map((r) => r.Properties.RouteKey).sort()).toEqual([...API_ROUTES].sort());
+    for (const route of routes) expect(route.Properties.Target).toEqual({ 'Fn::Join': ['', ['integrations/', { Ref: integrationId }]] });
     template.hasResourceProperties('AWS::Scheduler::Schedule', {
       ScheduleExpression: 'rate(1 minute)',
       Target: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('SweeperFunction'), 'Arn'] } },
     });
     template.resourceCountIs('AWS::SNS::Topic', 1);
-    template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
-      ResponseType: 'THROTTLED',
-      StatusCode: '429',
-      ResponseTemplates: { 'application/json': JSON.stringify({ error: { code: 'throttled', message: 'too many requests' } }) },
+  });
+
+  it('serves the $default stage, deployed on every change and throttled', () => {
+    const [stage] = Object.values(resources('AWS::ApiGatewayV2::Stage'));
+    expect(stage.Properties).toMatchObject({
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 200, ThrottlingBurstLimit: 400 },
     });
   });
 
