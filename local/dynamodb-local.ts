@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  type CreateTableCommandInput,
   CreateTableCommand,
   DescribeTableCommand,
   DynamoDBClient,
@@ -166,22 +167,45 @@ export function localClient(endpoint: string): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
 }
 
+/** One table to create: DynamoDB's CreateTable input, and its TTL attribute if it has one. */
+export interface TableToCreate {
+  create: CreateTableCommandInput;
+  ttlAttribute?: string;
+}
+
+/** Creates each table that is missing (and its TTL setting); an existing one is left as it is. */
+export async function createTables(client: DynamoDBClient, tables: readonly TableToCreate[]): Promise<void> {
+  for (const { create, ttlAttribute } of tables) {
+    const TableName = create.TableName;
+    try {
+      await client.send(new CreateTableCommand(create));
+      if (ttlAttribute)
+        await client.send(
+          new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }),
+        );
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+    }
+    await client.send(new DescribeTableCommand({ TableName }));
+  }
+}
+
 /** Creates the tables of functions/adapters/tables.ts if missing: the same layout CDK deploys. */
 export async function ensureTables(client: DynamoDBClient, names: TableNames): Promise<void> {
-  for (const layout of TABLES) {
-    const TableName = names[layout.id];
-    const attributes = new Map<string, string>();
-    const add = (k: { name: string; type: string }) => attributes.set(k.name, k.type);
-    add(layout.partitionKey);
-    if (layout.sortKey) add(layout.sortKey);
-    for (const i of layout.indexes ?? []) {
-      add(i.partitionKey);
-      add(i.sortKey);
-    }
-    try {
-      await client.send(
-        new CreateTableCommand({
-          TableName,
+  await createTables(
+    client,
+    TABLES.map((layout) => {
+      const attributes = new Map<string, string>();
+      const add = (k: { name: string; type: string }) => attributes.set(k.name, k.type);
+      add(layout.partitionKey);
+      if (layout.sortKey) add(layout.sortKey);
+      for (const i of layout.indexes ?? []) {
+        add(i.partitionKey);
+        add(i.sortKey);
+      }
+      return {
+        create: {
+          TableName: names[layout.id],
           BillingMode: 'PAY_PER_REQUEST',
           AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({
             AttributeName,
@@ -199,16 +223,9 @@ export async function ensureTables(client: DynamoDBClient, names: TableNames): P
             ],
             Projection: { ProjectionType: 'ALL' as const },
           })),
-        }),
-      );
-      if (layout.ttlAttribute) {
-        await client.send(
-          new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: layout.ttlAttribute, Enabled: true } }),
-        );
-      }
-    } catch (error) {
-      if (!(error instanceof ResourceInUseException)) throw error;
-    }
-    await client.send(new DescribeTableCommand({ TableName }));
-  }
+        },
+        ttlAttribute: layout.ttlAttribute,
+      };
+    }),
+  );
 }

@@ -7,7 +7,7 @@ import type { RunnerConfig } from '../../functions/core/config';
 import { createClient, type ToolRunnerClient } from '../../functions/client';
 import type { TraceEvent } from '../../functions/core/trace';
 import type { HandlerMode } from '../../local/handlers';
-import { startStack, type Stack } from '../../local/stack';
+import { startStack, type Stack, type StackOptions } from '../../local/stack';
 import { deployedTarget, handlerMode, isEmbedded, Target } from './target';
 
 export interface Keys {
@@ -18,7 +18,7 @@ export interface Keys {
   other: string;
 }
 
-export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'> {
+export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials'> {
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
   /** Only on the embedded stack: its state machine on the local Step Functions endpoint. */
@@ -38,7 +38,9 @@ export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'>
  * The stack under test: by default an embedded stack against the run's shared DynamoDB Local, with its own
  * tables and sandbox state; with TARGET=localstack|aws, the deployed stack named by the environment.
  */
-export async function startTestStack(options: { seed?: number; handlers?: HandlerMode } = {}): Promise<TestStack> {
+export async function startTestStack(
+  options: { seed?: number; handlers?: HandlerMode } & Pick<StackOptions, 'editTemplate'> = {},
+): Promise<TestStack> {
   if (!isEmbedded) {
     const target = deployedTarget();
     return {
@@ -76,6 +78,7 @@ export async function startTestStack(options: { seed?: number; handlers?: Handle
     tablePrefix: `t${randomBytes(5).toString('hex')}`,
     sweepIntervalMs: 500,
     handlers: options.handlers ?? handlerMode,
+    editTemplate: options.editTemplate,
   };
   let stack = await startStack(stackOptions);
   if (options.seed !== undefined) stack.deps.random = seeded(options.seed);
@@ -89,6 +92,8 @@ export async function startTestStack(options: { seed?: number; handlers?: Handle
     sandboxUrl: stack.sandboxUrl,
     deps: stack.deps,
     stateMachineArn: stack.stateMachineArn,
+    published: stack.published,
+    denials: stack.denials,
     keys,
     configPath,
     dataDir,
