@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ArnFormat, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -29,31 +30,80 @@ import {
 } from '../statemachines/definition';
 import { cdkBundling, runnerFile } from './bundling';
 import { API_ROUTES, FUNCTIONS, type FunctionName } from './functions';
+import { RunnerMonitoring, type RunnerAlarm } from './monitoring';
 import { actionsOf, type Port } from './permissions';
+
+/** The user's tools module and what only the functions that run tools get. */
+export interface ToolRunnerTools {
+  /** A module whose default export is an array of tool specs (`.ts`, `.mts`, `.js`, `.mjs`). */
+  readonly entry: string;
+  /**
+   * Variables (upstream URLs and the like; never secrets: they are visible in the console) for the functions
+   * whose bundles include the tools module: Api, Execute, Reconcile and Report (`tools: true` in
+   * `infra/functions.ts`).
+   * @default - none
+   */
+  readonly environment?: Readonly<Record<string, string>>;
+}
+
+/** API Gateway throttling of the `$default` stage, applied to every route. */
+export interface ToolRunnerThrottling {
+  /** Steady requests per second. */
+  readonly rateLimit: number;
+  /** Requests in a burst. */
+  readonly burstLimit: number;
+}
 
 export interface ToolRunnerProps {
   /**
-   * The user's tools: `entry` is a module whose default export is an array of tool specs. It is bundled
-   * into the Lambdas that run or validate tools (API, Validate, Execute, Reconcile), which also get
-   * `environment` (upstream URLs and the like; never secrets, they are visible in the console).
+   * The user's tools: `entry` is bundled into the Lambdas that run tools or answer about them (Api, Execute,
+   * Reconcile, Report), which also get `environment`.
    */
-  tools: { entry: string; environment?: Record<string, string> };
+  readonly tools: ToolRunnerTools;
   /**
    * An existing secret holding the principals document (`{ principals, approvalSecret, approvalTtlSeconds? }`,
-   * see the README). Default: a new secret with no principals and a random `approvalSecret`.
+   * see the README).
+   * @default - a new secret with no principals and a random `approvalSecret`
    */
-  configSecret?: secrets.ISecret;
-  /** Seconds an approval request stays open, written into the new secret. Default 86400; at most 7 days. */
-  approvalTtlSeconds?: number;
-  /** For the tables, the config secret and the log groups. Default RETAIN: they hold the record. */
-  removalPolicy?: RemovalPolicy;
-  /** For every log group (Lambdas, state machine, API access logs). Default one month. */
-  logRetention?: logs.RetentionDays;
-  /** API Gateway throttling of the `$default` stage (every route). Default 200 requests/s, bursts of 400. */
-  throttling?: { rateLimit: number; burstLimit: number };
-  /** The API's base URL as approvers reach it (approval links). Default: the execute-api URL of the stage. */
-  publicBaseUrl?: string;
+  readonly configSecret?: secrets.ISecret;
+  /**
+   * Seconds an approval request stays open, written into the secret the construct creates (not allowed with
+   * `configSecret`); 1 to 604800 (7 days).
+   * @default 86400
+   */
+  readonly approvalTtlSeconds?: number;
+  /**
+   * For the tables, the config secret and the log groups.
+   * @default RemovalPolicy.RETAIN (they hold the record)
+   */
+  readonly removalPolicy?: RemovalPolicy;
+  /**
+   * For every log group (Lambdas, state machines, API access logs).
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * API Gateway throttling of the `$default` stage (every route).
+   * @default { rateLimit: 200, burstLimit: 400 }
+   */
+  readonly throttling?: ToolRunnerThrottling;
+  /**
+   * The API's base URL as approvers reach it (approval links), when it is not the API's endpoint (a custom
+   * domain, LocalStack).
+   * @default - the API's endpoint, `apiUrl`
+   */
+  readonly publicBaseUrl?: string;
+  /**
+   * Where the alarms send their state changes (into ALARM and back to OK).
+   * @default - no action: the alarms show on the dashboard and in the CloudWatch console only
+   */
+  readonly alarmTopic?: sns.ITopic;
 }
+
+/** Step Functions' limit on a state machine's name. */
+const STATE_MACHINE_NAME_MAX = 80;
+const STANDARD_SUFFIX = '-invocation';
+const EXPRESS_SUFFIX = '-express';
 
 /**
  * One JSON line per request, never a body or a header value (they carry keys, arguments and approval links).
@@ -88,6 +138,7 @@ export class ToolRunner extends Construct {
   readonly api: apigw.HttpApi;
   /** The API's endpoint, without a trailing slash: `${apiUrl}/v1/health`, `${apiUrl}/mcp`. */
   readonly apiUrl: string;
+  /** The Standard state machine: the lifecycle of every call, and the only one that waits for people. */
   readonly stateMachine: sfn.StateMachine;
   /** The Express variant that runs calls needing no person (synchronously when the caller waits). */
   readonly expressStateMachine: sfn.StateMachine;
@@ -96,7 +147,14 @@ export class ToolRunner extends Construct {
   readonly configSecret: secrets.ISecret;
   readonly functions: Record<FunctionName, NodejsFunction>;
   readonly sweepSchedule: scheduler.Schedule;
+  /** The CloudWatch namespace of this instance's own metrics (`ToolCalls`, `UnknownOutcomes`…): `toolrunner/<name>`. */
+  readonly metricsNamespace: string;
+  /** This instance's alarms, by what they watch (README, "Alarms and dashboard"). */
+  readonly alarms: Record<RunnerAlarm, cloudwatch.Alarm>;
+  /** This instance's dashboard: API, executions, functions, tables and the runner's own metrics. */
+  readonly dashboard: cloudwatch.Dashboard;
   private readonly stateMachineName: string;
+  private readonly sweepScheduleRole: iam.Role;
   private readonly apiRoutes: apigw.HttpRoute[];
 
   constructor(scope: Construct, id: string, props: ToolRunnerProps) {
@@ -104,7 +162,7 @@ export class ToolRunner extends Construct {
     const stack = Stack.of(this);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
-    const logGroup = (logId: string) => new logs.LogGroup(this, logId, { retention, removalPolicy });
+    const logGroup = (logId: string, logGroupName?: string) => new logs.LogGroup(this, logId, { logGroupName, retention, removalPolicy });
 
     if (props.approvalTtlSeconds !== undefined) {
       if (props.configSecret)
@@ -144,7 +202,13 @@ export class ToolRunner extends Construct {
     });
 
     // Names, not references, break the cycle state machine → functions → (env, policies) → state machine.
-    const stateMachineName = `${stack.stackName}-${this.node.id}-invocation`;
+    // Unique per stack name and construct path, and within Step Functions' 80 characters with either suffix.
+    const baseName = Names.uniqueResourceName(this, {
+      maxLength: STATE_MACHINE_NAME_MAX - `${STANDARD_SUFFIX}${EXPRESS_SUFFIX}`.length,
+      separator: '-',
+      allowedSpecialCharacters: '-_',
+    });
+    const stateMachineName = `${baseName}${STANDARD_SUFFIX}`;
     this.stateMachineName = stateMachineName;
     const stateMachineArn = stack.formatArn({
       service: 'states',
@@ -158,7 +222,8 @@ export class ToolRunner extends Construct {
       resourceName: `${stateMachineName}:*`,
       arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     });
-    const expressStateMachineName = `${stateMachineName}-express`;
+    const expressStateMachineName = `${stateMachineName}${EXPRESS_SUFFIX}`;
+    this.metricsNamespace = `toolrunner/${baseName}`;
     const expressStateMachineArn = stack.formatArn({
       service: 'states',
       resource: 'stateMachine',
@@ -170,6 +235,8 @@ export class ToolRunner extends Construct {
     // missing (it authenticates, validates and shapes its own errors). What it cannot do: X-Ray tracing, and
     // rewriting the bodies of the errors it answers itself (README, "Deploying").
     this.api = new apigw.HttpApi(this, 'Api', {
+      // Not required to be unique, but two instances are told apart in the console by it.
+      apiName: `${baseName}-api`,
       description: 'Tool runner HTTP API v1, MCP server and console',
       createDefaultStage: false,
     });
@@ -183,15 +250,19 @@ export class ToolRunner extends Construct {
       CONFIG_SECRET_ARN: this.configSecret.secretArn,
       APPROVAL_TOPIC_ARN: this.approvalTopic.topicArn,
       POWERTOOLS_SERVICE_NAME: 'toolrunner',
+      // Each instance's metrics apart, so its alarms count its own (functions/adapters/metrics.ts reads it).
+      POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
       POWERTOOLS_LOG_LEVEL: 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
     };
     // Absolute, because esbuild resolves an alias target from the directory it runs in, not from here.
     const toolsEntry = resolve(props.tools.entry);
     if (!existsSync(toolsEntry)) throw new Error(`ToolRunner: tools.entry ${toolsEntry} does not exist`);
+    const functionLogs = {} as Record<FunctionName, logs.LogGroup>;
     this.functions = Object.fromEntries(
       Object.entries(FUNCTIONS).map(([name, spec]) => {
         const logs = logGroup(`${name}Logs`);
+        functionLogs[name as FunctionName] = logs;
         const role = new iam.Role(this, `${name}Role`, {
           assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
           description: `toolrunner ${name} function`,
@@ -218,6 +289,9 @@ export class ToolRunner extends Construct {
       }),
     ) as Record<FunctionName, NodejsFunction>;
 
+    // Under /aws/vendedlogs/: Step Functions then delivers logs without adding the group to the account's
+    // CloudWatch Logs resource policy, which has a size limit that many state machines would fill.
+    const vendedLogGroup = (logId: string, machineName: string) => logGroup(logId, `/aws/vendedlogs/states/${machineName}`);
     this.stateMachine = new sfn.StateMachine(this, 'Invocation', {
       stateMachineName,
       stateMachineType: sfn.StateMachineType.STANDARD,
@@ -225,7 +299,7 @@ export class ToolRunner extends Construct {
       definitionSubstitutions: this.substitutionsFor(readDefinition()),
       tracingEnabled: true,
       // Execution data stays out of logs: it carries task tokens in AwaitApproval's payload.
-      logs: { destination: logGroup('InvocationLogs'), level: sfn.LogLevel.ALL, includeExecutionData: false },
+      logs: { destination: vendedLogGroup('InvocationLogs', stateMachineName), level: sfn.LogLevel.ALL, includeExecutionData: false },
     });
     // The ASL invokes unqualified function ARNs; `grantInvoke` would add `<arn>:*` (every version) too.
     const invokes = (text: string) => Object.values(this.substitutionsFor(text));
@@ -240,7 +314,11 @@ export class ToolRunner extends Construct {
       definitionBody: sfn.DefinitionBody.fromFile(EXPRESS_ASL_PATH),
       definitionSubstitutions: this.substitutionsFor(readExpressDefinition()),
       tracingEnabled: true,
-      logs: { destination: logGroup('InvocationExpressLogs'), level: sfn.LogLevel.ALL, includeExecutionData: false },
+      logs: {
+        destination: vendedLogGroup('InvocationExpressLogs', expressStateMachineName),
+        level: sfn.LogLevel.ALL,
+        includeExecutionData: false,
+      },
     });
     this.expressStateMachine.addToRolePolicy(
       new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readExpressDefinition()) }),
@@ -263,11 +341,31 @@ export class ToolRunner extends Construct {
       return this.api.addRoutes({ path, methods: [method as apigw.HttpMethod], integration });
     });
 
+    // Its own role: aws-scheduler-targets would otherwise share one role per stack between every instance.
+    this.sweepScheduleRole = new iam.Role(this, 'SweepScheduleRole', {
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
+      }),
+      description: 'toolrunner sweep schedule',
+    });
     this.sweepSchedule = new scheduler.Schedule(this, 'SweepSchedule', {
       description: 'Resumes operations stuck past their lease',
       schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
-      target: new targets.LambdaInvoke(this.functions.Sweeper, { retryAttempts: 0 }),
+      target: new targets.LambdaInvoke(this.functions.Sweeper, { retryAttempts: 0, role: this.sweepScheduleRole }),
     });
+
+    const monitoring = new RunnerMonitoring(this, 'Monitoring', {
+      api: this.api,
+      stateMachine: this.stateMachine,
+      expressStateMachine: this.expressStateMachine,
+      functions: this.functions,
+      tables: this.tables,
+      sweeperLogs: functionLogs.Sweeper,
+      metricsNamespace: this.metricsNamespace,
+      alarmTopic: props.alarmTopic,
+    });
+    this.alarms = monitoring.alarms;
+    this.dashboard = monitoring.dashboard;
 
     this.suppressFindingsWithReasons();
   }
@@ -309,11 +407,6 @@ export class ToolRunner extends Construct {
     on('stopExecution', [arns.executionsArn]);
     on('taskResponse', [arns.stateMachineArn]);
     on('notify', [this.approvalTopic.topicArn]);
-  }
-
-  /** The role aws-scheduler-targets made for the sweep schedule (one per stack, shared by Lambda targets). */
-  private sweepScheduleRole(): IConstruct | undefined {
-    return Stack.of(this).node.children.find((c) => c.node.id.startsWith('SchedulerRoleForTarget'));
   }
 
   private table(layout: TableLayout, removalPolicy: RemovalPolicy): dynamodb.Table {
@@ -388,13 +481,11 @@ export class ToolRunner extends Construct {
         'The secret is the principals document (API keys edited by operators) and the approval-link signing key; a rotation Lambda cannot invent keys that agents hold. Rotate by editing the document: the runner re-reads it within 30 s.',
       );
     }
-    const schedulerRole = this.sweepScheduleRole();
-    if (schedulerRole)
-      ack(
-        schedulerRole,
-        `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(this.functions.Sweeper.node.defaultChild as lambda.CfnFunction)}.Arn>:*]`,
-        'aws-scheduler-targets grants lambda:InvokeFunction on the function and its versions; the schedule invokes the unqualified function.',
-      );
+    ack(
+      this.sweepScheduleRole,
+      `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(this.functions.Sweeper.node.defaultChild as lambda.CfnFunction)}.Arn>:*]`,
+      'aws-scheduler-targets grants lambda:InvokeFunction on the function and its versions; the schedule invokes the unqualified function.',
+    );
     for (const route of this.apiRoutes)
       ack(
         route,

@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { SFNClient } from '@aws-sdk/client-sfn';
+import { SFNClient, type SFNClientConfig } from '@aws-sdk/client-sfn';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { z } from 'zod';
 import { fileConfigSource, secretConfigSource } from '../adapters/config-source';
@@ -49,6 +49,16 @@ export function parseEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
   return parsed.data;
 }
 
+/**
+ * The Step Functions client's options. Against any custom endpoint StartSyncExecution must not get its
+ * `sync-` host prefix (`sync-localhost` resolves nowhere): the embedded engine sets `AWS_ENDPOINT_URL_SFN`,
+ * LocalStack hands its Lambdas `AWS_ENDPOINT_URL` only, and either one moves every call off AWS.
+ */
+export function sfnClientConfig(env: NodeJS.ProcessEnv = process.env): SFNClientConfig {
+  const custom = Boolean(env.AWS_ENDPOINT_URL_SFN || env.AWS_ENDPOINT_URL) && env.AWS_IGNORE_CONFIGURED_ENDPOINT_URLS !== 'true';
+  return { disableHostPrefix: custom };
+}
+
 /** What the caller adds to the environment: the tools (a user's module on AWS, `--tools` locally) and test seams. */
 export type ExtraDeps = Partial<Pick<Deps, 'abortSignalFor' | 'metrics'>> & {
   dynamoClient?: DynamoDBClient;
@@ -83,9 +93,8 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
     tools: withMcpUpstreams(makeRegistry(tools ?? (env.SANDBOX_URL ? makeDemoTools(env.SANDBOX_URL) : [])), config),
     config,
-    // Against a custom endpoint (the embedded engine, LocalStack) StartSyncExecution must not get its `sync-` host prefix.
     lifecycle: sfnLifecycle(
-      tracer.captureAWSv3Client(new SFNClient({ disableHostPrefix: Boolean(process.env.AWS_ENDPOINT_URL_SFN) })),
+      tracer.captureAWSv3Client(new SFNClient(sfnClientConfig())),
       env.STATE_MACHINE_ARN,
       env.EXPRESS_STATE_MACHINE_ARN,
     ),
