@@ -13,6 +13,9 @@ export const LAMBDA_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
  */
 export const DEFAULT_CONCURRENCY = 8;
 
+/** How long an invocation waits for a busy environment of its function before a new one is started. */
+export const SCALE_OUT_AFTER_MS = 300;
+
 /**
  * A failed invocation as Lambda reports it: `name` is the `errorType` (what Step Functions' ErrorEquals
  * matches). `functionError` is false when Lambda refused the call itself (the function never ran).
@@ -188,8 +191,21 @@ export class LambdaFunction {
     if (this.closed) throw new LambdaError('ServiceException', 'the local stack is stopping', false);
     const ready = this.idle.pop();
     if (ready) return ready;
-    if (this.all.size < (this.spec.maxConcurrency ?? DEFAULT_CONCURRENCY)) return this.spawn();
-    return new Promise((r) => this.queue.push(r));
+    return new Promise((resolve) => {
+      const waiter = (env: Environment) => {
+        clearTimeout(timer);
+        resolve(env);
+      };
+      this.queue.push(waiter);
+      // Scale out only when no environment frees up soon: a burst of short calls is served by the warm ones
+      // (a cold start costs seconds here), a call held long (a long-poll) gets a new environment beside it.
+      const timer = setTimeout(() => {
+        const at = this.queue.indexOf(waiter);
+        if (at < 0 || this.closed || this.all.size >= (this.spec.maxConcurrency ?? DEFAULT_CONCURRENCY)) return;
+        this.queue.splice(at, 1);
+        resolve(this.spawn());
+      }, SCALE_OUT_AFTER_MS);
+    });
   }
 
   private release(env: Environment): void {

@@ -18,7 +18,7 @@ export interface Keys {
   other: string;
 }
 
-export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials'> {
+export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials'>, Partial<Pick<Stack, 'tables'>> {
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
   /** Only on the embedded stack: its state machine on the local Step Functions endpoint. */
@@ -94,6 +94,7 @@ export async function startTestStack(
     stateMachineArn: stack.stateMachineArn,
     published: stack.published,
     denials: stack.denials,
+    tables: stack.tables,
     keys,
     configPath,
     dataDir,
