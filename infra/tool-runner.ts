@@ -128,10 +128,11 @@ const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
 );
 
 /**
- * The tool runner on AWS: DynamoDB tables, the Standard state machine from the ASL file, one Lambda per
- * lifecycle step plus the API and the sweeper, API Gateway, an SNS topic for approvals, an EventBridge
- * Scheduler schedule for the sweeper, and the principals secret. IAM is narrowed to the calls each
- * function makes (`infra/permissions.ts`).
+ * The tool runner on AWS: DynamoDB tables, the Standard state machine from the ASL file and its Express
+ * variant, one Lambda per lifecycle step plus the API and the sweeper, an API Gateway HTTP API, an SNS
+ * topic for approvals, an EventBridge Scheduler schedule for the sweeper, the principals secret, alarms
+ * and a dashboard. IAM is narrowed to the calls each function makes (`infra/permissions.ts`). Any number
+ * of instances compose in one stack or app: nothing account-wide is created, every name is unique.
  */
 export class ToolRunner extends Construct {
   /** The HTTP API (`$default` stage): `/v1/...`, `/mcp` and `/console` to the API Lambda. */
