@@ -13,8 +13,11 @@ export const LAMBDA_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
  */
 export const DEFAULT_CONCURRENCY = 8;
 
+/** Execution environments per function started with the stack. */
+export const PREWARMED = 2;
+
 /** How long an invocation waits for a busy environment of its function before a new one is started. */
-export const SCALE_OUT_AFTER_MS = 300;
+export const SCALE_OUT_AFTER_MS = 1_000;
 
 /**
  * A failed invocation as Lambda reports it: `name` is the `errorType` (what Step Functions' ErrorEquals
@@ -170,14 +173,14 @@ export class LambdaFunction {
   }
 
   /**
-   * Starts one execution environment ahead of the first invocation (as provisioned concurrency of 1 would), so
-   * a cold start on this busy machine does not eat into the first request's gateway timeout.
+   * Starts execution environments ahead of the first invocations (as provisioned concurrency would), so cold
+   * starts on this busy machine neither eat into the first requests' gateway timeout nor serialize two calls
+   * that AWS would run side by side.
    */
-  async prewarm(): Promise<void> {
-    if (this.all.size) return;
-    const env = this.spawn();
-    this.idle.push(env);
-    await env.initialized.catch(() => undefined);
+  async prewarm(count = PREWARMED): Promise<void> {
+    const fresh = Array.from({ length: Math.max(0, count - this.all.size) }, () => this.spawn());
+    this.idle.push(...fresh);
+    await Promise.all(fresh.map((env) => env.initialized.catch(() => undefined)));
   }
 
   async close(): Promise<void> {
@@ -191,6 +194,7 @@ export class LambdaFunction {
     if (this.closed) throw new LambdaError('ServiceException', 'the local stack is stopping', false);
     const ready = this.idle.pop();
     if (ready) return ready;
+    if (this.all.size === 0) return this.spawn();
     return new Promise((resolve) => {
       const waiter = (env: Environment) => {
         clearTimeout(timer);

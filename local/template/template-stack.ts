@@ -13,7 +13,7 @@ import { ensureAssembly, readAssembly } from './assembly';
 import { startAwsGateway } from './aws-gateway';
 import { httpApi } from './http-api';
 import { type Caller, IamCheck } from './iam';
-import { LambdaError, LambdaFunction } from './lambda-pool';
+import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
 import { secretsManager, snsTopics } from './local-services';
 import { bindStack, type RoleModel } from './stack-model';
 
@@ -152,7 +152,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
   started.push(async () => {
     await Promise.all([...functions.values()].map((fn) => fn.close()));
   });
-  progress(`starting one execution environment per function (bundles in ${dir}, logs in ${logDir})…`);
+  progress(`starting ${PREWARMED} execution environments per function (bundles in ${dir}, logs in ${logDir})…`);
   await Promise.all([...functions.values()].map((fn) => fn.prewarm()));
   progress(`functions ready; their AWS calls go through the IAM check at ${gateway.url}`);
 

@@ -81,7 +81,7 @@ describe.runIf(handlerMode === 'template')('IAM from the template: the API funct
     // The operation was recorded (validated, waiting to be started) and no execution exists for it.
     const events = await api.trace(keys.agent, runId);
     const operationId = events.find((e) => e.operationId)!.operationId!;
-    expect(shape(events, operationId)).toEqual(['call.proposed', 'proposed>validated']);
+    expect(shape(events, operationId)).toEqual(['operation.proposed', 'policy.decision', 'proposed>validated']);
     const op = await api.operation(keys.agent, operationId);
     expect(op).toMatchObject({ state: 'validated', attempts: 0 });
     const sfn = new SFNClient({});
