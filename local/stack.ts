@@ -59,7 +59,7 @@ export interface Stack {
   deps: Deps;
   /** Operations resumed at boot: after a restart no execution survives, so every active one continues. */
   recovered: string[];
-  /** Which handlers run: the TypeScript sources or the deployed bundles. */
+  /** Which handlers run: the TypeScript sources, the deployed bundles, or the stack built from the synthesized template. */
   handlers: HandlerMode;
   /** The embedded engine's state machine, for Step Functions calls (DescribeExecution, history). */
   stateMachineArn: string;

@@ -13,7 +13,7 @@ export const LAMBDA_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
  */
 export const DEFAULT_CONCURRENCY = 8;
 
-/** Execution environments per function started with the stack. */
+/** Execution environments per function started with the stack: one before it is ready, one more beside. */
 export const PREWARMED = 2;
 
 /** How long an invocation waits for a busy environment of its function before a new one is started. */
@@ -177,7 +177,7 @@ export class LambdaFunction {
    * starts on this busy machine neither eat into the first requests' gateway timeout nor serialize two calls
    * that AWS would run side by side.
    */
-  async prewarm(count = PREWARMED): Promise<void> {
+  async prewarm(count: number): Promise<void> {
     const fresh = Array.from({ length: Math.max(0, count - this.all.size) }, () => this.spawn());
     this.idle.push(...fresh);
     await Promise.all(fresh.map((env) => env.initialized.catch(() => undefined)));

@@ -71,11 +71,12 @@ export async function startTemplateParts(options: StackOptions, started: Started
   admin.destroy();
   progress('tables created from the template; starting the state machines…');
 
+  for (const r of model.roles.values())
+    for (const policy of r.unknownManagedPolicies)
+      console.error(`warning: ${r.name}: managed policy ${policy} is not in the template; calls it would allow are denied here`);
   const role = (arn: string): RoleModel => {
     const found = model.roles.get(arn);
     if (!found) throw new Error(`template mode: role ${arn} is not in the template`);
-    for (const policy of found.unknownManagedPolicies)
-      console.error(`warning: ${found.name}: managed policy ${policy} is not in the template; calls it would allow are denied here`);
     return found;
   };
   const iam = new IamCheck(model.account, model.region, model.resourcePolicies);
@@ -153,7 +154,9 @@ export async function startTemplateParts(options: StackOptions, started: Started
     await Promise.all([...functions.values()].map((fn) => fn.close()));
   });
   progress(`starting ${PREWARMED} execution environments per function (bundles in ${dir}, logs in ${logDir})…`);
-  await Promise.all([...functions.values()].map((fn) => fn.prewarm()));
+  await Promise.all([...functions.values()].map((fn) => fn.prewarm(1)));
+  // The second ones start while the stack already serves: they compete for the CPU but delay nothing.
+  void Promise.all([...functions.values()].map((fn) => fn.prewarm(PREWARMED)));
   progress(`functions ready; their AWS calls go through the IAM check at ${gateway.url}`);
 
   serve = httpApi(model, functions, (line) => console.error(`api gateway: ${line}`));

@@ -101,5 +101,6 @@ describe.runIf(handlerMode === 'template')('IAM from the template: the API funct
       () => stack.api.operation(keys.agent, operationId),
       (o) => o.state === 'awaiting_approval',
     );
-  });
+    // A restart of the whole template stack: minutes on a busy machine.
+  }, 240_000);
 });
