@@ -101,6 +101,16 @@ describe.runIf(handlerMode === 'template')('IAM from the template: the API funct
       () => stack.api.operation(keys.agent, operationId),
       (o) => o.state === 'awaiting_approval',
     );
+    // Its approver is told through the stack's SNS topic (recorded here, delivered nowhere), with a link to the local API.
+    const notice = await stack.api.until(
+      'the approver notice',
+      async () => stack.published!.find((m) => m.message.includes(operationId)),
+      Boolean,
+    );
+    expect(notice).toMatchObject({
+      subject: 'Approval needed: charge_card',
+      message: expect.stringContaining(`${stack.apiUrl}/v1/approvals/`),
+    });
     // A restart of the whole template stack: minutes on a busy machine.
   }, 240_000);
 });

@@ -7,7 +7,7 @@ import { handlerMode } from '../support/target';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 
-const INTEGRATION_TIMEOUT_MS = 5_000;
+const INTEGRATION_TIMEOUT_MS = 10_000;
 
 /**
  * The synthesized template, plus a small state machine that doubles its input (to cross the 256 KB state
@@ -69,6 +69,13 @@ describe.runIf(handlerMode === 'template')('AWS limits where AWS applies them', 
 
   it('answers as the HTTP API does: an unrouted path 404, a body over 10 MB 413, an integration past its timeout 503', async () => {
     const { api, keys } = stack;
+    // The first call of a fresh environment can take seconds here: wait for the API to answer within the timeout.
+    await api.until(
+      'the API to answer',
+      () => api.request('GET', '/v1/health'),
+      (r) => r.status === 200,
+      60_000,
+    );
     expect(await api.request('GET', '/v2/runs')).toMatchObject({ status: 404, body: { message: 'Not Found' } });
     expect(await api.request('GET', '/')).toMatchObject({ status: 404, body: { message: 'Not Found' } });
     // The routes the template declares reach the API function, which answers for itself.
@@ -94,7 +101,7 @@ describe.runIf(handlerMode === 'template')('AWS limits where AWS applies them', 
     );
     expect(waited).toMatchObject({ status: 503, body: { message: 'Service Unavailable' } });
     expect(Date.now() - started).toBeGreaterThanOrEqual(INTEGRATION_TIMEOUT_MS);
-  });
+  }, 120_000);
 
   it('DynamoDB Local refuses an item over 400 KB, as DynamoDB does', async () => {
     const dynamo = new DynamoDBClient({});

@@ -116,6 +116,9 @@ export async function startTestStack(
         stateMachineArn: stack.stateMachineArn,
         api: new Api(stack.apiUrl),
         sandbox: new Sandbox(stack.sandboxUrl!),
+        published: stack.published,
+        denials: stack.denials,
+        tables: stack.tables,
       });
       return stack.recovered;
     },
