@@ -7,7 +7,7 @@ import { handlerMode } from '../support/target';
 
 type Resource = { Type: string; Properties: Record<string, any> };
 
-const INTEGRATION_TIMEOUT_MS = 10_000;
+const INTEGRATION_TIMEOUT_MS = 3_000;
 
 /**
  * The synthesized template, plus a small state machine that doubles its input (to cross the 256 KB state
@@ -86,17 +86,19 @@ describe.runIf(handlerMode === 'template')('AWS limits where AWS applies them', 
     const huge = await api.request('POST', '/v1/runs', { key: keys.agent, raw: JSON.stringify({ pad: 'x'.repeat(10 * 1024 * 1024 + 1) }) });
     expect(huge).toMatchObject({ status: 413, body: { message: 'Request Entity Too Large' } });
 
-    // A long-poll for a call that waits for its approver outlasts the integration timeout.
-    const runId = await api.createRun(keys.agent);
+    // A long-poll for a call whose upstream hangs (up to the read's 5 s timeout) outlasts the integration timeout.
+    const run = await api.until(
+      'a run',
+      () => api.request('POST', '/v1/runs', { key: keys.agent, body: {} }),
+      (r) => r.status === 201,
+      60_000,
+    );
+    await stack.sandbox.fault({ route: 'GET /v1/orders/{id}', mode: 'hang', delayMs: 30_000, count: 3 });
     const started = Date.now();
     const waited = await api.call(
       keys.agent,
-      runId,
-      {
-        callId: 'call_wait',
-        name: 'charge_card',
-        arguments: { amount: 75_000, currency: 'USD', customer: 'cus_big', description: 'plan' },
-      },
+      run.body.runId,
+      { callId: 'call_wait', name: 'get_order', arguments: { orderId: 'ord_1' } },
       20,
     );
     expect(waited).toMatchObject({ status: 503, body: { message: 'Service Unavailable' } });
