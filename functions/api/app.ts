@@ -54,7 +54,7 @@ function keyDigest(key: string): Buffer {
 }
 
 /** Finds the principal for a bearer key; compares digests in constant time. */
-function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
+export function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
   const digest = keyDigest(key);
   const entry = config.principals.find((p) => timingSafeEqual(keyDigest(p.key), digest));
   return entry && { id: entry.id, roles: entry.roles, tools: entry.tools };

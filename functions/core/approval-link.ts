@@ -1,8 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { deriveKey, KeyPurpose } from './keys';
 
 /**
  * Approval links are signed per approver: HMAC over approvalId, approver, expiry and the frozen-args hash.
  * A link therefore approves exactly one version of one operation, for one person, until it expires.
+ * The HMAC key is the approval-links key derived from the configuration's secret (core/keys.ts), never the
+ * secret itself, so no other purpose's key opens a link.
  */
 export interface LinkClaims {
   approvalId: string;
@@ -11,13 +14,16 @@ export interface LinkClaims {
   inputHash: string;
 }
 
-function mac(secret: string, c: LinkClaims): string {
-  return createHmac('sha256', secret).update(`${c.approvalId}\n${c.approverId}\n${c.expiresAt}\n${c.inputHash}`).digest('base64url');
+function mac(configSecret: string, c: LinkClaims): string {
+  return createHmac('sha256', deriveKey(configSecret, KeyPurpose.approvalLinks))
+    .update(`${c.approvalId}\n${c.approverId}\n${c.expiresAt}\n${c.inputHash}`)
+    .digest('base64url');
 }
 
-export function signLink(secret: string, claims: LinkClaims): string {
+/** A link signature for one approver; `configSecret` is the configuration's `approvalSecret`. */
+export function signLink(configSecret: string, claims: LinkClaims): string {
   const payload = Buffer.from(JSON.stringify({ a: claims.approverId, e: claims.expiresAt })).toString('base64url');
-  return `${payload}.${mac(secret, claims)}`;
+  return `${payload}.${mac(configSecret, claims)}`;
 }
 
 export type LinkCheck =
@@ -49,14 +55,14 @@ function decodeClaims(payload: string): { a: string; e: number } | undefined {
  * Checks a link's signature: exactly `payload.mac`, nothing before or after, the MAC compared in
  * constant time. Any malformed input is a refusal, never an exception.
  */
-export function verifyLink(secret: string, sig: string, expected: { approvalId: string; inputHash: string }, now: number): LinkCheck {
+export function verifyLink(configSecret: string, sig: string, expected: { approvalId: string; inputHash: string }, now: number): LinkCheck {
   const parts = sig.split('.');
   if (parts.length !== 2) return { ok: false, reason: 'malformed' };
   const [payload, given] = parts;
   if (!MAC_PATTERN.test(given)) return { ok: false, reason: 'malformed' };
   const claims = decodeClaims(payload);
   if (!claims) return { ok: false, reason: 'malformed' };
-  const want = Buffer.from(mac(secret, { ...expected, approverId: claims.a, expiresAt: claims.e }));
+  const want = Buffer.from(mac(configSecret, { ...expected, approverId: claims.a, expiresAt: claims.e }));
   const got = Buffer.from(given);
   if (want.length !== got.length || !timingSafeEqual(want, got)) return { ok: false, reason: 'bad_signature' };
   if (now >= claims.e) return { ok: false, reason: 'expired' };

@@ -40,6 +40,15 @@ export const McpUpstreamSchema = z.strictObject({
 export const MAX_APPROVAL_TTL_SECONDS = 7 * 86400;
 export const APPROVAL_EXECUTION_MARGIN_SECONDS = 86400;
 
+/** An exact web origin, `scheme://host[:port]`, as a browser sends it in `Origin` (no path, no trailing slash). */
+export const OriginSchema = z.string().refine((text) => {
+  try {
+    return new URL(text).origin === text;
+  } catch {
+    return false;
+  }
+}, 'an origin is scheme://host[:port], lower case, with no path or trailing slash');
+
 export const RunnerConfigSchema = z.object({
   principals: z.array(PrincipalSchema),
   approvalSecret: z.string().min(16).optional(),
@@ -47,6 +56,8 @@ export const RunnerConfigSchema = z.object({
   /** Days a run, its operations and its trace are kept after the run's wall-clock deadline (DynamoDB TTL). */
   retentionDays: z.number().int().min(1).max(3650).optional(),
   mcpUpstreams: z.array(McpUpstreamSchema).optional(),
+  /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; mcp/request-origin.ts). */
+  mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
 });
 
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;

@@ -10,7 +10,13 @@ import { mcpRoutes, mcpWaitMs } from '../mcp/server';
  */
 export function makeHttpApp(deps: Deps): Hono {
   const api = makeApp(deps);
-  const mcp = mcpRoutes({ api: (request) => api.fetch(request), waitMs: mcpWaitMs() });
+  const mcp = mcpRoutes({
+    api: (request) => api.fetch(request),
+    config: () => deps.config(),
+    // Read per request: the embedded stack sets it once its port is known, after building this app.
+    publicBaseUrl: () => deps.publicBaseUrl,
+    waitMs: mcpWaitMs(),
+  });
   const root = new Hono();
   root.all('/mcp', (c) => mcp.fetch(c.req.raw, c.env));
   // `c.env` carries the Lambda event and context (hono/aws-lambda) through to the API's handlers.

@@ -1,49 +1,65 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  CancelledNotificationSchema,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
-import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client';
+import { principalForKey } from '../api/app';
 import { MAX_BODY_BYTES } from '../api/schemas';
+import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client';
+import { operationIdFor } from '../core/ids';
+import type { ConfigSource } from '../core/ports';
+import { checkRequestOrigin, isLoopbackAddress } from './request-origin';
+import { issueSessionId, verifySessionId } from './session-id';
 import { operationTaskStore, submitAsTask } from './tasks';
-import { callTool, CHECK_OPERATION } from './tool-calls';
+import { CHECK_OPERATION, callTool, derivedCallId, type SessionContext } from './tool-calls';
 
 export interface McpOptions {
   /** The runner's own API, called in-process with the caller's bearer key. */
   api: (request: Request) => Response | Promise<Response>;
+  /** The configuration: principals, the secret session ids are signed with, `mcpAllowedOrigins`. */
+  config: ConfigSource;
+  /** The API's public URL, read per request (the embedded stack learns its port after building the app). */
+  publicBaseUrl: () => string;
   /** How long a `tools/call` waits for its envelope before answering "pending" (default 25 s). */
   waitMs?: number;
-  /** Sessions idle this long are closed (default one hour). */
-  idleMs?: number;
-}
-
-interface Session {
-  transport: WebStandardStreamableHTTPServerTransport;
-  keyDigest: Buffer;
-  lastSeen: number;
+  now?: () => number;
 }
 
 const RUN_HEADER = 'toolrunner-run-id';
+const SESSION_HEADER = 'mcp-session-id';
 
 /** `TOOLRUNNER_MCP_WAIT_MS` shortens the wait (tests, clients with short timeouts); default 25 s. */
 export function mcpWaitMs(env: NodeJS.ProcessEnv = process.env): number {
   return z.coerce.number().int().min(0).max(25_000).default(25_000).parse(env.TOOLRUNNER_MCP_WAIT_MS);
 }
-const digest = (key: string) => createHash('sha256').update(key).digest();
 
 /**
- * `/mcp`: an MCP server over Streamable HTTP, one session per run. It sits on the runner's HTTP API,
- * not on its internals, so it behaves exactly as the API does for the same key.
- * Sessions live in this process's memory: a deployment serving `/mcp` needs sticky routing per session.
+ * `/mcp`: an MCP server over Streamable HTTP, one session per run. It sits on the runner's HTTP API, not on
+ * its internals, so it behaves exactly as the API does for the same key.
+ *
+ * No session lives in this process: the `Mcp-Session-Id` is a signed reference to the session's run and
+ * principal (mcp/session-id.ts), and every request is served by a fresh, stateless SDK server and transport
+ * for the session that id names. So behind API Gateway + Lambda, where consecutive requests of one session
+ * reach different processes, and after a restart, every process serves every session. Answers are plain
+ * JSON, never a stream that would have to outlive the request (a Lambda invocation).
  */
 export function mcpRoutes(options: McpOptions): Hono {
-  const sessions = new Map<string, Session>();
   const waitMs = options.waitMs ?? 25_000;
-  const idleMs = options.idleMs ?? 3600_000;
+  const now = options.now ?? Date.now;
+  const inFlight = new InFlightCalls();
   const app = new Hono();
+  app.onError((error, c) => {
+    console.error(JSON.stringify({ level: 'error', message: 'unhandled MCP error', error: error.name, detail: error.message }));
+    return jsonRpcError(c, 500, 'internal', 'internal error');
+  });
   // The API's own limit, answered as JSON-RPC: nothing an MCP client sends needs more.
   app.use(
     '/mcp',
@@ -51,72 +67,103 @@ export function mcpRoutes(options: McpOptions): Hono {
   );
 
   app.all('/mcp', async (c) => {
-    const key = (c.req.header('authorization') ?? '').match(/^Bearer\s+(\S+)$/i)?.[1];
-    if (!key) return jsonRpcError(c, 401, 'unauthenticated', 'a valid bearer key is required', { 'WWW-Authenticate': 'Bearer' });
-    const sessionId = c.req.header('mcp-session-id');
-    if (sessionId) {
-      const session = sessions.get(sessionId);
-      if (!session) return jsonRpcError(c, 404, 'not_found', 'no such MCP session; initialize a new one');
-      // A session belongs to the key that opened it; another key never reaches its run.
-      if (!timingSafeEqual(session.keyDigest, digest(key)))
-        return jsonRpcError(c, 403, 'forbidden', 'this MCP session belongs to another key');
-      session.lastSeen = Date.now();
-      return session.transport.handleRequest(c.req.raw);
-    }
-    if (c.req.method !== 'POST') return jsonRpcError(c, 400, 'invalid_request', 'an Mcp-Session-Id header is required');
-    const body = await c.req.json().catch(() => undefined);
-    if (!isInitializeRequest(body)) return jsonRpcError(c, 400, 'invalid_request', 'the first request of a session must be initialize');
+    const config = await options.config();
+    const publicBaseUrl = options.publicBaseUrl();
+    const origin = checkRequestOrigin(
+      {
+        url: c.req.url,
+        host: c.req.header('host') ?? null,
+        origin: c.req.header('origin') ?? null,
+        forwardedProto: c.req.header('x-forwarded-proto') ?? null,
+      },
+      { publicBaseUrl, allowedOrigins: config.mcpAllowedOrigins ?? [], onLoopback: listensOnLoopback(c.env, publicBaseUrl) },
+    );
+    if (!origin.ok) return jsonRpcError(c, 403, 'forbidden', origin.reason);
 
-    closeIdle(sessions, idleMs);
+    const key = (c.req.header('authorization') ?? '').match(/^Bearer\s+(\S+)$/i)?.[1];
+    const principal = key ? principalForKey(config, key) : undefined;
+    if (!key || !principal)
+      return jsonRpcError(c, 401, 'unauthenticated', 'a valid bearer key is required', { 'WWW-Authenticate': 'Bearer' });
+    // Nothing is ever pushed to a client unasked, and a stream cannot outlive a Lambda invocation; ending a
+    // session would need state the server does not keep (the run lives on; a client simply stops using the id).
+    if (c.req.method !== 'POST')
+      return jsonRpcError(c, 405, 'method_not_allowed', 'this MCP server answers POST only (no server-sent stream, no session end)', {
+        Allow: 'POST',
+      });
+    const body = await c.req.json().catch(() => undefined);
+    if (body === undefined) return jsonRpcError(c, 400, 'invalid_request', 'the body is not JSON', {}, -32700);
+
     const client = createClient({
       baseUrl: 'http://runner.internal',
       apiKey: key,
       fetch: (url, init) => options.api(new Request(url, init)),
     });
-    let runId: string;
-    let turnsSoFar: number;
-    try {
-      ({ runId, turnsSoFar } = await runForSession(client, c.req.header(RUN_HEADER)));
-    } catch (error) {
-      if (error instanceof ToolRunnerError) return jsonRpcError(c, error.status, error.code, error.message);
-      throw error;
+    const sessionId = c.req.header(SESSION_HEADER);
+    if (!sessionId) {
+      if (!isInitializeRequest(body)) return jsonRpcError(c, 400, 'invalid_request', 'the first request of a session must be initialize');
+      let runId: string;
+      try {
+        runId = await runForSession(client, c.req.header(RUN_HEADER));
+      } catch (error) {
+        if (error instanceof ToolRunnerError) return jsonRpcError(c, error.status, error.code, error.message);
+        throw error;
+      }
+      const session = {
+        sessionId: issueSessionId(config.approvalSecret, { runId, principalId: principal.id }, now()),
+        runId,
+        client,
+        waitMs,
+      };
+      const response = await serve(session, inFlight, c.req.raw, body);
+      // The run is named in the answer so a client can join it again from another session.
+      response.headers.set('Toolrunner-Run-Id', runId);
+      return response;
     }
-    let turn = turnsSoFar;
-    const server = makeServer(client, { runId, waitMs, nextTurn: () => ++turn });
-    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      // Plain JSON answers pass through any proxy or API gateway; nothing here streams progress.
-      enableJsonResponse: true,
-      onsessioninitialized: (id) => void sessions.set(id, { transport, keyDigest: digest(key), lastSeen: Date.now() }),
-      onsessionclosed: (id) => void sessions.delete(id),
-    });
-    await server.connect(transport);
-    const response = await transport.handleRequest(c.req.raw, { parsedBody: body });
-    // The run is named in the answer so a client can join it again from another session.
-    response.headers.set('Toolrunner-Run-Id', runId);
-    return response;
+
+    const claims = verifySessionId(config.approvalSecret, sessionId);
+    // What this deployment did not sign is no session of it: 404 tells the client to initialize a new one.
+    if (!claims) return jsonRpcError(c, 404, 'not_found', 'no such MCP session; initialize a new one');
+    // A session belongs to the principal that opened it; another principal's key never reaches its run.
+    if (claims.principalId !== principal.id) return jsonRpcError(c, 403, 'forbidden', 'this MCP session belongs to another principal');
+    if (isInitializeRequest(body)) return jsonRpcError(c, 400, 'invalid_request', 'this session is already initialized');
+    const session = { sessionId, runId: claims.runId, client, waitMs };
+    // Before answering (202): on Lambda nothing runs after the answer, and the call may be in another process.
+    await Promise.all(cancelledRequestIds(body).map((requestId) => cancelCall(session, inFlight, requestId)));
+    return serve(session, inFlight, c.req.raw, body);
   });
   return app;
 }
 
-/** A new run with default budgets, or the open run the client names (the API checks it is the caller's). */
-async function runForSession(client: ToolRunnerClient, requested: string | undefined): Promise<{ runId: string; turnsSoFar: number }> {
-  if (!requested) {
-    const run = await client.createRun({ metadata: { via: 'mcp' } });
-    return { runId: run.runId, turnsSoFar: 0 };
+/** A fresh SDK server and stateless transport answer this one request for the session; both end with it. */
+async function serve(session: SessionContext, inFlight: InFlightCalls, request: Request, body: unknown): Promise<Response> {
+  const server = makeServer(session, inFlight);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  await server.connect(transport);
+  try {
+    const response = await transport.handleRequest(request, { parsedBody: body });
+    response.headers.set('Mcp-Session-Id', session.sessionId);
+    return response;
+  } finally {
+    await server.close();
   }
-  const run = await client.getRun(requested);
-  if (run.status !== 'open') throw new ToolRunnerError(409, 'run_closed', `run ${requested} is ${run.status}`);
-  return { runId: run.runId, turnsSoFar: run.usage.turns };
 }
 
-function makeServer(client: ToolRunnerClient, session: { runId: string; waitMs: number; nextTurn(): number }): Server {
+/** A new run with default budgets, or the open run the client names (the API checks it is the caller's). */
+async function runForSession(client: ToolRunnerClient, requested: string | undefined): Promise<string> {
+  if (!requested) return (await client.createRun({ metadata: { via: 'mcp' } })).runId;
+  const run = await client.getRun(requested);
+  if (run.status !== 'open') throw new ToolRunnerError(409, 'run_closed', `run ${requested} is ${run.status}`);
+  return run.runId;
+}
+
+function makeServer(session: SessionContext, inFlight: InFlightCalls): Server {
+  const { client, runId } = session;
   const server = new Server(
     { name: 'toolrunner', version: '0.1.0' },
     {
       capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
-      instructions: `Every tool call runs in toolrunner run ${session.runId}.`,
-      taskStore: operationTaskStore(client, session.runId),
+      instructions: `Every tool call runs in toolrunner run ${runId}.`,
+      taskStore: operationTaskStore(client, runId),
     },
   );
   // Tools may run as tasks (the operation is the task); clients without tasks get the pending answer instead.
@@ -126,28 +173,91 @@ function makeServer(client: ToolRunnerClient, session: { runId: string; waitMs: 
       CHECK_OPERATION,
     ],
   }));
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    request.params.task && request.params.name !== CHECK_OPERATION.name
-      ? submitAsTask({ ...session, client }, request.params, extra)
-      : callTool({ ...session, client }, request.params, extra),
-  );
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    if (request.params.task && request.params.name !== CHECK_OPERATION.name) return submitAsTask(session, request.params, extra);
+    const local = inFlight.start(session.sessionId, extra.requestId);
+    try {
+      return await callTool(session, request.params, { requestId: extra.requestId, signal: AbortSignal.any([extra.signal, local.signal]) });
+    } finally {
+      inFlight.end(session.sessionId, extra.requestId, local);
+    }
+  });
   return server;
 }
 
-function closeIdle(sessions: Map<string, Session>, idleMs: number): void {
-  const cutoff = Date.now() - idleMs;
-  for (const [id, session] of sessions) {
-    if (session.lastSeen < cutoff) {
-      sessions.delete(id);
-      void session.transport.close();
-    }
+/** The request ids a body's `notifications/cancelled` messages name. */
+function cancelledRequestIds(body: unknown): (string | number)[] {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.flatMap((message) => {
+    const parsed = CancelledNotificationSchema.safeParse(message);
+    return parsed.success && parsed.data.params.requestId !== undefined ? [parsed.data.params.requestId] : [];
+  });
+}
+
+/**
+ * `notifications/cancelled` for a `tools/call`: exactly `POST /v1/operations/{id}/cancel`. Where the call
+ * waits in this very process it is aborted there (it cancels its own operation, whatever its callId);
+ * otherwise the operation is found from the session and the request id (the derived callId). A call that
+ * named its own callId in `_meta` is found this way only in the process that serves it.
+ */
+async function cancelCall(session: SessionContext, inFlight: InFlightCalls, requestId: string | number): Promise<void> {
+  if (inFlight.abort(session.sessionId, requestId)) return;
+  const operationId = operationIdFor(session.runId, derivedCallId(session.sessionId, requestId));
+  try {
+    await session.client.cancelOperation(operationId);
+  } catch (error) {
+    // No such call (another kind of request, or one that never reached the runner) or already finished.
+    if (!(error instanceof ToolRunnerError) || ![404, 409].includes(error.status)) throw error;
   }
 }
 
-/** Errors before a session exists, in JSON-RPC form (what MCP clients read) with the API's code. */
-function jsonRpcError(c: Context, status: number, code: string, message: string, headers: Record<string, string> = {}) {
+/**
+ * The `tools/call` requests this process is answering right now, by session and request id: not session
+ * state (it ends with each request), only the shortcut that lets a cancellation reach a call in the same process.
+ */
+class InFlightCalls {
+  private readonly calls = new Map<string, AbortController>();
+  private static key(sessionId: string, requestId: string | number): string {
+    return `${sessionId}\n${JSON.stringify(requestId)}`;
+  }
+  start(sessionId: string, requestId: string | number): AbortController {
+    const controller = new AbortController();
+    this.calls.set(InFlightCalls.key(sessionId, requestId), controller);
+    return controller;
+  }
+  end(sessionId: string, requestId: string | number, controller: AbortController): void {
+    const key = InFlightCalls.key(sessionId, requestId);
+    if (this.calls.get(key) === controller) this.calls.delete(key);
+  }
+  /** Aborts the call if it waits here; false if it does not. */
+  abort(sessionId: string, requestId: string | number): boolean {
+    const controller = this.calls.get(InFlightCalls.key(sessionId, requestId));
+    controller?.abort('cancelled by the client');
+    return controller !== undefined;
+  }
+}
+
+/**
+ * Whether this server listens on loopback: the local socket's address where the Node server exposes it
+ * (`npm start`), else whether the public base URL names a loopback host (a Lambda has no socket of its own).
+ */
+function listensOnLoopback(env: unknown, publicBaseUrl: string): boolean {
+  const local = (env as { incoming?: { socket?: { localAddress?: string } } } | undefined)?.incoming?.socket?.localAddress;
+  if (local) return isLoopbackAddress(local);
+  return isLoopbackAddress(new URL(publicBaseUrl).hostname);
+}
+
+/** Errors outside a JSON-RPC exchange, in JSON-RPC form (what MCP clients read) with the API's code. */
+function jsonRpcError(
+  c: Context,
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+  rpcCode = -32000,
+): Response {
   return c.json(
-    { jsonrpc: '2.0', id: null, error: { code: -32000, message: `${code}: ${message}`, data: { code } } },
+    { jsonrpc: '2.0', id: null, error: { code: rpcCode, message: `${code}: ${message}`, data: { code } } },
     status as ContentfulStatusCode,
     headers,
   );

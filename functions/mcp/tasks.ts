@@ -90,9 +90,9 @@ export function operationTaskStore(client: ToolRunnerClient, runId: string): Tas
 export async function submitAsTask(
   session: SessionContext,
   request: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
-  extra: { sessionId?: string; requestId: string | number },
+  extra: { requestId: string | number },
 ): Promise<{ task: Task }> {
-  const { callId, turn } = callIdentity(session, request, extra);
+  const { callId, turn } = await callIdentity(session, request, extra.requestId);
   const submitted = await session.client.submitToolCall(
     session.runId,
     { callId, turn, name: request.name, arguments: request.arguments ?? {} },

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Envelope, Operation, ToolRunnerClient } from '../client';
@@ -19,13 +20,15 @@ export const CHECK_OPERATION: Tool = {
 
 const CheckArguments = z.object({ operationId: z.string().min(1).max(200) });
 
-/** What one MCP session knows: its run, how to reach the API as its caller, how long a call may wait. */
+/**
+ * What serving one request of an MCP session needs: its id and run (from the verified session id), how to
+ * reach the API as its caller, how long a call may wait. Nothing here outlives the request.
+ */
 export interface SessionContext {
+  sessionId: string;
   runId: string;
   client: ToolRunnerClient;
   waitMs: number;
-  /** Turn numbers for calls whose client gives none: each call counts as a new turn. */
-  nextTurn(): number;
 }
 
 /** `_meta` keys a client may set on `tools/call`. */
@@ -81,7 +84,7 @@ export async function callTool(
   extra: { sessionId?: string; requestId: string | number; signal: AbortSignal },
 ): Promise<CallToolResult> {
   if (request.name === CHECK_OPERATION_TOOL) return checkOperation(session, request.arguments);
-  const { callId, turn } = callIdentity(session, request, extra);
+  const { callId, turn } = await callIdentity(session, request, extra.requestId);
   const deadline = Date.now() + session.waitMs;
 
   // A short first wait answers fast calls in one round trip; longer waits poll so cancellation is seen.
@@ -103,19 +106,35 @@ export async function callTool(
   return operationResult(op);
 }
 
-/** The runner's callId and turn for one `tools/call`, from its `_meta` or derived. */
-export function callIdentity(
+/**
+ * The callId of a `tools/call` without `_meta["toolrunner/callId"]`: a hash of the session id and the JSON-RPC
+ * request id. Stable, so a client's resend of the same request is a replay, and computable by any process,
+ * so a `notifications/cancelled` naming the request finds its operation wherever it arrives. `1` and `"1"`
+ * are different request ids and get different callIds.
+ */
+export function derivedCallId(sessionId: string, requestId: string | number): string {
+  const digest = createHash('sha256')
+    .update(`${sessionId}\n${JSON.stringify(requestId)}`)
+    .digest('base64url');
+  return `mcp_${digest.slice(0, 22)}`;
+}
+
+/**
+ * The runner's callId and turn for one `tools/call`, from its `_meta` or derived. Without a turn in `_meta`
+ * each call opens a new one, counted in the run's own record (its `usage.turns`), never in this process:
+ * the session's next request may reach another process. Concurrent calls of one session may read the same
+ * count and then share a turn.
+ */
+export async function callIdentity(
   session: SessionContext,
   request: { _meta?: Record<string, unknown> },
-  extra: { sessionId?: string; requestId: string | number },
-): { callId: string; turn: number } {
+  requestId: string | number,
+): Promise<{ callId: string; turn: number }> {
   const meta = CallMeta.safeParse(request._meta ?? {});
   const given = meta.success ? meta.data : {};
-  // Derived ids are stable for one session and request id, so a client's resend of the same request is a replay.
-  const callId =
-    given['toolrunner/callId'] ??
-    `mcp_${extra.sessionId ?? 'nosession'}_${String(extra.requestId)}`.replace(/[^\x21-\x7e]/g, '_').slice(0, 128);
-  return { callId, turn: given['toolrunner/turn'] ?? session.nextTurn() };
+  const callId = given['toolrunner/callId'] ?? derivedCallId(session.sessionId, requestId);
+  const turn = given['toolrunner/turn'] ?? (await session.client.getRun(session.runId)).usage.turns + 1;
+  return { callId, turn };
 }
 
 /** `notifications/cancelled` for a call in flight: exactly `POST /v1/operations/{id}/cancel`. */

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { operationIdFor } from '../../functions/core/ids';
 import { decideApproval } from '../support/people';
 import { startTestStack, type TestStack } from '../support/stack';
+import { isEmbedded } from '../support/target';
 
 let stack: TestStack;
 const clients: Client[] = [];
@@ -168,6 +169,39 @@ describe('MCP server at /mcp', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list' }),
     });
     expect(res.status).toBe(403);
+  });
+
+  it.runIf(isEmbedded)('an Origin other than its own is 403 unless the config lists it in mcpAllowedOrigins', async () => {
+    const initialize = (origin: string) =>
+      fetch(`${stack.apiUrl}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${stack.keys.agent}`,
+          origin,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'origin-test', version: '1' } },
+        }),
+      });
+    expect((await initialize(new URL(stack.apiUrl).origin)).status).toBe(200);
+    const refused = await initialize('https://app.example.com');
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ error: { data: { code: 'forbidden' } } });
+    stack.editConfig((config) => {
+      config.mcpAllowedOrigins = ['https://app.example.com'];
+    });
+    // The runner re-reads the config file when it changes.
+    await stack.api.until(
+      'the allowed origin to apply',
+      () => initialize('https://app.example.com').then((r) => r.status),
+      (s) => s === 200,
+    );
+    expect((await initialize('https://other.example.com')).status).toBe(403);
   });
 
   it('a slow call answers pending after the wait; a cancelled one cancels its operation', async () => {

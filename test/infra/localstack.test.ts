@@ -52,7 +52,8 @@ describe('scripts/localstack.sh', () => {
     for (const fn of Object.values(template.findResources('AWS::Lambda::Function')))
       expect(fn.Properties.Environment.Variables.PUBLIC_BASE_URL).toBe(url);
     expect(Object.keys(template.toJSON().Outputs)).toEqual(expect.arrayContaining(['ApiId', 'SweeperFunctionName', 'ConfigSecretArn']));
-  });
+    // A whole synthesis: minutes on a busy machine, like the other synthesizing tests' hooks.
+  }, 180_000);
 });
 
 describe("the Step Functions client under LocalStack's endpoint variables", () => {

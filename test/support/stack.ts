@@ -8,6 +8,7 @@ import { createClient, type ToolRunnerClient } from '../../functions/client';
 import type { TraceEvent } from '../../functions/core/trace';
 import type { HandlerMode } from '../../local/handlers';
 import { startStack, type Stack, type StackOptions } from '../../local/stack';
+import { startStackProcess } from './stack-process';
 import { deployedTarget, handlerMode, isEmbedded, Target } from './target';
 
 export interface Keys {
@@ -29,6 +30,11 @@ export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' 
   api: Api;
   /** Embedded only: stops the whole stack and starts it again on the same tables and data; returns the operations it resumed. */
   restart?(): Promise<string[]>;
+  /**
+   * Embedded only: another API process (a child process with its own engine and sandbox) on the same tables,
+   * configuration and DynamoDB Local, as a second Lambda container behind one API would be.
+   */
+  anotherProcess?(): Promise<{ apiUrl: string; stop(): Promise<void> }>;
   /** Rewrites the principals file (the runner re-reads it on change). */
   editConfig(edit: (config: RunnerConfig) => void): void;
   sandbox: Sandbox;
@@ -122,6 +128,7 @@ export async function startTestStack(
       });
       return stack.recovered;
     },
+    anotherProcess: () => startStackProcess({ ...stackOptions, dataDir: mkdtempSync(join(tmpdir(), 'toolrunner-test-')) }),
   };
   return testStack;
 }
