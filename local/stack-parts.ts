@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { serve } from '@hono/node-server';
 import { createSandbox } from '../sandbox/server';
 import { startDynamoLocal } from './dynamodb-local';
+import { startS3Local } from './s3-local';
 
 /** Parts started so far, stopped in reverse order on shutdown or when a later part fails to start. */
 export type Started = (() => Promise<void>)[];
@@ -29,9 +30,17 @@ function listen(server: Server, port: number): Promise<number> {
   });
 }
 
+/**
+ * The data directory, made if missing, readable by its owner only (0700): it holds the record, the
+ * sandbox's ledger and the blob store. Every part that writes under it makes it through here.
+ */
+export function ensureDataDir(dataDir: string): void {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+}
+
 /** The sandbox (the demo tools' upstreams) on its port, its state in the data directory. */
 export async function startSandboxPart(dataDir: string, port: number, started: Started, progress: (line: string) => void): Promise<string> {
-  mkdirSync(dataDir, { recursive: true });
+  ensureDataDir(dataDir);
   const sandbox = createSandbox(dataDir);
   const sandboxPort = await listen(sandbox, port);
   started.push(() => closeServer(sandbox));
@@ -51,6 +60,14 @@ export async function dynamoPart(
   const dynamo = await startDynamoLocal(join(options.dataDir, 'dynamodb'));
   started.push(() => dynamo.stop());
   return dynamo.endpoint;
+}
+
+/** The blob store: s3rver with its objects under the data directory, serving `bucket`. */
+export async function blobPart(dataDir: string, bucket: string, started: Started, progress: (line: string) => void): Promise<string> {
+  const s3 = await startS3Local(join(dataDir, 'blobs'), bucket);
+  started.push(() => s3.stop());
+  progress(`blob store (s3rver) on ${s3.endpoint}, bucket ${bucket}`);
+  return s3.endpoint;
 }
 
 /** The API's HTTP server on 127.0.0.1 (port 0: any free one); resolves with the port it got. */

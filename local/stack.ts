@@ -20,7 +20,17 @@ import {
 import { ensureTables, localClient } from './dynamodb-local';
 import { makeHandlers, type HandlerMode } from './handlers';
 import { LocalStepFunctions, type ExecutionSummary, type LocalFunction } from './sfn-endpoint';
-import { dynamoPart, progressReporter, serveApiPart, startSandboxPart, sweeperPart, type Started } from './stack-parts';
+import { bucketNameFor } from './s3-local';
+import {
+  blobPart,
+  dynamoPart,
+  ensureDataDir,
+  progressReporter,
+  serveApiPart,
+  startSandboxPart,
+  sweeperPart,
+  type Started,
+} from './stack-parts';
 import type { CfnTemplate } from './template/assembly';
 import type { Denial } from './template/aws-gateway';
 import type { PublishedMessage } from './template/local-services';
@@ -142,11 +152,13 @@ async function startParts(
   stop: () => Promise<void>,
 ): Promise<Stack> {
   const progress = progressReporter(options.onProgress);
-  mkdirSync(options.dataDir, { recursive: true });
+  ensureDataDir(options.dataDir);
   ensureConfig(options.configPath);
   const sandboxUrl = options.tools ? undefined : await startSandboxPart(options.dataDir, options.sandboxPort ?? 0, started, progress);
   const dynamoEndpoint = await dynamoPart(options, started, progress);
   const prefix = options.tablePrefix ?? 'toolrunner';
+  const bucket = bucketNameFor(prefix);
+  const blobEndpoint = await blobPart(options.dataDir, bucket, started, progress);
   const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
   progress(`DynamoDB Local answering at ${dynamoEndpoint}; creating tables…`);
   const admin = localClient(dynamoEndpoint);
@@ -193,6 +205,7 @@ async function startParts(
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
     AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
     AWS_ENDPOINT_URL_SFN: sfnEndpoint,
+    AWS_ENDPOINT_URL_S3: blobEndpoint,
   });
   lambdaEnv = {
     ...Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [name, tables[id as keyof TableNames]])),
@@ -201,6 +214,7 @@ async function startParts(
     ...(sandboxUrl ? { SANDBOX_URL: sandboxUrl } : {}),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port || 3000}`,
     TOOLRUNNER_CONFIG: options.configPath,
+    BLOB_BUCKET: bucket,
   };
   const env = parseEnv(lambdaEnv);
   deps = depsFromEnv(env, {

@@ -2,9 +2,19 @@ import { type DynamoDBClient, TransactionCanceledException, ConditionalCheckFail
 import { DynamoDBDocumentClient, GetCommand, PutCommand, DeleteCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Envelope } from '../core/envelope';
 import type { OperationRecord, RunRecord } from '../core/model';
-import { ContentionError, OperationConflictError, OperationExistsError, RunChangedError, type RunChange, type Store } from '../core/ports';
+import {
+  type BlobStore,
+  ContentionError,
+  OperationConflictError,
+  OperationExistsError,
+  RunChangedError,
+  type RunChange,
+  type Store,
+} from '../core/ports';
+import { RESULT_LIMITS, storedResultOf } from '../core/result-record';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { batchRead, makeWatch } from './dynamo-watch';
 import { EVENTS_PER_BLOCK, makeTraceClock } from './trace-clock';
@@ -17,77 +27,113 @@ export function makeDocumentClient(client: DynamoDBClient): DynamoDBDocumentClie
 }
 
 /** Attributes derived from the record for the sparse indexes; computed here, nowhere else. */
-function toItem(op: OperationRecord): Record<string, unknown> {
+function indexKeys(op: OperationRecord): Record<string, unknown> {
   return {
-    ...compact(op),
     approvalPendingKey: op.state === 'awaiting_approval' && op.approval?.state === 'pending' ? 'pending' : undefined,
     reviewOpenKey: isOpenReview(op) ? 'open' : undefined,
   };
 }
 
-function fromItem(item: Record<string, unknown>): OperationRecord {
+/** Arguments over this size live in the blob store; the record keeps `{ bytes, sha256, ref }`. */
+const INLINE_ARGUMENTS_BYTES = RESULT_LIMITS.inlineBytes;
+
+/** Where an item's large arguments went: which field, its size and hash, and the blob key. */
+interface ArgumentsRef {
+  field: 'frozenArguments' | 'rawArguments';
+  bytes: number;
+  sha256: string;
+  ref: string;
+}
+
+type StoredItem = Omit<OperationRecord, 'envelope'> & {
+  envelope?: Omit<Envelope, 'call_id' | 'logical_operation_id'> & Partial<Pick<Envelope, 'call_id' | 'logical_operation_id'>>;
+  argumentsRef?: ArgumentsRef;
+};
+
+/**
+ * Every write unit counts (items in a transaction cost double, and each index holds a copy): the envelope
+ * need not repeat the ids the record carries, and arguments over 64 KiB go to the blob store (written
+ * once, when they first appear), so no item can reach DynamoDB's 400 KB. `expand` reverses it.
+ */
+async function compact(op: OperationRecord, before: OperationRecord | undefined, blobs: BlobStore | undefined): Promise<StoredItem> {
+  const out: StoredItem = { ...op };
+  if (op.envelope && op.envelope.call_id === op.callId && op.envelope.logical_operation_id === op.operationId) {
+    const { call_id: _c, logical_operation_id: _l, ...rest } = op.envelope;
+    out.envelope = rest;
+  }
+  const field = op.frozenArguments !== undefined ? 'frozenArguments' : op.rawArguments !== undefined ? 'rawArguments' : undefined;
+  const text = field && op[field];
+  if (field && text !== undefined && Buffer.byteLength(text) > INLINE_ARGUMENTS_BYTES && blobs) {
+    const sha256 = `sha256:${createHash('sha256').update(text).digest('hex')}`;
+    const ref = `arguments/${op.operationId}/${field === 'frozenArguments' ? 'frozen' : 'raw'}-${sha256.slice(7, 23)}.json`;
+    if (before?.[field] !== text) await blobs.put(ref, text);
+    out[field] = undefined;
+    out.argumentsRef = { field, bytes: Buffer.byteLength(text), sha256, ref };
+  }
+  return out;
+}
+
+async function expand(item: StoredItem, blobs: BlobStore | undefined): Promise<OperationRecord> {
+  const { argumentsRef, ...rest } = item;
+  const op = rest as OperationRecord;
+  const stored = item.envelope;
+  if (stored && stored.call_id === undefined) op.envelope = { ...stored, call_id: op.callId, logical_operation_id: op.operationId };
+  if (argumentsRef) {
+    const text = await blobs?.get(argumentsRef.ref);
+    if (text === undefined) throw new Error(`the arguments of ${op.operationId} are missing from the blob store (${argumentsRef.ref})`);
+    op[argumentsRef.field] = text;
+  }
+  return op;
+}
+
+/** The item written for a record: the record compacted, with the sparse index keys. */
+async function toItem(
+  op: OperationRecord,
+  before: OperationRecord | undefined,
+  blobs: BlobStore | undefined,
+): Promise<Record<string, unknown>> {
+  return { ...(await compact(op, before, blobs)), ...indexKeys(op) };
+}
+
+/** The record an item holds; items of schema version 1 are upgraded on the way (`upgradeV1`). */
+async function fromItem(item: Record<string, unknown>, blobs: BlobStore | undefined): Promise<OperationRecord> {
   // `activeKey` put a record written before the watch table in the legacy index; `writeId` names a write.
-  const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, writeId: _w, ...op } = item;
-  return expand(op as unknown as OperationRecord);
+  const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, writeId: _w, ...rest } = item;
+  const stored = ((rest.schemaVersion as number | undefined) ?? 1) < 2 ? upgradeV1(rest) : rest;
+  return expand(stored as unknown as StoredItem, blobs);
+}
+
+function upgradeOutcome(outcome: unknown): unknown {
+  const o = outcome as { kind?: string; result?: unknown } | undefined;
+  if (o?.kind !== 'succeeded') return outcome;
+  const { result, ...rest } = o;
+  const stored = storedResultOf(result);
+  return stored ? { ...rest, result: stored } : rest;
 }
 
 /**
- * Every write unit counts (items in a transaction cost double, and each index holds a copy): a result is
- * stored once, in `outcome`, not again in the last attempt and the envelope, which also need not repeat
- * the ids the record carries; arguments sent canonical are stored once too. `expand` puts them back, so
- * nothing outside this file sees the difference.
+ * Schema version 1 kept the raw result in `outcome` (and a `resultFromOutcome` marker in the envelope), the
+ * raw arguments beside the frozen ones (or `rawArgumentsAre` when equal) and the result again in the last
+ * attempt. Read as version 2: the result as a StoredResult, arguments once, no result in the envelope.
  */
-function compact(op: OperationRecord): OperationRecord {
-  const result = resultOf(op.outcome);
-  const out: OperationRecord & { rawArgumentsAre?: 'frozen' | 'frozenParsed' } = { ...op };
-  // Arguments the model sent already canonical are the frozen ones: kept once, told apart from a JSON string.
-  if (op.frozenArguments !== undefined && op.rawArguments === op.frozenArguments) {
-    out.rawArguments = undefined;
-    out.rawArgumentsAre = 'frozen';
-  } else if (
-    op.frozenArguments !== undefined &&
-    typeof op.rawArguments === 'object' &&
-    op.rawArguments !== null &&
-    JSON.stringify(op.rawArguments) === op.frozenArguments
-  ) {
-    out.rawArguments = undefined;
-    out.rawArgumentsAre = 'frozenParsed';
+function upgradeV1(item: Record<string, unknown>): Record<string, unknown> {
+  const { rawArgumentsAre: _same, ...rest } = item;
+  const out: Record<string, unknown> = { ...rest, schemaVersion: 2 };
+  if (out.frozenArguments !== undefined) out.rawArguments = undefined;
+  else if (out.rawArguments !== undefined && typeof out.rawArguments !== 'string') out.rawArguments = JSON.stringify(out.rawArguments);
+  out.outcome = upgradeOutcome(out.outcome);
+  out.lateOutcome = upgradeOutcome(out.lateOutcome);
+  const last = out.lastAttempt as { outcome?: { kind?: string; result?: unknown } } | undefined;
+  if (last?.outcome?.kind === 'succeeded') {
+    const { result: _r, ...outcome } = last.outcome;
+    out.lastAttempt = { ...last, outcome };
   }
-  const last = op.lastAttempt;
-  if (result !== undefined && last?.outcome.kind === 'succeeded' && last.outcome.result === result) {
-    out.lastAttempt = { ...last, outcome: { kind: 'succeeded', upstreamStatus: last.outcome.upstreamStatus } as typeof last.outcome };
-  }
-  if (op.envelope && op.envelope.call_id === op.callId && op.envelope.logical_operation_id === op.operationId) {
-    const { call_id: _c, logical_operation_id: _l, result: envelopeResult, ...rest } = op.envelope;
-    const fromOutcome = result !== undefined && envelopeResult === result;
-    out.envelope = {
-      ...rest,
-      ...(fromOutcome ? { resultFromOutcome: true } : envelopeResult === undefined ? {} : { result: envelopeResult }),
-    } as unknown as OperationRecord['envelope'];
+  const envelope = out.envelope as Record<string, unknown> | undefined;
+  if (envelope) {
+    const { resultFromOutcome: _f, result: _e, ...kept } = envelope;
+    out.envelope = kept;
   }
   return out;
-}
-
-function expand(item: OperationRecord & { rawArgumentsAre?: 'frozen' | 'frozenParsed' }): OperationRecord {
-  const { rawArgumentsAre, ...op } = item;
-  const result = resultOf(op.outcome);
-  const out: OperationRecord = { ...op };
-  if (rawArgumentsAre && op.frozenArguments !== undefined)
-    out.rawArguments = rawArgumentsAre === 'frozen' ? op.frozenArguments : JSON.parse(op.frozenArguments);
-  const last = op.lastAttempt;
-  if (result !== undefined && last?.outcome.kind === 'succeeded' && !('result' in last.outcome)) {
-    out.lastAttempt = { ...last, outcome: { ...(last.outcome as object), result } as typeof last.outcome };
-  }
-  const stored = op.envelope as (NonNullable<OperationRecord['envelope']> & { resultFromOutcome?: boolean }) | undefined;
-  if (stored && stored.call_id === undefined) {
-    const { resultFromOutcome, ...rest } = stored;
-    out.envelope = { ...rest, call_id: op.callId, logical_operation_id: op.operationId, ...(resultFromOutcome ? { result } : {}) };
-  }
-  return out;
-}
-
-function resultOf(outcome: OperationRecord['outcome']): unknown {
-  return outcome?.kind === 'succeeded' ? outcome.result : undefined;
 }
 
 /**
@@ -224,8 +270,11 @@ function statusChange(tables: TableNames, runId: string, from: RunRecord['status
   };
 }
 
-/** `clock` dates records, events and watch entries (the wall clock; tests may move it). */
-export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames, clock: () => number = Date.now): Store {
+/**
+ * `clock` dates records, events and watch entries (the wall clock; tests may move it). `blobs` holds
+ * arguments too large for an item; without it they stay in the item (at most 128 KiB, so it still fits).
+ */
+export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames, clock: () => number = Date.now, blobs?: BlobStore): Store {
   const watch = makeWatch(doc, tables.watch, clock);
   const stamps = makeTraceClock(clock);
   const nowIso = () => new Date(clock()).toISOString();
@@ -307,7 +356,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
   async function readOperations(ids: string[]): Promise<Map<string, OperationRecord>> {
     const items = await batchRead(doc, tables.operations, 'operationId', ids);
-    return new Map(items.map((item) => [item.operationId as string, fromItem(item)]));
+    return new Map(await Promise.all(items.map(async (item) => [item.operationId as string, await fromItem(item, blobs)] as const)));
   }
 
   async function eventItems(runId: string): Promise<PackedEvents[]> {
@@ -320,12 +369,12 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
   }
 
   /** Maps a cancelled transaction onto the domain's errors; `opIndex` is where the operation's put sits. */
-  function transactionError(error: unknown, opIndex: number, runIndex: number | undefined): unknown {
+  async function transactionError(error: unknown, opIndex: number, runIndex: number | undefined): Promise<unknown> {
     if (!(error instanceof TransactionCanceledException)) return error;
     const reasons = error.CancellationReasons ?? [];
     const op = reasons[opIndex];
     if (op?.Code === 'ConditionalCheckFailed') {
-      const current = op.Item ? fromItem(unmarshall(op.Item)) : undefined;
+      const current = op.Item ? await fromItem(unmarshall(op.Item), blobs) : undefined;
       return runIndex === undefined ? new OperationConflictError(current) : new OperationExistsError(current);
     }
     if (runIndex !== undefined && reasons[runIndex]?.Code === 'ConditionalCheckFailed')
@@ -342,7 +391,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
     async getOperation(operationId) {
       const out = await doc.send(new GetCommand({ TableName: tables.operations, Key: { operationId }, ConsistentRead: true }));
-      return out.Item ? fromItem(out.Item) : undefined;
+      return out.Item ? fromItem(out.Item, blobs) : undefined;
     },
 
     async putNewRun(run) {
@@ -369,7 +418,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         {
           Put: {
             TableName: tables.operations,
-            Item: { ...toItem(created), writeId },
+            Item: { ...(await toItem(created, undefined, blobs)), writeId },
             // Why: the operation id is derived from (runId, callId); it may be created once only.
             ConditionExpression: 'attribute_not_exists(operationId)',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -382,9 +431,9 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
           if (ownWrite(error.Item, writeId)) return { op: created, events: traced };
-          throw new OperationExistsError(error.Item ? fromItem(unmarshall(error.Item)) : undefined);
+          throw new OperationExistsError(error.Item ? await fromItem(unmarshall(error.Item), blobs) : undefined);
         }
-        throw transactionError(error, runItem ? 1 : 0, runItem ? 0 : -1);
+        throw await transactionError(error, runItem ? 1 : 0, runItem ? 0 : -1);
       }
       return { op: created, events: traced };
     },
@@ -399,7 +448,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         await doc.send(
           new PutCommand({
             TableName: tables.operations,
-            Item: { ...toItem(next), writeId },
+            Item: { ...(await toItem(next, before, blobs)), writeId },
             // Why: every transition names the state it leaves and the version it read; and the blocks it read,
             // so a writer holding a record without them cannot drop the names of earlier blocks.
             ConditionExpression: '#state = :from AND #version = :version AND (attribute_not_exists(traceSeqs) OR size(traceSeqs) = :named)',
@@ -411,7 +460,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
           if (ownWrite(error.Item, writeId)) return { op: next, events: traced };
-          throw new OperationConflictError(error.Item ? fromItem(unmarshall(error.Item)) : undefined);
+          throw new OperationConflictError(error.Item ? await fromItem(unmarshall(error.Item), blobs) : undefined);
         }
         throw error;
       }
@@ -434,7 +483,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         } catch (error) {
           // The block's number was taken by another writer's block: number it again.
           if (error instanceof TransactionCanceledException && error.CancellationReasons?.[1]?.Code === 'ConditionalCheckFailed') continue;
-          throw transactionError(error, -1, 0);
+          throw await transactionError(error, -1, 0);
         }
       }
     },
@@ -476,7 +525,8 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         ),
       ]);
       const found = new Map(watched.map((op) => [op.operationId, op]));
-      for (const item of legacy) if (!found.has(item.operationId as string)) found.set(item.operationId as string, fromItem(item));
+      for (const item of legacy)
+        if (!found.has(item.operationId as string)) found.set(item.operationId as string, await fromItem(item, blobs));
       return [...found.values()].slice(0, limit);
     },
 
@@ -502,7 +552,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         );
         const found = page.Items ?? [];
         for (const [i, item] of found.entries()) {
-          items.push(fromItem(item));
+          items.push(await fromItem(item, blobs));
           if (items.length < limit) continue;
           if (i === found.length - 1 && !page.LastEvaluatedKey) return { items };
           // Resume right after the last item handed out; it carries the index key and the table key.
@@ -570,7 +620,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         },
         limit,
       );
-      return items.map(fromItem);
+      return Promise.all(items.map((item) => fromItem(item, blobs)));
     },
 
     async acquireLock(lockKey, owner, leaseMs, now) {

@@ -11,7 +11,6 @@ import { hashValue } from '../core/canonical';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
 import { approvalUrl, decideApproval, decideAs, mayDecide, openApproval } from '../steps/approval';
 import { cancelOperation, cancelRun, resolveOperation } from '../steps/cancel';
-import { envelopeOf } from '../core/engine';
 import { operationIdFor } from '../core/ids';
 import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
@@ -40,6 +39,7 @@ import { timelineModel } from '../core/timeline';
 import { validTraceparent } from '../core/trace-context';
 import { PAGE_HEADERS, timelinePage } from './timeline-page';
 import { waitForSettled, watchOperation } from './long-poll';
+import { deliveredEnvelope } from './deliver';
 
 export { MAX_BODY_BYTES };
 const MAX_WAIT_SECONDS = 25;
@@ -253,7 +253,7 @@ export function makeApp(deps: Deps): Hono<Env> {
         waitSeconds,
         submitted.kind === 'created' ? submitted.finished : undefined,
       );
-      const envelope = envelopeOf(op);
+      const envelope = await deliveredEnvelope(deps, op);
       if (envelope) return c.json(envelope, 200);
       return c.json({ operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` }, 202);
     } finally {
@@ -261,13 +261,18 @@ export function makeApp(deps: Deps): Hono<Env> {
     }
   });
 
-  app.get('/v1/operations/:operationId', async (c) => c.json(operationView(await visibleOperation(c, true))));
+  /** The operation as this caller may see it: with the envelope the model gets; the idempotency key for reviewers and admins. */
+  async function operationAnswer(c: Context<Env>, op: OperationRecord) {
+    return operationView(op, await deliveredEnvelope(deps, op), hasRole(c.get('principal'), 'reviewer'));
+  }
+
+  app.get('/v1/operations/:operationId', async (c) => c.json(await operationAnswer(c, await visibleOperation(c, true))));
 
   app.post('/v1/operations/:operationId/cancel', async (c) => {
     const op = await visibleOperation(c, false);
     const result = await cancelOperation(deps, op);
     if (!result.ok) throw new ApiError(409, 'invalid_state', `an operation in state ${result.op.state} cannot be cancelled`);
-    return c.json(operationView(result.op));
+    return c.json(await operationAnswer(c, result.op));
   });
 
   // The signed link's decision, made with an approver's key (the people's console, scripts): the same rules.
@@ -290,7 +295,7 @@ export function makeApp(deps: Deps): Hono<Env> {
     const result = await resolveOperation(deps, op, c.get('principal'), body.outcome, body.note);
     if (!result.ok)
       throw new ApiError(409, 'invalid_state', `only an outcome_unknown operation can be resolved; this one is ${result.op.state}`);
-    return c.json(operationView(result.op));
+    return c.json(await operationAnswer(c, result.op));
   });
 
   app.get('/v1/runs/:runId/trace', async (c) => {
@@ -305,7 +310,9 @@ export function makeApp(deps: Deps): Hono<Env> {
     const [events, ops] = await Promise.all([deps.store.listEvents(run.runId), deps.store.listOperationsOfRun(run.runId)]);
     // Owners and admins see the data, masked; a reviewer of someone else's run sees hashes only.
     const seesData = principal.id === run.principalId || hasRole(principal, 'admin');
-    const details = seesData ? Object.fromEntries(ops.map((op) => [op.operationId, operationDetails(op)])) : {};
+    const details = seesData
+      ? Object.fromEntries(await Promise.all(ops.map(async (op) => [op.operationId, await operationDetails(deps, op)] as const)))
+      : {};
     return c.html(timelinePage(timelineModel(events, details), principal.id), 200, PAGE_HEADERS);
   });
 

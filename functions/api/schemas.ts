@@ -119,7 +119,13 @@ export const EnvelopeSchema = z.looseObject({
   call_id: z.string(),
   logical_operation_id: z.string(),
   message: z.string(),
-  result: z.unknown().optional(),
+  result: z.unknown().optional().describe("Only when succeeded, up to the tool's maxResultBytes (default 256 KiB)."),
+  result_omitted: z
+    .strictObject({ bytes: z.number().int(), sha256: z.string() })
+    .optional()
+    .describe(
+      "Succeeded, but the result is over the tool's maxResultBytes: its size and hash (sha256:<hex> of its canonical JSON) instead.",
+    ),
   allowed_next_actions: z.array(z.string()),
 });
 
@@ -139,7 +145,7 @@ export const OperationSchema = z.looseObject({
   state: z.enum(Object.values(OperationState) as [OperationState, ...OperationState[]]),
   risk: z.enum(['read', 'reversible_write', 'irreversible_write']).optional(),
   inputHash: z.string(),
-  idempotencyKey: z.string().optional(),
+  idempotencyKey: z.string().optional().describe('Only for reviewers and admins, who look an effect up upstream by it; never for agents.'),
   attempts: z.number(),
   createdAt: z.string(),
   updatedAt: z.string(),

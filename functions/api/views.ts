@@ -1,9 +1,11 @@
 import { withClock } from '../core/budgets';
-import { envelopeOf } from '../core/engine';
+import type { Envelope } from '../core/envelope';
 import type { OperationRecord, RunRecord } from '../core/model';
 import { requesterOf } from '../core/record-predicates';
 import { redact } from '../core/redact';
+import type { Deps } from '../core/ports';
 import type { OperationDetails } from '../core/timeline';
+import { resultValue } from './deliver';
 
 /** The run as its owner sees it; the wall-clock budget is applied at read time. */
 export function runView(run: RunRecord, now: number) {
@@ -22,8 +24,12 @@ export function runView(run: RunRecord, now: number) {
   };
 }
 
-/** The operation record's fields (`OperationSchema` in `schemas.ts`, documented in `docs/openapi.json`); never the task token or raw arguments. */
-export function operationView(op: OperationRecord) {
+/**
+ * The operation record's fields (`OperationSchema` in `schemas.ts`, documented in `docs/openapi.json`); never
+ * the task token or raw arguments. `envelope` is the one the model gets (`deliveredEnvelope`); the idempotency
+ * key only for those who look effects up upstream (`showIdempotencyKey`: reviewers and admins), never agents.
+ */
+export function operationView(op: OperationRecord, envelope: Envelope | undefined, showIdempotencyKey: boolean) {
   const outcome = op.outcome ?? (op.state === 'outcome_unknown' ? op.lastAttempt?.outcome : undefined);
   return {
     operationId: op.operationId,
@@ -34,7 +40,7 @@ export function operationView(op: OperationRecord) {
     state: op.state,
     risk: op.risk,
     inputHash: op.inputHash,
-    idempotencyKey: op.idempotencyKey,
+    ...(showIdempotencyKey ? { idempotencyKey: op.idempotencyKey } : {}),
     attempts: op.attempts,
     createdAt: op.createdAt,
     updatedAt: op.updatedAt,
@@ -52,7 +58,7 @@ export function operationView(op: OperationRecord) {
       : undefined,
     review: op.review,
     requestedBy: requesterOf(op),
-    envelope: envelopeOf(op),
+    envelope,
     lateOutcome: op.lateOutcome
       ? { kind: op.lateOutcome.kind, code: 'code' in op.lateOutcome ? op.lateOutcome.code : undefined }
       : undefined,
@@ -63,9 +69,8 @@ export function operationView(op: OperationRecord) {
  * What an owner or admin may read of an operation on the trace page: the frozen arguments and the result
  * (the recorded one, or a late one), with secret-looking values masked. Never the idempotency key or task token.
  */
-export function operationDetails(op: OperationRecord): OperationDetails {
-  const result =
-    op.outcome?.kind === 'succeeded' ? op.outcome.result : op.lateOutcome?.kind === 'succeeded' ? op.lateOutcome.result : undefined;
+export async function operationDetails(deps: Pick<Deps, 'blobs'>, op: OperationRecord): Promise<OperationDetails> {
+  const result = (await resultValue(deps, op.outcome)) ?? (await resultValue(deps, op.lateOutcome));
   return {
     ...(op.frozenArguments ? { arguments: redact(JSON.parse(op.frozenArguments)) } : {}),
     ...(result !== undefined ? { result: redact(result) } : {}),

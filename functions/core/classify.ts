@@ -1,24 +1,15 @@
-import { ensureError, isTransportError, isUpstreamHttpError } from './errors';
+import { ensureError, isMalformedAnswer, isTransportError, isUpstreamHttpError } from './errors';
 import type { Outcome } from './model';
 import { replaySafe } from './record-predicates';
-import type { ToolSpec } from './tool-spec';
+import { serializeBounded } from './result-record';
+import { maxResultBytesOf, type ToolSpec } from './tool-spec';
 
 /**
  * The one place that turns whatever an attempt produced into an outcome class (the README's error matrix: "What the runner guarantees").
  * A write whose request may have reached the upstream is never "failed": it is outcome_unknown.
  */
 export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unknown } | { ok: false; thrown: unknown }): Outcome {
-  if (attempt.ok) {
-    const parsed = spec.outputSchema.safeParse(attempt.value);
-    if (!parsed.success) {
-      return {
-        kind: 'failed_permanent',
-        code: 'permanent_failure',
-        message: 'the tool returned output that does not match its output schema',
-      };
-    }
-    return { kind: 'succeeded', result: parsed.data };
-  }
+  if (attempt.ok) return checkOutput(spec, attempt.value);
   const error = ensureError(attempt.thrown);
   const isWrite = spec.risk !== 'read';
 
@@ -60,6 +51,7 @@ export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unkn
       upstreamStatus,
     };
   }
+  if (isMalformedAnswer(error)) return invalidOutput(spec, error.message);
   if (isTransportError(error)) {
     if (!error.requestSent) {
       return { kind: 'failed_retryable', code: 'upstream_unavailable', message: `the upstream could not be reached (${error.reason})` };
@@ -73,4 +65,31 @@ export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unkn
   return isWrite
     ? { kind: 'outcome_unknown', code: 'timeout_unknown', message: 'the tool failed unexpectedly after it may have acted' }
     : { kind: 'failed_retryable', code: 'upstream_unavailable', message: 'the tool failed unexpectedly' };
+}
+
+/**
+ * A tool's output as the record keeps it: serialized with bounds (size, depth, cycles, BigInt), checked
+ * against the output schema in that JSON form, then serialized canonically. Anything that fails is
+ * `invalid_output`; the result's text is in `json` (the execute step moves a large one to the blob store).
+ */
+export function checkOutput(spec: ToolSpec, value: unknown): Outcome {
+  const raw = serializeBounded(value);
+  if (!raw.ok) return invalidOutput(spec, raw.message);
+  const parsed = spec.outputSchema.safeParse(JSON.parse(raw.json));
+  if (!parsed.success) return invalidOutput(spec, 'the tool returned output that does not match its output schema');
+  // The schema may transform (defaults, coercions): what is recorded is what it produced, bounded again.
+  const checked = serializeBounded(parsed.data);
+  if (!checked.ok) return invalidOutput(spec, checked.message);
+  const omitted = checked.bytes > maxResultBytesOf(spec) ? ({ omitted: true } as const) : {};
+  return { kind: 'succeeded', result: { bytes: checked.bytes, sha256: checked.sha256, json: checked.json, ...omitted } };
+}
+
+/**
+ * A tool answered, but with something the runner cannot record or accept. A read had no effect: it failed.
+ * A write may have acted before answering badly: its outcome is unknown, and its policy reconciles it.
+ */
+export function invalidOutput(spec: Pick<ToolSpec, 'risk'>, message: string): Outcome {
+  return spec.risk === 'read'
+    ? { kind: 'failed_permanent', code: 'invalid_output', message }
+    : { kind: 'outcome_unknown', code: 'invalid_output', message };
 }

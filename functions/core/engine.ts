@@ -255,6 +255,8 @@ const validate: Handler<'validate'> = (op, event, { ids }) => {
   }
   const moved = moveTo(op, S.validated, {
     risk: v.risk,
+    // The record keeps its arguments once: the frozen ones from here on (inputHash names what was sent).
+    rawArguments: undefined,
     frozenArguments: v.frozenArguments,
     costCents: v.costCents,
     approvalRequired: v.approvalRequired,
@@ -346,6 +348,12 @@ const refuseAttempt: Handler<'refuse_attempt'> = (op, event, { ids }) => {
   return recordOutcome(op, event.outcome);
 };
 
+function withoutResult(outcome: Outcome): Outcome {
+  if (outcome.kind !== 'succeeded' || !outcome.result) return outcome;
+  const { result: _r, ...rest } = outcome;
+  return rest;
+}
+
 /** `attempt.finished`: the outcome's class and code, never the result itself. */
 function attemptFinished(event: EventOf<'finish_attempt'>, ctx: Context): NewTraceEvent {
   return {
@@ -371,7 +379,8 @@ const finishAttempt: Handler<'finish_attempt'> = (op, event, ctx) => {
   if (event.attempt !== op.attempts) throw new InvalidEventError(op.state, event.type);
   const lastAttempt = {
     attempt: event.attempt,
-    outcome: event.outcome,
+    // The result is kept once, in `outcome`; the attempt keeps what it came to.
+    outcome: withoutResult(event.outcome),
     latencyMs: event.latencyMs,
     upstreamStatus: event.upstreamStatus,
     finishedAt: at,

@@ -7,7 +7,10 @@ export interface Envelope {
   call_id: string;
   logical_operation_id: string;
   message: string;
+  /** Only when succeeded, up to the tool's `maxResultBytes`: the output validated against its output schema. */
   result?: unknown;
+  /** Succeeded, but the result is over the tool's `maxResultBytes`: its size and hash, not its content. */
+  result_omitted?: { bytes: number; sha256: string };
   allowed_next_actions: string[];
 }
 
@@ -22,11 +25,15 @@ const NEXT_ACTIONS: Record<string, string[]> = {
   upstream_unavailable: ['retry_later_with_new_call_id'],
   permanent_failure: ['retry_with_new_arguments', 'request_human_review'],
   timeout_unknown: ['check_status', 'request_human_review'],
+  invalid_output: ['retry_with_new_arguments', 'request_human_review'],
   budget_exhausted: ['stop'],
   cancelled: ['stop'],
 };
 
-/** Builds the envelope for an outcome; results appear only for successes. */
+/**
+ * Builds the envelope for an outcome as the record keeps it: never with the result itself, which the
+ * record holds once (`outcome.result`); the API puts it in (or `result_omitted`) when it answers.
+ */
 export function envelopeFor(op: Pick<OperationRecord, 'callId' | 'operationId'>, outcome: Outcome): Envelope {
   const base = { call_id: op.callId, logical_operation_id: op.operationId };
   switch (outcome.kind) {
@@ -35,7 +42,6 @@ export function envelopeFor(op: Pick<OperationRecord, 'callId' | 'operationId'>,
         ...base,
         status: 'succeeded',
         message: 'the tool call succeeded',
-        result: outcome.result,
         allowed_next_actions: NEXT_ACTIONS.succeeded,
       };
     case 'rejected':

@@ -51,6 +51,18 @@ export class TransportError extends Error {
 }
 
 /**
+ * The upstream answered, but not in its protocol's shape (an MCP result that is not a CallToolResult):
+ * nothing a retry of the transport fixes, and for a write the effect is unknown. Classified `invalid_output`.
+ */
+export class MalformedAnswerError extends Error {
+  override name = 'MalformedAnswerError' as const;
+}
+
+export function isMalformedAnswer(error: Error): error is MalformedAnswerError {
+  return error instanceof MalformedAnswerError || error.name === 'MalformedAnswerError';
+}
+
+/**
  * Recognizes the transport errors by name and shape as well as by class: a user's tools module may load its
  * own copy of this module (a second install of the package, or a loader that namespaces modules), and its
  * classes are then not ours.

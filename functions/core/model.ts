@@ -1,6 +1,12 @@
+import type { StoredResult } from './result-record';
+
 /** Persisted shapes. Every item carries a schemaVersion so later versions can read old records. */
 
-export const SCHEMA_VERSION = 1 as const;
+/**
+ * 2: results are recorded as `StoredResult` (canonical JSON in the record, or a blob store key), arguments
+ * once, the stored envelope without the result. Records of version 1 are read through the store's upgrade.
+ */
+export const SCHEMA_VERSION = 2 as const;
 
 export const Risk = { read: 'read', reversibleWrite: 'reversible_write', irreversibleWrite: 'irreversible_write' } as const;
 export type Risk = (typeof Risk)[keyof typeof Risk];
@@ -47,7 +53,8 @@ export interface RunRecord {
 
 /** What a finished attempt, a reconciliation or a person established. */
 export type Outcome =
-  | { kind: 'succeeded'; result: unknown; upstreamStatus?: number }
+  /** `result` is absent only where a person confirmed the call succeeded (there is no result to keep). */
+  | { kind: 'succeeded'; result?: StoredResult; upstreamStatus?: number }
   | {
       kind: 'rejected';
       code: 'invalid_arguments' | 'forbidden' | 'unknown_tool' | 'approval_rejected' | 'approval_expired';
@@ -62,11 +69,11 @@ export type Outcome =
     }
   | {
       kind: 'failed_permanent';
-      code: 'permanent_failure' | 'rate_limited' | 'upstream_unavailable';
+      code: 'permanent_failure' | 'rate_limited' | 'upstream_unavailable' | 'invalid_output';
       message: string;
       upstreamStatus?: number;
     }
-  | { kind: 'outcome_unknown'; code: 'timeout_unknown'; message: string; upstreamStatus?: number }
+  | { kind: 'outcome_unknown'; code: 'timeout_unknown' | 'invalid_output'; message: string; upstreamStatus?: number }
   | { kind: 'budget_exhausted'; code: 'budget_exhausted'; message: string }
   | { kind: 'cancelled'; code: 'cancelled'; message: string };
 
@@ -95,6 +102,7 @@ export interface ApprovalInfo {
 
 export interface AttemptInfo {
   attempt: number;
+  /** Its class and code; a success's result is kept once, in the operation's `outcome`. */
   outcome: Outcome;
   latencyMs: number;
   upstreamStatus?: number;
@@ -114,8 +122,11 @@ export interface OperationRecord {
   requestedBy?: string;
   state: import('./lifecycle').OperationState;
   risk?: Risk;
-  /** Arguments as the model sent them (object or JSON string), kept for audit. */
-  rawArguments: unknown;
+  /**
+   * The arguments as the model sent them (JSON text), until validation accepts them: then the frozen ones
+   * replace them, so a record holds its arguments once (`inputHash` still names what was sent).
+   */
+  rawArguments?: string;
   /** Canonical JSON of the validated arguments: the only input any attempt ever sees. */
   frozenArguments?: string;
   inputHash: string;

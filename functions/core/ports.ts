@@ -193,6 +193,16 @@ export interface Metrics {
   snapshot?(): { name: MetricName; dimensions: Record<string, string>; value: number }[];
 }
 
+/**
+ * Where what is too large for a record lives (results over 64 KiB, large arguments): an S3 bucket on AWS,
+ * s3rver locally. Objects are written once under keys that name their operation, and expire with retention.
+ */
+export interface BlobStore {
+  put(key: string, text: string): Promise<void>;
+  /** The object's text; undefined when there is none (expired, never written). */
+  get(key: string): Promise<string | undefined>;
+}
+
 /** Everything a step touches outside the pure core; tests swap these without mocking frameworks. */
 export interface Deps {
   store: Store;
@@ -209,6 +219,8 @@ export interface Deps {
   /** Where the runtime can abort an in-flight attempt on cancellation (embedded engine); absent on AWS. */
   abortSignalFor?(operationId: string): AbortSignal | undefined;
   watch?: OperationWatch;
+  /** Large results and arguments; without it a result over 64 KiB cannot be recorded (`invalid_output`). */
+  blobs?: BlobStore;
   telemetry?: Telemetry;
   metrics?: Metrics;
 }

@@ -7,7 +7,7 @@ import type { NewTraceEvent } from './trace';
 export function outcomeSummary(outcome: Outcome): Record<string, unknown> {
   const summary: Record<string, unknown> = { outcome: outcome.kind };
   if ('code' in outcome) summary.code = outcome.code;
-  if (outcome.kind === 'succeeded') summary.resultHash = hashValue(outcome.result ?? null);
+  if (outcome.kind === 'succeeded') summary.resultHash = outcome.result?.sha256 ?? hashValue(null);
   return summary;
 }
 

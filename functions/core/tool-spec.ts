@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff';
 import type { Risk } from './model';
+import { RESULT_LIMITS } from './result-record';
 import { SHAPES, type ToolFormat } from './provider-shapes';
 
 /** What a tool's code sees of the lifecycle on each attempt. */
@@ -31,6 +32,13 @@ export interface ToolSpec<I = any, O = any> {
   timeoutMs: number;
   maxAttempts: number;
   supportsIdempotency: boolean;
+  /**
+   * The most bytes of result (canonical JSON) the envelope carries: above it the model gets
+   * `result_omitted: { bytes, sha256 }` instead (the whole result is still recorded, up to 5 MiB).
+   * At most 4 MiB, so an envelope fits Lambda's 6 MB response.
+   * @default 262144 (256 KiB)
+   */
+  maxResultBytes?: number;
   /** Whole seconds the operation may take from validation to its last attempt. */
   deadlineSeconds?: number;
   backoff?: BackoffPolicy;
@@ -59,6 +67,12 @@ export function checkToolSpec(spec: ToolSpec): void {
     throw new ToolRegistrationError(`${spec.name}: maxAttempts must be a positive integer`);
   }
   if (!(spec.timeoutMs > 0)) throw new ToolRegistrationError(`${spec.name}: timeoutMs must be positive`);
+  if (
+    spec.maxResultBytes !== undefined &&
+    !(Number.isInteger(spec.maxResultBytes) && spec.maxResultBytes >= 1 && spec.maxResultBytes <= RESULT_LIMITS.maxMaxResultBytes)
+  ) {
+    throw new ToolRegistrationError(`${spec.name}: maxResultBytes must be an integer from 1 to ${RESULT_LIMITS.maxMaxResultBytes} (4 MiB)`);
+  }
   if (spec.risk === 'irreversible_write' && !spec.supportsIdempotency && !spec.reconcile && spec.maxAttempts !== 1) {
     throw new ToolRegistrationError(
       `${spec.name}: an irreversible write without idempotency support or a reconcile function must declare maxAttempts: 1`,
@@ -97,6 +111,10 @@ export function defineTool<I, O>(spec: ToolSpec<I, O>): ToolSpec<I, O> {
 
 export function backoffOf(spec: ToolSpec): BackoffPolicy {
   return spec.backoff ?? DEFAULT_BACKOFF;
+}
+
+export function maxResultBytesOf(spec: Pick<ToolSpec, 'maxResultBytes'>): number {
+  return spec.maxResultBytes ?? RESULT_LIMITS.defaultMaxResultBytes;
 }
 
 export function deadlineSecondsOf(spec: ToolSpec): number {

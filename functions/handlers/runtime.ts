@@ -17,6 +17,7 @@ import { withMcpUpstreams } from '../tools/mcp-upstream';
 import { otelTelemetry } from '../adapters/otel';
 import { startOtlpExport } from '../adapters/otlp-export';
 import { emfMetrics, memoryMetrics } from '../adapters/metrics';
+import { S3Client, s3Blobs, s3ClientConfig } from '../adapters/s3-blobs';
 import { tracer } from './observability';
 import { bothTelemetries, xrayTelemetry } from './xray-telemetry';
 
@@ -38,6 +39,8 @@ const EnvSchema = z
     TOOLRUNNER_CONFIG: z.string().min(1).optional(),
     CONFIG_SECRET_ARN: z.string().min(1).optional(),
     APPROVAL_TOPIC_ARN: z.string().min(1).optional(),
+    /** The blob store for results over 64 KiB and large arguments; without it such results are `invalid_output`. */
+    BLOB_BUCKET: z.string().min(3).optional(),
   })
   .refine((e) => e.TOOLRUNNER_CONFIG || e.CONFIG_SECRET_ARN, 'set TOOLRUNNER_CONFIG (a file) or CONFIG_SECRET_ARN (a secret)');
 export type RuntimeEnv = z.infer<typeof EnvSchema>;
@@ -80,7 +83,8 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     keyof typeof TABLE_ENV,
     string
   >;
-  const dynamoStore = makeDynamoStore(makeDocumentClient(dynamo), tables);
+  const blobs = env.BLOB_BUCKET ? s3Blobs(tracer.captureAWSv3Client(new S3Client(s3ClientConfig())), env.BLOB_BUCKET) : undefined;
+  const dynamoStore = makeDynamoStore(makeDocumentClient(dynamo), tables, Date.now, blobs);
   // Only where the steps run in this very process (the embedded stack from sources) can a waiter be told of
   // their commits; elsewhere (Lambda, the deployed bundles) it learns from the execution's end or by polling.
   const { store, watch } = inProcessSteps ? watchedStore(dynamoStore) : { store: dynamoStore, watch: undefined };
@@ -90,6 +94,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
   return {
     store,
     watch,
+    blobs,
     // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
     tools: withMcpUpstreams(makeRegistry(tools ?? (env.SANDBOX_URL ? makeDemoTools(env.SANDBOX_URL) : [])), config),
     config,

@@ -12,6 +12,7 @@ import type { ToolSpec } from '../core/tool-spec';
 import { advance, mustGet } from './advance';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
 import { tracedAttempt } from './telemetry';
+import { placeResult } from './results';
 import { callTool } from './tool-call';
 
 const LOCK_BUSY_DELAY_SECONDS = 1;
@@ -66,7 +67,8 @@ export async function executeStep(deps: Deps, operationId: string): Promise<Step
       { idempotencyKey: begun.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs, abortOnCancel: tool.risk === 'read' },
       (ctx) => tool.execute(ctx, input),
     );
-    return { call, outcome: classifyAttempt(tool, call.ok ? { ok: true, value: call.value } : { ok: false, thrown: call.thrown }) };
+    const classified = classifyAttempt(tool, call.ok ? { ok: true, value: call.value } : { ok: false, thrown: call.thrown });
+    return { call, outcome: await placeResult(deps, tool, operationId, String(attempt), classified) };
   });
   const finished = await advance(deps, begun.op, (op) => {
     if (!accepts(op, 'finish_attempt') || (op.outcome?.kind !== 'cancelled' && op.attempts !== attempt)) return { value: undefined };

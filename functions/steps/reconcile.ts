@@ -3,11 +3,13 @@ import { backoffSeconds } from '../core/backoff';
 import { deepFreeze } from '../core/canonical';
 import { accepts, stepOutput, type ReconcileFinding, type StepOutput } from '../core/engine';
 import { RECONCILE_LEASE_MS, reconcileLease } from '../core/leases';
-import type { OperationRecord } from '../core/model';
+import { checkOutput } from '../core/classify';
+import type { OperationRecord, Outcome } from '../core/model';
 import type { Deps } from '../core/ports';
 import { backoffOf, type ReconcileResult, type ToolSpec } from '../core/tool-spec';
 import { advance, mustGet } from './advance';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
+import { placeResult } from './results';
 import { callTool } from './tool-call';
 
 /**
@@ -33,7 +35,7 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
   });
   if (!started.value) return stepOutput(started.op, deps.now());
 
-  let lookup: { ok: true; value: ReconcileResult<unknown> } | { ok: false } | undefined;
+  let lookup: Lookup | undefined;
   if (plan === 'lookup' && tool) {
     const input = deepFreeze(tool.inputSchema.parse(JSON.parse(first.frozenArguments!)));
     const key = lockKeyOf(tool, input);
@@ -44,7 +46,7 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
       { idempotencyKey: started.op.idempotencyKey, attempt: started.op.attempts, timeoutMs: tool.timeoutMs, abortOnCancel: true },
       (ctx) => tool.reconcile!(ctx, input),
     );
-    lookup = call.ok ? { ok: true, value: call.value! } : { ok: false };
+    lookup = call.ok ? await lookupFinding(deps, tool, started.op, call.value!) : { ok: false };
   }
   const done = await advance(deps, started.op, (op) => {
     if (!accepts(op, 'finish_reconcile')) return { value: undefined };
@@ -55,13 +57,22 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
   return stepOutput(done.op, deps.now());
 }
 
+/** What a status lookup answered: nothing found, or what was found, checked and recorded as an attempt's output is. */
+type Lookup = { ok: true; found: false } | { ok: true; found: true; outcome: Outcome } | { ok: false };
+
+async function lookupFinding(deps: Deps, tool: ToolSpec, op: OperationRecord, answer: ReconcileResult<unknown>): Promise<Lookup> {
+  if (!answer?.found) return { ok: true, found: false };
+  const checked = checkOutput(tool, answer.result);
+  return { ok: true, found: true, outcome: await placeResult(deps, tool, op.operationId, `${op.attempts}-lookup`, checked) };
+}
+
 /** What the reconciliation established, decided here once from the tool's policy and what the lookup said. */
 function findingOf(
   deps: Deps,
   tool: ToolSpec | undefined,
   op: OperationRecord,
   plan: ReconcilePlan,
-  lookup: { ok: true; value: ReconcileResult<unknown> } | { ok: false } | undefined,
+  lookup: Lookup | undefined,
 ): ReconcileFinding {
   if (!tool || plan === 'review') return { result: 'needs_review', reason: 'the tool cannot be replayed safely or looked up' };
   if (op.outcome?.kind === 'cancelled' && plan === 'replay') {
@@ -82,10 +93,13 @@ function findingOf(
       retryInSeconds: lookups >= MAX_RECONCILE_LOOKUPS ? undefined : backoffSeconds(lookups + 1, backoffOf(tool), deps.random),
     };
   }
-  if (!lookup.value.found) return op.outcome?.kind === 'cancelled' ? { result: 'not_found', retry: undefined } : retrySameKey(0);
-  const parsed = tool.outputSchema.safeParse(lookup.value.result);
-  if (!parsed.success) return { result: 'needs_review', reason: 'the status lookup returned output that does not match the output schema' };
-  return { result: 'found', outcome: { kind: 'succeeded', result: parsed.data } };
+  if (!lookup.found) return op.outcome?.kind === 'cancelled' ? { result: 'not_found', retry: undefined } : retrySameKey(0);
+  if (lookup.outcome.kind !== 'succeeded')
+    return {
+      result: 'needs_review',
+      reason: `the status lookup found the effect, but ${'message' in lookup.outcome ? lookup.outcome.message : 'its answer is invalid'}`,
+    };
+  return { result: 'found', outcome: lookup.outcome };
 }
 
 function leaseAfter(deps: Deps, tool: ToolSpec | undefined, finding: ReconcileFinding): string {

@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { TABLE_ENV, type TableNames } from '../../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../../functions/handlers/runtime';
@@ -7,7 +6,7 @@ import { sweep } from '../../functions/steps/resume';
 import { gatewayAnswer } from '../api-gateway-event';
 import { createTables, localClient } from '../dynamodb-local';
 import { LocalStepFunctions } from '../sfn-endpoint';
-import { dynamoPart, progressReporter, serveApiPart, startSandboxPart, sweeperPart, type Started } from '../stack-parts';
+import { dynamoPart, ensureDataDir, progressReporter, serveApiPart, startSandboxPart, sweeperPart, type Started } from '../stack-parts';
 import { ensureConfig, type Stack, type StackOptions } from '../stack';
 import { ensureAssembly, readAssembly } from './assembly';
 import { startAwsGateway } from './aws-gateway';
@@ -43,7 +42,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
   const progress = progressReporter(options.onProgress);
   if (options.tools)
     throw new Error('template mode runs the CDK app of the repository with its tools; it takes no tools module of its own');
-  mkdirSync(options.dataDir, { recursive: true });
+  ensureDataDir(options.dataDir);
   ensureConfig(options.configPath);
 
   const { dir, synthesizedMs } = await ensureAssembly({ onProgress: progress });

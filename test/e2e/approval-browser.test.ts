@@ -74,7 +74,7 @@ describeWithChromium('the approval page in a real browser', () => {
 
     const op = await api.until(
       'reported',
-      () => api.operation(keys.agent, submitted.body.operationId),
+      () => api.operation(keys.reviewer, submitted.body.operationId),
       (o) => o.state === 'reported',
     );
     expect(op.envelope).toMatchObject({ status: 'succeeded', result: { amount: 123_456 } });

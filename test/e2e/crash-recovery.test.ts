@@ -10,10 +10,15 @@ import { handlerMode, isEmbedded } from '../support/target';
 const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-crash-'));
 const configPath = join(dataDir, 'config.json');
 const agentKey = 'tr_crash_test_agent_key_0123456789';
+/** The idempotency key is shown to reviewers only; this test compares it across the restart. */
+const reviewerKey = 'tr_crash_test_reviewer_key_0123456789';
 writeFileSync(
   configPath,
   JSON.stringify({
-    principals: [{ id: 'agent', key: agentKey, roles: ['agent'], tools: '*' }],
+    principals: [
+      { id: 'agent', key: agentKey, roles: ['agent'], tools: '*' },
+      { id: 'reviewer', key: reviewerKey, roles: ['reviewer'], tools: [] },
+    ],
     approvalSecret: 'crash-test-secret-0123456789abcdef',
   }),
 );
@@ -59,7 +64,7 @@ describe.runIf(isEmbedded)('crash after the write', () => {
       () => sandbox.ledger(),
       (l) => l.length === 1,
     );
-    const before = await api.operation(agentKey, opId);
+    const before = await api.operation(reviewerKey, opId);
     expect(before).toMatchObject({ state: 'executing', attempts: 1 });
 
     await started!.signalGroup('SIGKILL');
@@ -68,7 +73,7 @@ describe.runIf(isEmbedded)('crash after the write', () => {
 
     const after = await api.until(
       'the operation to be reported',
-      () => api.operation(agentKey, opId),
+      () => api.operation(reviewerKey, opId),
       (op) => op.state === 'reported',
       60_000,
     );

@@ -43,7 +43,7 @@ describe('randomized fault schedules against charge_card', () => {
         replies.map((r) =>
           api.until(
             `operation ${r.body.operationId} to settle`,
-            () => api.operation(keys.agent, r.body.operationId),
+            () => api.operation(keys.reviewer, r.body.operationId),
             (op) => op.state === 'reported' || Boolean(op.review?.required && op.envelope),
             90_000,
           ),

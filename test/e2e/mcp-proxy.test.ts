@@ -87,7 +87,7 @@ describe('MCP proxy mode', () => {
     expect(sent[0].key).toMatch(/^idk_/);
     expect(sent[1].key).toBe(sent[0].key);
     expect(upstream.record.tickets.filter((t) => t.title === 'Printer on fire')).toEqual([{ title: 'Printer on fire', key: sent[0].key }]);
-    const op = await api.operation(keys.agent, res.body.logical_operation_id);
+    const op = await api.operation(keys.reviewer, res.body.logical_operation_id);
     expect(op.idempotencyKey).toBe(sent[0].key);
 
     const events = await api.trace(keys.agent, runId);

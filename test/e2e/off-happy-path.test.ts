@@ -171,7 +171,7 @@ describe.runIf(isEmbedded)('a cancel racing an approval', () => {
       const charged = (await stack.sandbox.ledger()).filter((e) => e.body?.customer === customer);
       expect(charged.length).toBeLessThanOrEqual(1);
       if (charged.length === 1) {
-        const op = await stack.api.operation(keys.agent, opId);
+        const op = await stack.api.operation(keys.reviewer, opId);
         const kept = op.envelope?.status === 'succeeded' || op.lateOutcome?.kind === 'succeeded';
         expect(kept, `race ${i}: charged but ${op.state}/${op.envelope?.status} late=${JSON.stringify(op.lateOutcome)}`).toBe(true);
         expect(charged[0].idempotencyKey).toBe(op.idempotencyKey);

@@ -59,8 +59,13 @@ describe('a get_order call through the whole real path', () => {
     const text = JSON.stringify(events);
     expect(text).not.toContain('ord_7');
     expect(text).not.toContain('Main Street');
-    const op = await api.operation(keys.agent, opId);
+    const op = await api.operation(keys.reviewer, opId);
     expect(text).not.toContain(op.idempotencyKey);
+    // The idempotency key is for those who look an effect up upstream: reviewers and admins, never the agent.
+    const asAgent = await api.operation(keys.agent, opId);
+    expect(asAgent).not.toHaveProperty('idempotencyKey');
+    expect(JSON.stringify(asAgent)).not.toContain(op.idempotencyKey);
+    expect((await api.operation(keys.admin, opId)).idempotencyKey).toBe(op.idempotencyKey);
     expect(op).toMatchObject({
       operationId: opId,
       runId,

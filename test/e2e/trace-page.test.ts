@@ -99,7 +99,7 @@ describeWithChromium('the trace page in a real browser: commit then timeout', ()
     expect(await section.locator('li[data-type="attempt.finished"] .n').innerText()).toBe('#1');
 
     // The data the owner may see, with the card number masked; never the idempotency key.
-    const op = await api.operation(keys.agent, opId);
+    const op = await api.operation(keys.reviewer, opId);
     const body = await page.locator('body').innerText();
     expect(body).toContain('"customer": "cus_ops"');
     expect(body).toContain('••••4242');

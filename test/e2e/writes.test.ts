@@ -68,7 +68,7 @@ describe('trace tests: writes that never repeat', () => {
     expect(backoffs[0].detail!.delaySeconds).toBeLessThanOrEqual(1);
     expect(backoffs[1].detail!.delaySeconds).toBeLessThanOrEqual(2);
 
-    const op = await api.operation(keys.agent, opId);
+    const op = await api.operation(keys.reviewer, opId);
     const ledger = await sandbox.ledger();
     expect(ledger).toHaveLength(1);
     expect(ledger[0]).toMatchObject({ kind: 'charge', idempotencyKey: op.idempotencyKey, body: charge() });
@@ -106,7 +106,7 @@ describe('trace tests: writes that never repeat', () => {
     });
     expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ plan: 'lookup', result: 'found' });
     expect(new Set(events.map((e) => e.operationId)).size).toBe(1);
-    const op = await api.operation(keys.agent, res.body.logical_operation_id);
+    const op = await api.operation(keys.reviewer, res.body.logical_operation_id);
     const ledger = await sandbox.ledger();
     expect(ledger).toHaveLength(1);
     expect(ledger[0].idempotencyKey).toBe(op.idempotencyKey);
@@ -170,7 +170,7 @@ describe('trace tests: writes that never repeat', () => {
       'result.reported',
     ]);
     expect(events.find((e) => e.type === 'reconcile.finished')!.detail).toMatchObject({ result: 'not_found', action: 'retry_same_key' });
-    const op = await api.operation(keys.agent, res.body.logical_operation_id);
+    const op = await api.operation(keys.reviewer, res.body.logical_operation_id);
     expect((await sandbox.ledger()).map((e) => e.idempotencyKey)).toEqual([op.idempotencyKey]);
   });
 });
@@ -342,7 +342,7 @@ describe('crash recovery by lease', () => {
     expect([...first, ...second].filter((id) => id === opId).length).toBe(1);
     const op = await api.until(
       'reported',
-      () => api.operation(keys.agent, opId),
+      () => api.operation(keys.reviewer, opId),
       (o) => o.state === 'reported',
     );
     expect(op.envelope).toMatchObject({ status: 'succeeded', result: { amount: 450 } });

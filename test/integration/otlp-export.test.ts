@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { otelTelemetry } from '../../functions/adapters/otel';
 import { startOtlpExport } from '../../functions/adapters/otlp-export';
+import { storedResultOf } from '../../functions/core/result-record';
 
 /** A stand-in OTLP/HTTP collector: records what reaches it. */
 const received: { path: string; contentType?: string; bytes: number; body: Buffer }[] = [];
@@ -50,7 +51,7 @@ describe('OTLP export', () => {
     await telemetry.attemptSpan(
       start,
       async () => 'ok',
-      () => ({ outcome: { kind: 'succeeded', result: null }, upstreamStatus: 200, latencyMs: 3 }),
+      () => ({ outcome: { kind: 'succeeded', result: storedResultOf(null) }, upstreamStatus: 200, latencyMs: 3 }),
     );
     await exporting!.shutdown();
     const traces = received.filter((r) => r.path === '/v1/traces');

@@ -14,7 +14,6 @@ const op = (over: Partial<OperationRecord> = {}): OperationRecord => ({
   principalId: 'agent',
   state: 'awaiting_approval',
   risk: 'irreversible_write',
-  rawArguments: {},
   frozenArguments: JSON.stringify({ amount: 123456, currency: 'EUR', customer: 'cus_1', description: 'pay \u202Eexe.jpg' }),
   inputHash: 'sha256:x',
   idempotencyKey: 'idk_x',

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { classifyAttempt } from '../../functions/core/classify';
 import { TransportError, UpstreamHttpError } from '../../functions/core/errors';
+import { storedResultOf } from '../../functions/core/result-record';
 import type { ToolSpec } from '../../functions/core/tool-spec';
 
 const tool = (over: Partial<ToolSpec>): ToolSpec => ({
@@ -24,8 +25,13 @@ const fail = (thrown: unknown) => ({ ok: false as const, thrown });
 
 describe('outcome classification (error matrix)', () => {
   it('validates successful output against the output schema', () => {
-    expect(classifyAttempt(read, { ok: true, value: { id: 'a' } })).toEqual({ kind: 'succeeded', result: { id: 'a' } });
-    expect(classifyAttempt(read, { ok: true, value: { nope: 1 } })).toMatchObject({ kind: 'failed_permanent', code: 'permanent_failure' });
+    expect(classifyAttempt(read, { ok: true, value: { id: 'a' } })).toEqual({ kind: 'succeeded', result: storedResultOf({ id: 'a' }) });
+    // A tool that returned is never timeout_unknown: output that fails its schema is invalid_output.
+    expect(classifyAttempt(read, { ok: true, value: { nope: 1 } })).toMatchObject({ kind: 'failed_permanent', code: 'invalid_output' });
+    expect(classifyAttempt(plainWrite, { ok: true, value: { nope: 1 } })).toMatchObject({
+      kind: 'outcome_unknown',
+      code: 'invalid_output',
+    });
   });
 
   it('429 and 502/503/504 are retryable, keeping Retry-After', () => {

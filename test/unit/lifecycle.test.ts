@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ACCEPTS, InvalidEventError, nextStep, stepOutput, transition, type LifecycleEvent } from '../../functions/core/engine';
 import { canTransition, InvalidTransitionError, moveTo, OperationState, SETTLED } from '../../functions/core/lifecycle';
 import type { OperationRecord } from '../../functions/core/model';
+import { storedResultOf } from '../../functions/core/result-record';
 
 const now = Date.parse('2026-11-30T12:00:00Z');
 const op = (over: Partial<OperationRecord>): OperationRecord => ({
@@ -123,7 +124,9 @@ describe('engine', () => {
       { type: 'resolve', verdict: 'failed', by: 'r', note: 'n' },
     ];
     for (const e of events)
-      expect(() => transition(op({ state: 'recorded', outcome: { kind: 'succeeded', result: 1 } }), e, now)).toThrow(InvalidEventError);
+      expect(() => transition(op({ state: 'recorded', outcome: { kind: 'succeeded', result: storedResultOf(1) } }), e, now)).toThrow(
+        InvalidEventError,
+      );
     expect(ACCEPTS.cancel.states).not.toContain('recorded');
     // The result landed first: a later cancel is refused, the real result stays.
     const executing = op({ state: 'executing', attempts: 1, plan: { next: 'execute' } });
@@ -132,9 +135,9 @@ describe('engine', () => {
       {
         type: 'finish_attempt',
         attempt: 1,
-        outcome: { kind: 'succeeded', result: { id: 'ch_1' } },
+        outcome: { kind: 'succeeded', result: storedResultOf({ id: 'ch_1' }) },
         latencyMs: 3,
-        after: { next: 'record', outcome: { kind: 'succeeded', result: { id: 'ch_1' } } },
+        after: { next: 'record', outcome: { kind: 'succeeded', result: storedResultOf({ id: 'ch_1' }) } },
       },
       now,
     );
@@ -147,9 +150,9 @@ describe('engine', () => {
       {
         type: 'finish_attempt',
         attempt: 1,
-        outcome: { kind: 'succeeded', result: { id: 'ch_1' } },
+        outcome: { kind: 'succeeded', result: storedResultOf({ id: 'ch_1' }) },
         latencyMs: 3,
-        after: { next: 'record', outcome: { kind: 'succeeded', result: { id: 'ch_1' } } },
+        after: { next: 'record', outcome: { kind: 'succeeded', result: storedResultOf({ id: 'ch_1' }) } },
       },
       now,
     );

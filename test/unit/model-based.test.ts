@@ -329,7 +329,7 @@ async function scenario(actions: Action[]): Promise<void> {
   const events = store.events.get(run.runId) ?? [];
   const finalRun = store.runs.get(run.runId)!;
   for (const o of ops) {
-    const ref = (JSON.parse(o.rawArguments as string) as { ref?: string }).ref ?? '';
+    const ref = (JSON.parse((o.frozenArguments ?? o.rawArguments)!) as { ref?: string }).ref ?? '';
     const effects = up.effects.get(ref) ?? 0;
     // An effect at most once per operation.
     expect(effects, `${o.toolName} ${ref} effects`).toBeLessThanOrEqual(1);

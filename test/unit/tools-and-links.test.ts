@@ -7,6 +7,7 @@ import { signLink, verifyLink } from '../../functions/core/approval-link';
 import { envelopeFor } from '../../functions/core/envelope';
 import { operationIdFor } from '../../functions/core/ids';
 import type { OperationRecord } from '../../functions/core/model';
+import { storedResultOf } from '../../functions/core/result-record';
 import { checkToolSpec, makeRegistry, needsApproval, ToolRegistrationError, type ToolSpec } from '../../functions/core/tool-spec';
 import { retryAfterSeconds } from '../../functions/tools/http';
 import { makeDemoTools } from '../../functions/tools/demo-tools';
@@ -129,14 +130,13 @@ describe('small contracts', () => {
     expect(retryAfterSeconds('soon')).toBeUndefined();
   });
 
-  it('builds envelopes with results only for successes', () => {
+  it('builds stored envelopes that point at the result instead of copying it', () => {
     const op = { callId: 'call_1', operationId: 'op_1' };
-    expect(envelopeFor(op, { kind: 'succeeded', result: { a: 1 } })).toEqual({
+    expect(envelopeFor(op, { kind: 'succeeded', result: storedResultOf({ a: 1 }) })).toEqual({
       status: 'succeeded',
       call_id: 'call_1',
       logical_operation_id: 'op_1',
       message: 'the tool call succeeded',
-      result: { a: 1 },
       allowed_next_actions: ['continue'],
     });
     const unknown = envelopeFor(op, { kind: 'outcome_unknown', code: 'timeout_unknown', message: 'no answer' });
