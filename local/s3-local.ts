@@ -1,5 +1,23 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import S3rver from 's3rver';
+
+/**
+ * s3rver knows one access key (`S3RVER`) and refuses any other before it looks at the request, though it
+ * never verifies a SigV4 signature. Locally each process signs with its own key (the embedded stack's, or a
+ * template function's per-role key), so every key is taken as its one account's.
+ */
+let acceptingAnyKey = false;
+function acceptAnyAccessKey(): void {
+  if (acceptingAnyKey) return;
+  acceptingAnyKey = true;
+  const Account = createRequire(import.meta.url)('s3rver/lib/models/account.js') as {
+    registry: Map<string, unknown>;
+    DUMMY_ACCOUNT: unknown;
+  };
+  const known = Account.registry.get.bind(Account.registry);
+  Account.registry.get = (id: string) => known(id) ?? Account.DUMMY_ACCOUNT;
+}
 
 export interface S3Local {
   endpoint: string;
@@ -12,6 +30,7 @@ export interface S3Local {
  */
 export async function startS3Local(directory: string, bucket: string): Promise<S3Local> {
   mkdirSync(directory, { recursive: true, mode: 0o700 });
+  acceptAnyAccessKey();
   const server = new S3rver({
     port: 0,
     address: '127.0.0.1',

@@ -1,4 +1,4 @@
-import { ensureError } from '../core/errors';
+import { ensureError, TransportError } from '../core/errors';
 import type { ToolContext } from '../core/tool-spec';
 import type { Deps } from './deps';
 
@@ -11,7 +11,15 @@ export interface ToolCallResult<T> {
 }
 
 /**
- * Runs one tool function under the attempt's deadline. For reads the signal also fires on cancellation
+ * How long after `timeoutMs` the runner stops waiting for a tool that ignores its abort signal: long enough
+ * for one that honours it to throw its own error first, well within the 1 s the README promises.
+ */
+export const TIMEOUT_GRACE_MS = 250;
+
+/**
+ * Runs one tool function under the attempt's deadline, enforced here whether or not the tool honours its
+ * signal: at `timeoutMs` plus a short grace the attempt ends as a timeout after the request was sent (a read
+ * is retried, a write's outcome is unknown and its policy reconciles it); what the tool does later is ignored. For reads the signal also fires on cancellation
  * (where the runtime can deliver it), so the transport stops. A write in flight is left to finish: aborting
  * it cannot undo it and would only lose the knowledge of whether it happened; its result is recorded late.
  */
@@ -35,10 +43,19 @@ export async function callTool<T>(
       upstreamStatus = status;
     },
   };
+  let timer: NodeJS.Timeout | undefined;
+  const overdue = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new TransportError('timeout', true, `the tool did not answer within its timeout (${base.timeoutMs} ms)`)),
+      base.timeoutMs + TIMEOUT_GRACE_MS,
+    );
+  });
   try {
-    const value = await run(ctx);
+    const value = await Promise.race([run(ctx), overdue]);
     return { ok: true, value, latencyMs: deps.now() - started, upstreamStatus };
   } catch (thrown) {
     return { ok: false, thrown: ensureError(thrown), latencyMs: deps.now() - started, upstreamStatus };
+  } finally {
+    clearTimeout(timer);
   }
 }

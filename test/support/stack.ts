@@ -46,7 +46,7 @@ export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' 
  * tables and sandbox state; with TARGET=localstack|aws, the deployed stack named by the environment.
  */
 export async function startTestStack(
-  options: { seed?: number; handlers?: HandlerMode } & Pick<StackOptions, 'editTemplate'> = {},
+  options: { seed?: number; handlers?: HandlerMode } & Pick<StackOptions, 'editTemplate' | 'tools'> = {},
 ): Promise<TestStack> {
   if (!isEmbedded) {
     const target = deployedTarget();
@@ -86,6 +86,8 @@ export async function startTestStack(
     sweepIntervalMs: 500,
     handlers: options.handlers ?? handlerMode,
     editTemplate: options.editTemplate,
+    // A tools module of the test's own instead of the demo tools (then no sandbox starts).
+    tools: options.tools,
   };
   let stack = await startStack(stackOptions);
   if (options.seed !== undefined) stack.deps.random = seeded(options.seed);
