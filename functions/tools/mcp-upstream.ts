@@ -3,7 +3,8 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { McpUpstream, RunnerConfig, UpstreamToolPolicy } from '../core/config';
-import { TransportError, UpstreamHttpError } from '../core/errors';
+import { isMalformedAnswer, MalformedAnswerError, TransportError, UpstreamHttpError } from '../core/errors';
+import { describeBytes, RESULT_LIMITS } from '../core/result-record';
 import { checkToolSpec, type ToolContext, type ToolRegistry, type ToolSpec } from '../core/tool-spec';
 
 /**
@@ -60,15 +61,74 @@ export class UpstreamConnection {
     const client = new Client({ name: 'toolrunner', version: '0.1.0' });
     // Bounded: a hanging upstream must not hold up the steps waiting for the registry.
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(this.upstream.url), { requestInit: { headers: this.upstream.headers ?? {} } }),
+      new StreamableHTTPClientTransport(new URL(this.upstream.url), {
+        requestInit: { headers: this.upstream.headers ?? {} },
+        fetch: answerCheckingFetch,
+      }),
       { timeout: 10_000 },
     );
     return client;
   }
 }
 
-/** Lists an upstream's tools (every page) and turns each into a ToolSpec. */
-export async function upstreamToolSpecs(connection: UpstreamConnection): Promise<ToolSpec[]> {
+/** The most a `tools/call` answer may hold: the largest recordable result, with room for its JSON-RPC wrapping. */
+const MAX_ANSWER_BYTES = RESULT_LIMITS.maxRecordedBytes + 1024 * 1024;
+
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The body's text, refused past `limit` bytes without reading the rest. */
+async function boundedText(response: Response, limit: number): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel();
+      throw new MalformedAnswerError(`the upstream's answer is larger than ${describeBytes(limit)}`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The MCP client's fetch. A JSON answer to a `tools/call` is read here first, bounded, and must hold the
+ * response to that call: otherwise the client would wait for it until the timeout, and an upstream that
+ * answered badly would pass for one that never answered (`timeout_unknown`).
+ */
+async function answerCheckingFetch(url: string | URL, init?: RequestInit): Promise<Response> {
+  const response = await fetch(url, init);
+  const sent =
+    init?.method === 'POST' && typeof init.body === 'string'
+      ? (parsedOrUndefined(init.body) as { id?: unknown; method?: unknown })
+      : undefined;
+  if (sent?.method !== 'tools/call' || !response.ok || !response.headers.get('content-type')?.startsWith('application/json'))
+    return response;
+  const text = await boundedText(response, MAX_ANSWER_BYTES);
+  const parsed = parsedOrUndefined(text);
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  const answers = messages.some(
+    (m) => typeof m === 'object' && m !== null && (m as { id?: unknown }).id === sent.id && ('result' in m || 'error' in m),
+  );
+  if (!answers) throw new MalformedAnswerError('the upstream answered the call without a JSON-RPC response to it');
+  return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/**
+ * Lists an upstream's tools (every page) and turns each into a ToolSpec. A tool that cannot be registered
+ * (a name the providers refuse, a policy the runner refuses) is skipped with one log line; the others stay.
+ */
+export async function upstreamToolSpecs(connection: UpstreamConnection, log: (line: string) => void = logLine): Promise<ToolSpec[]> {
   const client = await connection.get();
   const tools: Tool[] = [];
   let cursor: string | undefined;
@@ -77,7 +137,24 @@ export async function upstreamToolSpecs(connection: UpstreamConnection): Promise
     tools.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor);
-  return tools.map((tool) => toolSpecOf(connection, tool));
+  const specs: ToolSpec[] = [];
+  for (const tool of tools) {
+    try {
+      specs.push(toolSpecOf(connection, tool));
+    } catch (error) {
+      const name = JSON.stringify(printable(String(tool.name).slice(0, 80)));
+      log(`mcp upstream ${connection.upstream.name}: tool ${name} skipped: ${printable((error as Error).message)}`);
+    }
+  }
+  return specs;
+}
+
+const logLine = (line: string) => console.error(line);
+
+/** A log line carries an upstream's text on one line, without control or direction characters. */
+function printable(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: they are replaced.
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]/g, '?').slice(0, 300);
 }
 
 function toolSpecOf(connection: UpstreamConnection, tool: Tool): ToolSpec {
@@ -123,8 +200,32 @@ async function callUpstream(connection: UpstreamConnection, toolName: string, ct
 
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
+/**
+ * What the client itself throws when the upstream's answer arrived but is not a CallToolResult, or breaks
+ * the output schema the upstream declared: the upstream answered (a write may have acted), badly.
+ */
+const MALFORMED_MESSAGES = [
+  /did not return structured content/,
+  /Structured content does not match/,
+  /Failed to validate structured content/,
+];
+
+function isMalformedResult(error: unknown): boolean {
+  if (error instanceof Error && isMalformedAnswer(error)) return true;
+  // An answer of a content type that is neither JSON nor an event stream.
+  if (error instanceof StreamableHTTPError && error.code === -1) return true;
+  const name = (error as Error | undefined)?.name;
+  // The client's own checks of what arrived: JSON that does not parse, a message that is not JSON-RPC or not a result.
+  if (name === 'ZodError' || name === '$ZodError' || name === 'SyntaxError') return true;
+  return error instanceof McpError && MALFORMED_MESSAGES.some((m) => m.test(error.message));
+}
+
 /** Maps what the MCP client threw onto the transport errors the lifecycle classifies. */
 function attemptError(connection: UpstreamConnection, ctx: ToolContext, error: unknown): Error {
+  if (isMalformedResult(error))
+    return isMalformedAnswer(error as Error)
+      ? (error as Error)
+      : new MalformedAnswerError('the upstream answered with something that is not an MCP tool result');
   if (ctx.signal.aborted || (error instanceof McpError && error.code === ErrorCode.RequestTimeout)) {
     const timedOut = !ctx.signal.aborted || (ctx.signal.reason as Error | undefined)?.name === 'TimeoutError';
     return new TransportError(timedOut ? 'timeout' : 'aborted', true, `the upstream call was ${timedOut ? 'timed out' : 'aborted'}`);
@@ -163,7 +264,7 @@ export function withMcpUpstreams(
 ): LiveToolRegistry {
   const registry = new Map(base) as Map<string, ToolSpec> & LiveToolRegistry;
   const connections = new Map<string, UpstreamConnection>();
-  const log = options.log ?? ((line: string) => console.error(line));
+  const log = options.log ?? logLine;
   let loadedFor: string | undefined;
   let retryAt = 0;
   let loading: Promise<void> | undefined;
@@ -182,7 +283,7 @@ export function withMcpUpstreams(
       const connection = connections.get(id) ?? new UpstreamConnection(upstream);
       connections.set(id, connection);
       try {
-        specs.push(...(await upstreamToolSpecs(connection)));
+        specs.push(...(await upstreamToolSpecs(connection, log)));
       } catch (error) {
         failed = true;
         connection.reset();
