@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
 import { deriveKey, KeyPurpose } from './keys';
 
 /**
@@ -22,7 +23,7 @@ function mac(configSecret: string, c: LinkClaims): string {
 
 /** A link signature for one approver; `configSecret` is the configuration's `approvalSecret`. */
 export function signLink(configSecret: string, claims: LinkClaims): string {
-  const payload = Buffer.from(JSON.stringify({ a: claims.approverId, e: claims.expiresAt })).toString('base64url');
+  const payload = encodeClaims({ a: claims.approverId, e: claims.expiresAt });
   return `${payload}.${mac(configSecret, claims)}`;
 }
 
@@ -35,20 +36,29 @@ const BASE64URL = /^[A-Za-z0-9_-]+$/;
 const MAC_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 const MAX_PAYLOAD_CHARS = 1024;
 
-/** The payload's claims, or undefined for anything that is not exactly `{ a: string, e: integer }`. */
+/** The payload's claims, exactly: a field more (or less) is not a link the runner signed. */
+const ClaimsSchema = z.strictObject({ a: z.string().min(1), e: z.number().int().refine(Number.isSafeInteger) });
+
+function encodeClaims(claims: z.infer<typeof ClaimsSchema>): string {
+  return Buffer.from(JSON.stringify({ a: claims.a, e: claims.e })).toString('base64url');
+}
+
+/**
+ * The payload's claims, or undefined for anything but the one encoding `signLink` writes of exactly
+ * `{ a: string, e: integer }`: no extra field, no other key order, spacing or base64 variant, so one
+ * link has one spelling.
+ */
 function decodeClaims(payload: string): { a: string; e: number } | undefined {
   if (payload.length > MAX_PAYLOAD_CHARS || !BASE64URL.test(payload)) return undefined;
-  let claims: unknown;
+  let decoded: unknown;
   try {
-    claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     return undefined;
   }
-  // `null`, arrays, numbers and strings all parse; only a plain object can carry claims.
-  if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) return undefined;
-  const { a, e } = claims as { a?: unknown; e?: unknown };
-  if (typeof a !== 'string' || typeof e !== 'number' || !Number.isSafeInteger(e)) return undefined;
-  return { a, e };
+  const claims = ClaimsSchema.safeParse(decoded);
+  if (!claims.success || encodeClaims(claims.data) !== payload) return undefined;
+  return claims.data;
 }
 
 /**

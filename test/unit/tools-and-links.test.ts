@@ -105,6 +105,34 @@ describe('approval links', () => {
     }
   });
 
+  it('has one spelling: the signed claims with a field more, reordered or respaced are refused', () => {
+    const sig = signLink('s'.repeat(32), claims);
+    const mac = sig.split('.')[1];
+    for (const payload of [
+      '{"a":"alice","e":2000,"x":1}',
+      '{"a":"alice","e":2000,"a":"alice"}',
+      '{"e":2000,"a":"alice"}',
+      '{"a": "alice", "e": 2000}',
+      '{"a":"alice","e":2000} ',
+      '{"a":"alice","e":2000.0}',
+      '{"a":"alice","e":2e3}',
+    ]) {
+      const variant = `${Buffer.from(payload).toString('base64url')}.${mac}`;
+      expect(verifyLink('s'.repeat(32), variant, claims, 1_000), payload).toEqual({ ok: false, reason: 'malformed' });
+    }
+    // Base64 with padding bits set differently decodes to the same bytes: still another spelling.
+    const [payload] = sig.split('.');
+    const last = payload.at(-1)!;
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const twin = alphabet[alphabet.indexOf(last) ^ 1];
+    if (Buffer.from(`${payload.slice(0, -1)}${twin}`, 'base64url').equals(Buffer.from(payload, 'base64url')))
+      expect(verifyLink('s'.repeat(32), `${payload.slice(0, -1)}${twin}.${mac}`, claims, 1_000)).toEqual({
+        ok: false,
+        reason: 'malformed',
+      });
+    expect(verifyLink('s'.repeat(32), sig, claims, 1_000)).toMatchObject({ ok: true });
+  });
+
   it('escapes everything that reaches HTML', () => {
     expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).toBe('&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;');
   });
