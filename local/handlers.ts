@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { makeHttpApp } from '../functions/handlers/http-app';
 import { makeLifecycleHandlers } from '../functions/handlers/steps';
 import type { Deps } from '../functions/core/ports';
+import { publishGauges } from '../functions/steps/gauges';
 import { sweep } from '../functions/steps/resume';
 import { API_ROUTES, FUNCTIONS, type FunctionName } from '../infra/functions';
 import { LIFECYCLE_FUNCTIONS, type LifecycleFunction } from '../statemachines/definition';
@@ -58,7 +59,10 @@ function sourceHandlers(deps: () => Deps): Handlers {
       app ??= makeHttpApp(deps());
       return app.fetch(request);
     },
-    sweep: () => sweep(deps()),
+    sweep: async () => {
+      await sweep(deps());
+      await publishGauges(deps());
+    },
   };
 }
 

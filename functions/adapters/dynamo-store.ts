@@ -1,5 +1,13 @@
 import { type DynamoDBClient, TransactionCanceledException, ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, DeleteCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  DeleteCommand,
+  QueryCommand,
+  type QueryCommandInput,
+  TransactWriteCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { createHash, randomBytes } from 'node:crypto';
@@ -621,6 +629,31 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         limit,
       );
       return Promise.all(items.map((item) => fromItem(item, blobs)));
+    },
+
+    async countWaiting(now) {
+      const count = async (query: Omit<QueryCommandInput, 'TableName' | 'Select' | 'ExclusiveStartKey'>) => {
+        let total = 0;
+        let ExclusiveStartKey: Record<string, unknown> | undefined;
+        do {
+          const page = await doc.send(new QueryCommand({ TableName: tables.operations, Select: 'COUNT', ExclusiveStartKey, ...query }));
+          total += page.Count ?? 0;
+          ExclusiveStartKey = page.LastEvaluatedKey;
+        } while (ExclusiveStartKey);
+        return total;
+      };
+      const [approvalsWaiting, reviewsOpen] = await Promise.all([
+        count({
+          IndexName: INDEX.pendingApprovals,
+          KeyConditionExpression: 'approvalPendingKey = :p',
+          // Why: an approval whose time is up waits for no one, even before its expiry is recorded.
+          FilterExpression: '#approval.expiresAt > :now',
+          ExpressionAttributeNames: { '#approval': 'approval' },
+          ExpressionAttributeValues: { ':p': 'pending', ':now': now },
+        }),
+        count({ IndexName: INDEX.openReviews, KeyConditionExpression: 'reviewOpenKey = :o', ExpressionAttributeValues: { ':o': 'open' } }),
+      ]);
+      return { approvalsWaiting, reviewsOpen };
     },
 
     async acquireLock(lockKey, owner, leaseMs, now) {

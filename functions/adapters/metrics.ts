@@ -19,6 +19,10 @@ export function memoryMetrics(): Metrics & { snapshot(): MetricSample[] } {
       sample.value += value;
       counts.set(key, sample);
     },
+    gauge(name, dimensions, value) {
+      const sorted = Object.fromEntries(Object.entries(dimensions).sort(([a], [b]) => a.localeCompare(b)));
+      counts.set(`${name}${JSON.stringify(sorted)}`, { name, dimensions: sorted, value });
+    },
     snapshot() {
       return [...counts.values()]
         .map((s) => ({ ...s, dimensions: { ...s.dimensions } }))
@@ -36,6 +40,12 @@ export function emfMetrics(
 ): Metrics {
   return {
     count(name, dimensions, value = 1) {
+      const single = metrics.singleMetric();
+      single.addDimensions(dimensions);
+      single.addMetric(name, MetricUnit.Count, value);
+    },
+    // A gauge is one datapoint per publication: the alarms and the dashboard read its MAX per period.
+    gauge(name, dimensions, value) {
       const single = metrics.singleMetric();
       single.addDimensions(dimensions);
       single.addMetric(name, MetricUnit.Count, value);

@@ -13,9 +13,12 @@ export const MetricName = {
   retries: 'ToolRetries',
   /** Attempts whose effect is unknown (a timeout after the request left), by `tool`. */
   unknownOutcomes: 'UnknownOutcomes',
-  /** Up/down: +1 when an approval is requested, -1 when it is decided or expires. By `tool`. */
+  /**
+   * A gauge, never a running count: approvals pending and not expired, as the store holds them now
+   * (published by the sweeper). No dimensions.
+   */
   approvalsWaiting: 'ApprovalsWaiting',
-  /** Up/down: +1 when an operation needs a person's review, -1 when a reviewer resolves it. By `tool`. */
+  /** A gauge: operations waiting for a reviewer's resolution, as the store holds them now (published by the sweeper). */
   reviewsOpen: 'ReviewsOpen',
   /** Runs stopped by a budget (calls, turns, spend or wall clock), by `tool` (the call that hit it) and `status`. */
   budgetStops: 'BudgetStops',
@@ -56,16 +59,6 @@ export function metricsOfEvents(toolName: string, events: readonly (TraceEvent |
         break;
       case 'state.transition':
         if (event.to === 'outcome_unknown') add(MetricName.unknownOutcomes);
-        break;
-      case 'approval.requested':
-        add(MetricName.approvalsWaiting, tool, 1);
-        break;
-      case 'approval.decided':
-        add(MetricName.approvalsWaiting, tool, -1);
-        break;
-      case 'reconcile.finished':
-        if (detail.result === 'needs_review') add(MetricName.reviewsOpen, tool, 1);
-        if (detail.result === 'resolved_by_reviewer') add(MetricName.reviewsOpen, tool, -1);
         break;
       case 'budget.exhausted':
         add(MetricName.budgetStops, { ...tool, status: String(detail.status ?? 'budget_exhausted') });

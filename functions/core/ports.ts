@@ -96,6 +96,8 @@ export interface Store {
   }>;
   /** Operations waiting for a reviewer's resolution (outcome_unknown, review required), oldest first. */
   listOpenReviews(limit: number): Promise<OperationRecord[]>;
+  /** How many approvals are pending and unexpired at `now`, and how many reviews are open: counted, never tracked. */
+  countWaiting(now: string): Promise<{ approvalsWaiting: number; reviewsOpen: number }>;
   /** Takes or renews a lease on a resource for one owner (an operation); false while another owner holds it. */
   acquireLock(lockKey: string, owner: string, leaseMs: number, now: number): Promise<boolean>;
   releaseLock(lockKey: string, owner: string): Promise<void>;
@@ -189,6 +191,8 @@ export interface Telemetry {
 /** Counters for dashboards (EMF on AWS, an in-process registry locally); names come from metric-names.ts. */
 export interface Metrics {
   count(name: MetricName, dimensions: Record<string, string>, value?: number): void;
+  /** Sets a gauge to an absolute value read from the store (replacing, never adding to, the last one). */
+  gauge(name: MetricName, dimensions: Record<string, string>, value: number): void;
   /** Where the counts are kept in process (the embedded stack): what they are now. Absent where they are published. */
   snapshot?(): { name: MetricName; dimensions: Record<string, string>; value: number }[];
 }

@@ -5,6 +5,7 @@ import { expireApprovalStep, requestApproval } from '../steps/approval';
 import { executeStep } from '../steps/execute';
 import { reconcileStep } from '../steps/reconcile';
 import { handoffStep, reportStep, routeStep } from '../steps/report';
+import { publishGauges } from '../steps/gauges';
 import { sweep } from '../steps/resume';
 import type { LifecycleFunction } from '../../statemachines/definition';
 import { toolsReady } from '../tools/mcp-upstream';
@@ -40,6 +41,7 @@ export function makeSweepHandler(deps: () => Deps = lazyDeps) {
   return async (): Promise<{ resumed: string[] }> => {
     const resumed = await sweep(deps());
     if (resumed.length) logger.warn('resumed operations past their lease', { resumed });
+    await publishGauges(deps());
     return { resumed };
   };
 }

@@ -141,6 +141,15 @@ export function memoryStore(clock: () => number = Date.now): Store & {
     async listOpenReviews(limit) {
       return clone([...ops.values()].filter((o) => o.state === 'outcome_unknown' && o.review?.required).slice(0, limit));
     },
+    async countWaiting(now) {
+      const all = [...ops.values()];
+      return {
+        approvalsWaiting: all.filter(
+          (o) => o.state === 'awaiting_approval' && o.approval?.state === 'pending' && o.approval.expiresAt > now,
+        ).length,
+        reviewsOpen: all.filter((o) => o.state === 'outcome_unknown' && o.review?.required).length,
+      };
+    },
     async acquireLock(key, owner, leaseMs, now) {
       const held = locks.get(key);
       if (held && held.owner !== owner && held.until >= now) return false;

@@ -27,7 +27,7 @@ export async function startScriptedMcp(options: {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const message = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number | string; method: string; params?: any };
-    const reply = (body: unknown) => {
+    const reply = (body: object) => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, ...body }));
     };
     if (message.id === undefined) {

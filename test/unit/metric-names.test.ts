@@ -33,21 +33,17 @@ describe('metrics from committed trace events', () => {
     ]);
   });
 
-  it('keeps approvals waiting and reviews open as up/down counts that return to zero', () => {
+  it('never counts approvals waiting or reviews open from events: those are gauges read from the store', () => {
     const registry = memoryMetrics();
     countTrace({ metrics: registry }, 'charge_card', [
       ev({ type: 'approval.requested' }),
+      ev({ type: 'approval.decided', detail: { decision: 'expired' } }),
       ev({ type: 'reconcile.finished', detail: { result: 'needs_review' } }),
     ]);
-    expect(registry.snapshot()).toEqual([
-      { name: MetricName.approvalsWaiting, dimensions: { tool: 'charge_card' }, value: 1 },
-      { name: MetricName.reviewsOpen, dimensions: { tool: 'charge_card' }, value: 1 },
-    ]);
-    countTrace({ metrics: registry }, 'charge_card', [
-      ev({ type: 'approval.decided', detail: { decision: 'expired' } }),
-      ev({ type: 'reconcile.finished', detail: { result: 'resolved_by_reviewer' } }),
-    ]);
-    expect(registry.snapshot().map((s) => s.value)).toEqual([0, 0]);
+    expect(registry.snapshot()).toEqual([]);
+    registry.gauge(MetricName.approvalsWaiting, {}, 3);
+    registry.gauge(MetricName.approvalsWaiting, {}, 2);
+    expect(registry.snapshot()).toEqual([{ name: MetricName.approvalsWaiting, dimensions: {}, value: 2 }]);
   });
 
   it('never lets a failing metrics sink fail the step that committed', () => {
@@ -55,6 +51,7 @@ describe('metrics from committed trace events', () => {
       count: () => {
         throw new Error('sink down');
       },
+      gauge: () => undefined,
     };
     expect(() => countTrace({ metrics: broken }, 't', [ev({ type: 'attempt.started' })])).not.toThrow();
   });
