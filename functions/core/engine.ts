@@ -507,6 +507,16 @@ function notFound(
   ctx: Context,
 ): Transition {
   const result = event.plan === 'replay' ? 'replay' : 'not_found';
+  if (!f.retry && event.plan === 'lookup' && op.outcome?.kind !== 'cancelled') {
+    // The status lookup is the upstream's own word (README, "Status lookups"): nothing took effect. With no
+    // attempts left the call failed, as any exhausted retry fails; no person is needed to say so.
+    const settled = recordOutcome(op, {
+      kind: 'failed_permanent',
+      code: 'upstream_unavailable',
+      message: 'the upstream has no record of the call and no attempts are left; nothing took effect',
+    });
+    return { op: settled.op, events: [finished({ result: 'not_found', action: 'fail' }), ...settled.events] };
+  }
   if (!f.retry) {
     const reason = `${result}; no attempts left`;
     return {
