@@ -24,7 +24,7 @@ export interface FunctionSpec {
 /** Every lifecycle step writes runs, operations, their trace and the sweeper's watch entries. */
 const LIFECYCLE_TABLES = ['runs', 'operations', 'events', 'watch'] as const;
 /** Steps read the principals document: authorization is checked again before every attempt. */
-const STEP_PORTS = ['store', 'config'] as const;
+const STEP_PORTS = ['store', 'config', 'blobs'] as const;
 
 /**
  * Every Lambda of the runner: the one list the construct deploys and the embedded stack loads bundles from.
@@ -70,7 +70,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     memoryMb: 512,
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'idempotency'],
-    ports: ['store', 'onceGuard', 'config', 'startExecution', 'startSyncExecution', 'stopExecution', 'taskResponse'],
+    ports: ['store', 'onceGuard', 'config', 'blobs', 'startExecution', 'startSyncExecution', 'stopExecution', 'taskResponse'],
   },
   // Resumes operations past their lease: stops the lost execution, starts a fresh one. Reads no config.
   Sweeper: {
@@ -78,7 +78,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     timeoutSeconds: 60,
     tools: false,
     tables: LIFECYCLE_TABLES,
-    ports: ['store', 'startExecution', 'stopExecution'],
+    ports: ['store', 'blobs', 'startExecution', 'stopExecution'],
   },
 };
 

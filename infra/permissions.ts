@@ -28,6 +28,8 @@ export const COMMAND_ACTIONS = {
   SendTaskFailureCommand: ['states:SendTaskFailure'],
   GetSecretValueCommand: ['secretsmanager:GetSecretValue'],
   PublishCommand: ['sns:Publish'],
+  PutObjectCommand: ['s3:PutObject'],
+  GetObjectCommand: ['s3:GetObject'],
 } as const satisfies Record<string, readonly string[]>;
 export type SdkCommand = keyof typeof COMMAND_ACTIONS;
 
@@ -49,6 +51,8 @@ export const PORT_COMMANDS = {
   taskResponse: ['SendTaskSuccessCommand', 'SendTaskFailureCommand'],
   /** `notifier.ts`: approval requests and review notices to the SNS topic. */
   notify: ['PublishCommand'],
+  /** `s3-blobs.ts`: results over 64 KiB and large arguments, read wherever a record is read. */
+  blobs: ['PutObjectCommand', 'GetObjectCommand'],
 } as const satisfies Record<string, readonly SdkCommand[]>;
 export type Port = keyof typeof PORT_COMMANDS;
 

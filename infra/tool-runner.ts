@@ -11,6 +11,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets';
 import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
@@ -78,6 +79,12 @@ export interface ToolRunnerProps {
    */
   readonly removalPolicy?: RemovalPolicy;
   /**
+   * Days the blob store keeps an object (results over 64 KiB, large arguments) before S3 expires it: at
+   * least the records' `retentionDays` (config document, default 30), so no record outlives its result.
+   * @default 31
+   */
+  readonly blobRetentionDays?: number;
+  /**
    * For every log group (Lambdas, state machines, API access logs).
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -144,6 +151,8 @@ export class ToolRunner extends Construct {
   /** The Express variant that runs calls needing no person (synchronously when the caller waits). */
   readonly expressStateMachine: sfn.StateMachine;
   readonly tables: Record<TableLayout['id'], dynamodb.Table>;
+  /** The blob store: results over 64 KiB and large arguments, encrypted, TLS only, expiring with `blobRetentionDays`. */
+  readonly blobBucket: s3.Bucket;
   readonly approvalTopic: sns.Topic;
   readonly configSecret: secrets.ISecret;
   readonly functions: Record<FunctionName, NodejsFunction>;
@@ -183,6 +192,17 @@ export class ToolRunner extends Construct {
       TableLayout['id'],
       dynamodb.Table
     >;
+    const blobRetentionDays = props.blobRetentionDays ?? 31;
+    if (!Number.isInteger(blobRetentionDays) || blobRetentionDays < 1)
+      throw new Error('ToolRunner: blobRetentionDays must be a positive integer');
+    this.blobBucket = new s3.Bucket(this, 'Blobs', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy,
+      lifecycleRules: [{ expiration: Duration.days(blobRetentionDays), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+    });
     this.configSecret =
       props.configSecret ??
       new secrets.Secret(this, 'Config', {
@@ -250,6 +270,7 @@ export class ToolRunner extends Construct {
       PUBLIC_BASE_URL: props.publicBaseUrl ?? this.apiUrl,
       CONFIG_SECRET_ARN: this.configSecret.secretArn,
       APPROVAL_TOPIC_ARN: this.approvalTopic.topicArn,
+      BLOB_BUCKET: this.blobBucket.bucketName,
       POWERTOOLS_SERVICE_NAME: 'toolrunner',
       // Each instance's metrics apart, so its alarms count its own (functions/adapters/metrics.ts reads it).
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
@@ -410,6 +431,7 @@ export class ToolRunner extends Construct {
     // resource type): IAM evaluates them against "*", so a statement naming the state machine would grant nothing.
     on('taskResponse', ['*']);
     on('notify', [this.approvalTopic.topicArn]);
+    on('blobs', [this.blobBucket.arnForObjects('*')]);
   }
 
   private table(layout: TableLayout, removalPolicy: RemovalPolicy): dynamodb.Table {
@@ -442,8 +464,18 @@ export class ToolRunner extends Construct {
     const ack = (scope: IConstruct, id: string, reason: string) => Validations.of(scope).acknowledge({ id, reason });
     const xray =
       'X-Ray (active tracing) has no resource-level permissions: xray:PutTraceSegments and xray:PutTelemetryRecords need Resource "*". Nor have states:SendTaskSuccess and states:SendTaskFailure (a task token names its execution), granted to the functions that hand tokens back.';
+    ack(
+      this.blobBucket,
+      'AwsSolutions-S1',
+      'The blob store holds results and arguments that the operations table points at (and whose reads and writes the functions trace); server access logs would copy that traffic into another bucket, to be retained and secured in turn.',
+    );
     for (const fn of Object.values(this.functions)) {
       ack(fn.role!, 'AwsSolutions-IAM5[Resource::*]', xray);
+      ack(
+        fn.role!,
+        `AwsSolutions-IAM5[Resource::<${Stack.of(this).getLogicalId(this.blobBucket.node.defaultChild as s3.CfnBucket)}.Arn>/*]`,
+        'Objects of the blob store are keyed by operation id, made at run time: every key of the one bucket, and only get and put.',
+      );
       ack(
         fn,
         'AwsSolutions-L1',

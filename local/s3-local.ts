@@ -28,7 +28,7 @@ export interface S3Local {
  * s3rver with its objects in `directory` (kept across restarts, like DynamoDB Local's files) and `bucket`
  * made if missing. The handlers reach it through the real `@aws-sdk/client-s3` (`AWS_ENDPOINT_URL_S3`).
  */
-export async function startS3Local(directory: string, bucket: string): Promise<S3Local> {
+export async function startS3Local(directory: string, buckets: string | string[]): Promise<S3Local> {
   mkdirSync(directory, { recursive: true, mode: 0o700 });
   acceptAnyAccessKey();
   const server = new S3rver({
@@ -37,7 +37,7 @@ export async function startS3Local(directory: string, bucket: string): Promise<S
     directory,
     silent: true,
     resetOnClose: false,
-    configureBuckets: [{ name: bucket, configs: [] }],
+    configureBuckets: [buckets].flat().map((name) => ({ name, configs: [] })),
   });
   const { port } = await server.run();
   return { endpoint: `http://127.0.0.1:${port}`, stop: () => server.close() };

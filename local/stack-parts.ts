@@ -62,11 +62,16 @@ export async function dynamoPart(
   return dynamo.endpoint;
 }
 
-/** The blob store: s3rver with its objects under the data directory, serving `bucket`. */
-export async function blobPart(dataDir: string, bucket: string, started: Started, progress: (line: string) => void): Promise<string> {
-  const s3 = await startS3Local(join(dataDir, 'blobs'), bucket);
+/** The blob store: s3rver with its objects under the data directory, serving `buckets`. */
+export async function blobPart(
+  dataDir: string,
+  buckets: string | string[],
+  started: Started,
+  progress: (line: string) => void,
+): Promise<string> {
+  const s3 = await startS3Local(join(dataDir, 'blobs'), buckets);
   started.push(() => s3.stop());
-  progress(`blob store (s3rver) on ${s3.endpoint}, bucket ${bucket}`);
+  progress(`blob store (s3rver) on ${s3.endpoint}, bucket ${[buckets].flat().join(', ')}`);
   return s3.endpoint;
 }
 

@@ -23,6 +23,8 @@ export interface Backends {
   dynamodb: string;
   /** The embedded Step Functions endpoint. */
   states: string;
+  /** s3rver (path-style requests). */
+  s3: string;
   secretsmanager(target: string, body: Record<string, unknown>): Promise<ServiceReply>;
   sns(form: URLSearchParams): ServiceReply;
 }
@@ -98,6 +100,16 @@ function jsonError(contentType: string, status: number, type: string, message: s
   return { status, contentType, body: JSON.stringify({ __type: type, message, Message: message }) };
 }
 
+/** S3's XML error, as the SDK reads it. */
+function s3Error(status: number, code: string, message: string): ServiceReply {
+  const escaped = message.replace(/[<>&]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;' })[c]!);
+  return {
+    status,
+    contentType: 'application/xml',
+    body: `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${escaped}</Message></Error>`,
+  };
+}
+
 function send(res: ServerResponse, reply: ServiceReply): void {
   res.writeHead(reply.status, { 'content-type': reply.contentType, 'x-amzn-requestid': crypto.randomUUID() });
   res.end(reply.body);
@@ -134,6 +146,25 @@ export async function startAwsGateway(options: {
   const denials: Denial[] = [];
   const { callers, iam, backends, arns } = options;
 
+  const deny = (caller: Caller, check: Check, message: string) => {
+    const denial = { ...check, role: caller.role.name, session: caller.session, at: new Date().toISOString() };
+    denials.push(denial);
+    options.onDenied?.(denial);
+    return message;
+  };
+
+  /** S3's REST API, path-style (`/bucket/key`): objects are read and written; IAM checks the object's ARN. */
+  const handleS3 = async (req: IncomingMessage, body: Buffer, res: ServerResponse, caller: Caller) => {
+    const path = decodeURIComponent(new URL(req.url ?? '/', 'http://local').pathname).replace(/^\//, '');
+    const action = req.method === 'PUT' ? 's3:PutObject' : req.method === 'GET' || req.method === 'HEAD' ? 's3:GetObject' : undefined;
+    if (!action || !path.includes('/'))
+      return send(res, s3Error(400, 'NotImplemented', `the local stack serves object reads and writes only (${req.method} /${path})`));
+    const check = { action, resource: `arn:aws:s3:::${path}` };
+    const decision = await iam.authorize(caller, check.action, check.resource);
+    if (!decision.allowed) return send(res, s3Error(403, 'AccessDenied', deny(caller, check, decision.message)));
+    return forward(req, body, backends.s3, res);
+  };
+
   const handle = async (req: IncomingMessage, body: Buffer, res: ServerResponse) => {
     const credential = credentialOf(req);
     const caller = credential && callers.get(credential.keyId);
@@ -148,6 +179,7 @@ export async function startAwsGateway(options: {
         jsonError(contentType, 400, 'UnrecognizedClientException', 'The security token included in the request is invalid.'),
       );
     }
+    if (service === 's3') return handleS3(req, body, res, caller);
     const form = service === 'sns' ? new URLSearchParams(body.toString('utf8')) : undefined;
     let parsed: Record<string, unknown> = {};
     if (!form) {

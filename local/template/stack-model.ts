@@ -95,6 +95,8 @@ export interface StackModel {
   resourcePolicies: Map<string, PolicyDocument>;
   secrets: { arn: string; name: string }[];
   topics: { arn: string; name: string }[];
+  /** S3 buckets (the blob store), served by s3rver. */
+  buckets: { logicalId: string; name: string }[];
 }
 
 /** The region and account a template that left them to deploy time gets here. */
@@ -125,6 +127,15 @@ function physicalOf(
     case 'AWS::DynamoDB::Table': {
       const name = `${ctx.placement.tablePrefix}-${declared('TableName') ?? logicalId}`;
       return { ref: name, attrs: { Arn: `arn:aws:dynamodb:${region}:${account}:table/${name}` } };
+    }
+    case 'AWS::S3::Bucket': {
+      // S3 names are lowercase, at most 63 characters, and global: the table prefix keeps local ones apart.
+      const name = (declared('BucketName') ?? `${ctx.placement.tablePrefix}-${logicalId}-${hash(stackName, logicalId).slice(0, 8)}`)
+        .toLowerCase()
+        .replace(/[^a-z0-9-]/g, '-')
+        .slice(0, 63)
+        .replace(/-+$/, '');
+      return { ref: name, attrs: { Arn: `arn:aws:s3:::${name}`, DomainName: `${name}.s3.amazonaws.com` } };
     }
     case 'AWS::Lambda::Function': {
       const name = declared('FunctionName') ?? generated(64);
@@ -485,5 +496,6 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
       name: ref(id).replace(/^.*:secret:(.*)-[0-9a-f]{6}$/, '$1'),
     })),
     topics: of('AWS::SNS::Topic').map(([id]) => ({ arn: ref(id), name: attr(id, 'TopicName') })),
+    buckets: of('AWS::S3::Bucket').map(([id]) => ({ logicalId: id, name: ref(id) })),
   };
 }

@@ -6,7 +6,16 @@ import { sweep } from '../../functions/steps/resume';
 import { gatewayAnswer } from '../api-gateway-event';
 import { createTables, localClient } from '../dynamodb-local';
 import { LocalStepFunctions } from '../sfn-endpoint';
-import { dynamoPart, ensureDataDir, progressReporter, serveApiPart, startSandboxPart, sweeperPart, type Started } from '../stack-parts';
+import {
+  blobPart,
+  dynamoPart,
+  ensureDataDir,
+  progressReporter,
+  serveApiPart,
+  startSandboxPart,
+  sweeperPart,
+  type Started,
+} from '../stack-parts';
 import { ensureConfig, type Stack, type StackOptions } from '../stack';
 import { ensureAssembly, readAssembly } from './assembly';
 import { startAwsGateway } from './aws-gateway';
@@ -30,6 +39,7 @@ export const ADDED_VARIABLES = [
   'AWS_ENDPOINT_URL_SFN',
   'AWS_ENDPOINT_URL_SECRETS_MANAGER',
   'AWS_ENDPOINT_URL_SNS',
+  'AWS_ENDPOINT_URL_S3',
 ] as const;
 
 /**
@@ -64,6 +74,16 @@ export async function startTemplateParts(options: StackOptions, started: Started
   progress(
     `template of stack ${model.stackName}: ${model.functions.length} functions, ${model.machines.length} state machines, ${model.tables.length} tables, ${model.routes.length} routes`,
   );
+
+  // The template's buckets (the blob store) in s3rver, under the data directory like DynamoDB Local's files.
+  const s3Endpoint = model.buckets.length
+    ? await blobPart(
+        options.dataDir,
+        model.buckets.map((b) => b.name),
+        started,
+        progress,
+      )
+    : undefined;
 
   const admin = localClient(dynamoEndpoint);
   await createTables(admin, model.tables);
@@ -121,6 +141,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
     backends: {
       dynamodb: dynamoEndpoint,
       states: sfnEndpoint,
+      s3: s3Endpoint ?? 'http://127.0.0.1:9',
       secretsmanager: (t, b) => secrets.handle(t, b),
       sns: (f) => topics.handle(f),
     },
@@ -143,6 +164,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
       AWS_ENDPOINT_URL_SFN: gateway.url,
       AWS_ENDPOINT_URL_SECRETS_MANAGER: gateway.url,
       AWS_ENDPOINT_URL_SNS: gateway.url,
+      AWS_ENDPOINT_URL_S3: gateway.url,
     };
     functions.set(
       f.arn,
@@ -172,6 +194,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
     AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
     AWS_ENDPOINT_URL_SFN: sfnEndpoint,
+    ...(s3Endpoint ? { AWS_ENDPOINT_URL_S3: s3Endpoint } : {}),
   });
   const deps = depsFromEnv(parseEnv({ ...own, TOOLRUNNER_CONFIG: options.configPath }), {
     abortSignalFor: engine.abortSignalFor,
