@@ -40,6 +40,8 @@ const NEEDS_DYNAMODB = [
   'test/integration/pending-approvals.test.ts',
   'test/integration/otel-spans.test.ts',
   'test/package/installed-package.test.ts',
+  // Runs only under `npm run test:chaos` (TOOLRUNNER_CHAOS=1); npm start brings its own DynamoDB Local.
+  'test/chaos/**/*.test.ts',
 ];
 
 const unit: TestProjectInlineConfiguration = {

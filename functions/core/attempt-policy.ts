@@ -45,4 +45,9 @@ export function reconcilePlanOf(tool: ToolSpec): ReconcilePlan {
   return 'review';
 }
 
-export const MAX_RECONCILE_LOOKUPS = 5;
+/**
+ * Status lookups that may fail (a 503, a timeout, a reset) before a person is asked. With the default
+ * backoff (full jitter, capped at 20 s) ten span about a minute, so a burst of upstream trouble or a
+ * restart of the runner is ridden out by the lookup, not handed to a person.
+ */
+export const MAX_RECONCILE_LOOKUPS = 10;
