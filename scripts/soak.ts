@@ -62,8 +62,9 @@ async function main(): Promise<void> {
     const res = await fetch(`${stack.apiUrl}/v1/runs`, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ budgets: { maxToolCalls: 100_000, maxTurns: 100_000 } }),
+      body: JSON.stringify({ budgets: { maxToolCalls: 100_000, maxTurns: 10_000 } }),
     });
+    if (res.status !== 201) throw new Error(`POST /v1/runs answered ${res.status}: ${await res.text()}`);
     runs.push(((await res.json()) as { runId: string }).runId);
   }
 
@@ -73,13 +74,14 @@ async function main(): Promise<void> {
   let next = 0;
   let done = 0;
   const worker = async (w: number) => {
+    let turn = 0;
     while (next < CALLS) {
       const i = next++;
       const name = MIX[i % MIX.length];
       const res = await fetch(`${stack.apiUrl}/v1/runs/${runs[w]}/tool-calls`, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ callId: `call_${i}`, turn: i + 1, name, arguments: { i } }),
+        body: JSON.stringify({ callId: `call_${i}`, turn: ++turn, name, arguments: { i } }),
       });
       const body = (await res.json()) as { status?: string; code?: string; state?: string };
       const label = `${name}:${res.status}:${body.status ?? body.state}${body.code ? `/${body.code}` : ''}`;

@@ -69,7 +69,13 @@ export type LifecycleEvent =
   | { type: 'decide_approval'; decision: 'approve' | 'reject'; by: string; reason?: string }
   | { type: 'expire_approval' }
   | { type: 'start_attempt'; leaseUntil: string }
-  | { type: 'refuse_attempt'; outcome: Exclude<Outcome, { kind: 'succeeded' }>; reviewReason?: string }
+  | {
+      type: 'refuse_attempt';
+      outcome: Exclude<Outcome, { kind: 'succeeded' }>;
+      reviewReason?: string;
+      /** The tool's status lookup found nothing before this retry was scheduled: refusing it settles the call. */
+      lookedUpNothing?: boolean;
+    }
   | {
       type: 'finish_attempt';
       attempt: number;
@@ -337,13 +343,19 @@ const startAttempt: Handler<'start_attempt'> = (op, event, { ids }) => {
 };
 
 const refuseAttempt: Handler<'refuse_attempt'> = (op, event, { ids }) => {
-  if (op.state === S.outcomeUnknown) {
+  if (op.state === S.outcomeUnknown && !event.lookedUpNothing) {
     // An earlier attempt may have committed: nothing can be concluded, so a person decides.
+    // (With a status lookup, the retry was scheduled because the lookup found nothing: refusing it settles it.)
     const reason = event.reviewReason ?? event.outcome.message;
     return {
       op: { ...op, review: { required: true, reason }, plan: { next: 'report' } },
       events: [{ type: 'reconcile.finished', ...ids, detail: { result: 'needs_review', reason } }],
     };
+  }
+  if (op.state === S.outcomeUnknown && event.outcome.kind !== 'failed_permanent') {
+    // From doubt a call settles as recorded or failed only: a refusal (cancelled, budget, forbidden) after a
+    // lookup found nothing is a failure that says why.
+    return recordOutcome(op, { kind: 'failed_permanent', code: 'permanent_failure', message: event.outcome.message });
   }
   return recordOutcome(op, event.outcome);
 };

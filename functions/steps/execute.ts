@@ -1,4 +1,4 @@
-import { decideAfterAttempt } from '../core/attempt-policy';
+import { decideAfterAttempt, reconcilePlanOf } from '../core/attempt-policy';
 import { mayContinue } from '../core/budgets';
 import { deepFreeze } from '../core/canonical';
 import { classifyAttempt } from '../core/classify';
@@ -116,7 +116,9 @@ function preAttemptStop(
       message: op.lastAttempt ? 'the operation reached its deadline' : 'the operation reached its deadline before its first attempt',
     };
   }
-  return outcome && { type: 'refuse_attempt', outcome };
+  // Where the tool looks effects up, a retry in doubt was scheduled only because the lookup found nothing.
+  const lookedUpNothing = op.state === 'outcome_unknown' && reconcilePlanOf(tool) === 'lookup';
+  return outcome && { type: 'refuse_attempt', outcome, ...(lookedUpNothing ? { lookedUpNothing } : {}) };
 }
 
 /** The tool is gone from the registry (a redeploy without it): no attempt can start; an unknown one goes to a person. */

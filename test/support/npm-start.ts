@@ -13,7 +13,7 @@ export interface NpmStarted {
  * `npm start` in its own process group with these knobs added to the environment, once it prints `ready:`.
  * It runs the handlers the test target names (TOOLRUNNER_HANDLERS), unless `env` says otherwise.
  */
-export async function npmStart(env: Record<string, string>): Promise<NpmStarted> {
+export async function npmStart(env: Record<string, string>, readyWithinMs = 90_000): Promise<NpmStarted> {
   let output = '';
   const child = spawn('npm', ['start'], {
     cwd: process.cwd(),
@@ -34,7 +34,7 @@ export async function npmStart(env: Record<string, string>): Promise<NpmStarted>
       return exited;
     },
   };
-  const deadline = Date.now() + 90_000;
+  const deadline = Date.now() + readyWithinMs;
   while (!output.includes('ready: api=')) {
     if (Date.now() > deadline || !alive()) {
       if (alive()) await started.signalGroup('SIGKILL');
