@@ -114,6 +114,35 @@ describe('CDK stack', () => {
     });
   });
 
+  it('creates the blob store: encrypted, TLS only, private, objects expiring; every function gets its name and object get/put only', () => {
+    const [[bucketId, bucket]] = Object.entries(resources('AWS::S3::Bucket'));
+    expect(bucket.Properties.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault.SSEAlgorithm).toBe(
+      'AES256',
+    );
+    expect(bucket.Properties.PublicAccessBlockConfiguration).toMatchObject({ BlockPublicAcls: true, RestrictPublicBuckets: true });
+    expect(bucket.Properties.LifecycleConfiguration.Rules).toContainEqual(
+      expect.objectContaining({ ExpirationInDays: 31, Status: 'Enabled' }),
+    );
+    const policy = Object.values(resources('AWS::S3::BucketPolicy'))[0];
+    expect(JSON.stringify(policy.Properties.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
+    for (const fn of Object.values(resources('AWS::Lambda::Function')).filter(
+      (f) => f.Properties.Environment?.Variables?.TABLE_OPERATIONS,
+    )) {
+      expect(fn.Properties.Environment.Variables.BLOB_BUCKET).toEqual({ Ref: bucketId });
+    }
+    const s3Statements = Object.values(resources('AWS::IAM::Policy')).flatMap((p) =>
+      p.Properties.PolicyDocument.Statement.filter((st: { Action: string | string[] }) =>
+        [st.Action].flat().some((a) => a.startsWith('s3:')),
+      ),
+    );
+    expect(s3Statements.length).toBeGreaterThan(0);
+    for (const statement of s3Statements) {
+      expect([statement.Action].flat().sort()).toEqual(['s3:GetObject', 's3:PutObject']);
+      expect(JSON.stringify(statement.Resource)).toContain(`"${bucketId}","Arn"`);
+      expect(JSON.stringify(statement.Resource)).toContain('/*');
+    }
+  });
+
   it('grants each function only the tables it writes', () => {
     const tableIds = Object.fromEntries(
       Object.entries(resources('AWS::DynamoDB::Table')).map(([id, t]) => [id, t.Properties.KeySchema[0].AttributeName as string]),
