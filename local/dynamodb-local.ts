@@ -257,7 +257,9 @@ export async function createTables(client: DynamoDBClient, tables: readonly Tabl
     try {
       await client.send(new CreateTableCommand(create));
       if (ttlAttribute)
-        await client.send(new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }));
+        await client.send(
+          new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }),
+        );
     } catch (error) {
       if (!(error instanceof ResourceInUseException)) throw error;
     }
