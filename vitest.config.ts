@@ -1,6 +1,32 @@
+import { readFileSync } from 'node:fs';
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { inCi, javaPresent, skipNotice } from './test/support/prerequisites';
 import { isEmbedded } from './test/support/target';
+
+const root = import.meta.dirname;
+
+/** The package's own names, as examples and the adapter cases import them (tsconfig.json `paths` says the same to tsc and tsx). */
+const packageNames = [
+  { find: /^toolrunner$/, replacement: `${root}/functions/index.ts` },
+  { find: /^toolrunner\/client$/, replacement: `${root}/functions/client/index.ts` },
+  { find: /^toolrunner\/ai-sdk$/, replacement: `${root}/functions/agents/ai-sdk.ts` },
+  { find: /^toolrunner\/openai-agents$/, replacement: `${root}/functions/agents/openai-agents.ts` },
+];
+
+/**
+ * The frameworks' versions under test: the dev dependencies `ai` and `@openai/agents` are the oldest supported
+ * (package.json pins them); `ai-newest` and `openai-agents-newest` are the newest, aliased in their place for
+ * the adapter tests of the `newest-sdks` project. Those need Node 22 (`npm run test:newest-sdks`).
+ */
+const newestSdks = [
+  { find: /^ai$/, replacement: 'ai-newest' },
+  { find: /^ai\/(.*)$/, replacement: 'ai-newest/$1' },
+  { find: /^@openai\/agents$/, replacement: 'openai-agents-newest' },
+];
+const versionOf = (pkg: string) =>
+  (JSON.parse(readFileSync(`${root}/node_modules/${pkg}/package.json`, 'utf8')) as { version: string }).version;
+const nodeMajor = Number(process.versions.node.split('.')[0]);
+const oldestSdks = { TOOLRUNNER_SDK_VERSIONS: `ai@${versionOf('ai')} @openai/agents@${versionOf('@openai/agents')}` };
 
 /**
  * The test files that need DynamoDB Local (so Java): the end-to-end suite, the store contract and what
@@ -16,22 +42,37 @@ const NEEDS_DYNAMODB = [
   'test/package/installed-package.test.ts',
 ];
 
-const unit: TestProjectInlineConfiguration = {
-  extends: true,
-  test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...NEEDS_DYNAMODB] },
+/** What a project whose files start stacks needs: the global setup that starts one DynamoDB Local for it. */
+const onDynamoDb = {
+  globalSetup: ['test/support/global-setup.ts'],
+  // Its files start stacks that keep module-level clients and caches: each file gets its own source modules.
+  poolOptions: { forks: { isolate: true } },
 };
 
-/** One DynamoDB Local for the whole run, started by this project's global setup only. */
+const unit: TestProjectInlineConfiguration = {
+  extends: true,
+  test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...NEEDS_DYNAMODB], env: oldestSdks },
+};
+
 const dynamodb: TestProjectInlineConfiguration = {
   extends: true,
-  test: {
-    name: 'dynamodb',
-    include: NEEDS_DYNAMODB,
-    globalSetup: ['test/support/global-setup.ts'],
-    // Its files start stacks that keep module-level clients and caches: each file gets its own source modules.
-    poolOptions: { forks: { isolate: true } },
-  },
+  test: { name: 'dynamodb', include: NEEDS_DYNAMODB, env: oldestSdks, ...onDynamoDb },
 };
+
+// The newest frameworks declare Node 22: on an older Node this project is not defined at all.
+const newest = (): TestProjectInlineConfiguration => ({
+  extends: true,
+  resolve: { alias: newestSdks },
+  test: {
+    name: 'newest-sdks',
+    include: ['test/e2e/adapter-*.test.ts', 'test/e2e/examples.test.ts'],
+    env: {
+      TOOLRUNNER_SDKS: 'newest',
+      TOOLRUNNER_SDK_VERSIONS: `ai@${versionOf('ai-newest')} @openai/agents@${versionOf('openai-agents-newest')}`,
+    },
+    ...onDynamoDb,
+  },
+});
 
 // A deployed target (TARGET=localstack|aws) needs no local Java; an embedded one does, and CI requires it.
 const runsDynamoDb = !isEmbedded || inCi || javaPresent();
@@ -43,8 +84,9 @@ if (!runsDynamoDb && !noticed.javaNoticeShown) {
 }
 
 export default defineConfig({
+  resolve: { alias: packageNames },
   test: {
-    projects: runsDynamoDb ? [unit, dynamodb] : [unit],
+    projects: [unit, ...(runsDynamoDb ? [dynamodb, ...(nodeMajor >= 22 ? [newest()] : [])] : [])],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
