@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { inCi, javaPresent, skipNotice } from './test/support/prerequisites';
 import { isEmbedded } from './test/support/target';
@@ -28,18 +28,20 @@ const versionOf = (pkg: string) =>
 const nodeMajor = Number(process.versions.node.split('.')[0]);
 const oldestSdks = { TOOLRUNNER_SDK_VERSIONS: `ai@${versionOf('ai')} @openai/agents@${versionOf('@openai/agents')}` };
 
+/** The integration tier runs on DynamoDB Local, but for these files (the Step Functions engine in-process, files, OTLP). */
+const INTEGRATION_WITHOUT_DYNAMODB = ['config-source.test.ts', 'engine.test.ts', 'otlp-export.test.ts', 'sandbox-state.test.ts'];
+
 /**
- * The test files that need DynamoDB Local (so Java): the end-to-end suite, the store contract and what
- * runs on the real store, and the installed package's `toolrunner start`. Everything else is `unit`:
- * the pure core, CDK templates and bundles, the CLI's refusals, the Step Functions engine in-process.
+ * The test files that need DynamoDB Local (so Java): the end-to-end suite, the integration tier but for the
+ * files above, and the installed package's `toolrunner start`. Every other test file is `unit`: the pure core,
+ * CDK templates and bundles, the CLI's refusals, and those integration files.
  */
 const NEEDS_DYNAMODB = [
   'test/e2e/**/*.test.ts',
-  'test/integration/store.test.ts',
-  'test/integration/store-properties.test.ts',
-  'test/integration/pending-approvals.test.ts',
-  'test/integration/otel-spans.test.ts',
   'test/package/installed-package.test.ts',
+  ...readdirSync(`${root}/test/integration`)
+    .filter((file) => file.endsWith('.test.ts') && !INTEGRATION_WITHOUT_DYNAMODB.includes(file))
+    .map((file) => `test/integration/${file}`),
 ];
 
 /** What a project whose files start stacks needs: the global setup that starts one DynamoDB Local for it. */
