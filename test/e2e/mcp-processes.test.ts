@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { derivedCallId } from '../../functions/mcp/tool-calls';
 import { decideApproval } from '../support/people';
 import { startTestStack, type TestStack } from '../support/stack';
+import { hangingChargeTask } from '../support/scenarios';
 
 /**
  * Behind API Gateway + Lambda, consecutive requests of one MCP session reach different processes. Here two
@@ -181,19 +182,7 @@ describe('one MCP session served by two API processes', () => {
     expect(served.some((s) => s.startsWith('tasks/get@'))).toBe(true);
     expect((await client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toContain(taskId);
 
-    await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
-    const stream = client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 300, currency: 'USD', customer: 'c' },
-    });
-    const first = await stream.next();
-    expect(first.value).toMatchObject({ type: 'taskCreated' });
-    const hanging = (first.value as any).task.taskId as string;
-    await stack.api.until(
-      'the attempt to start',
-      () => stack.api.operation(stack.keys.agent, hanging),
-      (op) => op.state === 'executing',
-    );
+    const { stream, taskId: hanging } = await hangingChargeTask(stack, client);
     expect(await client.experimental.tasks.cancelTask(hanging)).toMatchObject({ taskId: hanging, status: 'cancelled' });
     expect(served.at(-1)).toBe('tasks/cancel@second');
     expect(await stack.api.operation(stack.keys.agent, hanging)).toMatchObject({ state: 'reported', envelope: { status: 'cancelled' } });

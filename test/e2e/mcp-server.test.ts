@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { decideApproval } from '../support/people';
 import { startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded, Target } from '../support/target';
+import { hangingChargeTask } from '../support/scenarios';
 
 let stack: TestStack;
 const clients: Client[] = [];
@@ -290,19 +291,7 @@ describe('MCP tasks: the operation is the task', () => {
   it('tasks/cancel cancels the operation', async () => {
     const { client } = await connect(stack.keys.agent);
     await client.listTools();
-    await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
-    const stream = client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 300, currency: 'USD', customer: 'c' },
-    });
-    const first = await stream.next();
-    expect(first.value).toMatchObject({ type: 'taskCreated' });
-    const taskId = (first.value as any).task.taskId as string;
-    await stack.api.until(
-      'the attempt to start',
-      () => stack.api.operation(stack.keys.agent, taskId),
-      (op) => op.state === 'executing',
-    );
+    const { stream, taskId } = await hangingChargeTask(stack, client);
     expect(await client.experimental.tasks.cancelTask(taskId)).toMatchObject({ taskId, status: 'cancelled' });
     expect(await stack.api.operation(stack.keys.agent, taskId)).toMatchObject({ state: 'reported', envelope: { status: 'cancelled' } });
     await stream.return(undefined);
