@@ -2,9 +2,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { derivedCallId } from '../../functions/mcp/tool-calls';
-import { decideApproval } from '../support/people';
 import { startTestStack, type TestStack } from '../support/stack';
-import { hangingChargeTask } from '../support/scenarios';
+import { approvedChargeTask, hangingChargeTask } from '../support/scenarios';
 
 /**
  * Behind API Gateway + Lambda, consecutive requests of one MCP session reach different processes. Here two
@@ -159,22 +158,7 @@ describe('one MCP session served by two API processes', () => {
     const { client, served } = await routedClient((method) => (method.startsWith('tasks/') ? 'second' : 'first'));
     // The client learns from the list which tools may run as tasks.
     await client.listTools();
-    const statuses: string[] = [];
-    let taskId: string | undefined;
-    let result: any;
-    let approving: Promise<void> | undefined;
-    for await (const message of client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 70_000, currency: 'USD', customer: 'cus_two_processes' },
-    })) {
-      if (message.type === 'taskCreated' || message.type === 'taskStatus') {
-        taskId = message.task.taskId;
-        statuses.push(message.task.status);
-        if (message.task.status === 'input_required') approving ??= decideApproval(stack, taskId, 'approve');
-      } else if (message.type === 'result') result = message.result;
-      else if (message.type === 'error') throw message.error;
-    }
-    await approving;
+    const { statuses, taskId, result } = await approvedChargeTask(stack, client, 'cus_two_processes');
     expect(statuses).toContain('input_required');
     expect(result).toMatchObject({ isError: false, structuredContent: { status: 'succeeded', logical_operation_id: taskId } });
     expect(served).toContain('tools/call@first');

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { decideApproval } from '../support/people';
 import { startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded, Target } from '../support/target';
-import { hangingChargeTask } from '../support/scenarios';
+import { approvedChargeTask, hangingChargeTask } from '../support/scenarios';
 
 let stack: TestStack;
 const clients: Client[] = [];
@@ -252,24 +252,7 @@ describe('MCP tasks: the operation is the task', () => {
     const { tools } = await client.listTools();
     expect(tools.find((t) => t.name === 'charge_card')!.execution).toEqual({ taskSupport: 'optional' });
 
-    const statuses: string[] = [];
-    let taskId: string | undefined;
-    let result: any;
-    let approving: Promise<void> | undefined;
-    const stream = client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 70_000, currency: 'USD', customer: 'cus_task' },
-    });
-    for await (const message of stream) {
-      if (message.type === 'taskCreated' || message.type === 'taskStatus') {
-        taskId = message.task.taskId;
-        statuses.push(message.task.status);
-        // The approver decides at the runner's link once the task says it needs a person.
-        if (message.task.status === 'input_required') approving ??= decideApproval(stack, taskId, 'approve');
-      } else if (message.type === 'result') result = message.result;
-      else if (message.type === 'error') throw message.error;
-    }
-    await approving;
+    const { statuses, taskId, result } = await approvedChargeTask(stack, client, 'cus_task');
     expect(taskId).toMatch(/^op_/);
     expect(statuses).toContain('input_required');
     expect(statuses).not.toContain('completed');

@@ -1,4 +1,5 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { decideApproval } from './people';
 import type { TestStack } from './stack';
 
 /**
@@ -33,4 +34,28 @@ export async function hangingChargeTask(stack: TestStack, client: Client) {
     (op) => op.state === 'executing',
   );
   return { stream, taskId };
+}
+
+/**
+ * A $700 charge run as an MCP task through its approval: the approver approves at the runner once the task
+ * says `input_required`. What the stream said (statuses, the task id) and its result.
+ */
+export async function approvedChargeTask(stack: TestStack, client: Client, customer: string) {
+  const statuses: string[] = [];
+  let taskId: string | undefined;
+  let result: unknown;
+  let approving: Promise<void> | undefined;
+  for await (const message of client.experimental.tasks.callToolStream({
+    name: 'charge_card',
+    arguments: { amount: 70_000, currency: 'USD', customer },
+  })) {
+    if (message.type === 'taskCreated' || message.type === 'taskStatus') {
+      taskId = message.task.taskId;
+      statuses.push(message.task.status);
+      if (message.task.status === 'input_required') approving ??= decideApproval(stack, taskId, 'approve');
+    } else if (message.type === 'result') result = message.result;
+    else if (message.type === 'error') throw message.error;
+  }
+  await approving;
+  return { statuses, taskId, result };
 }
