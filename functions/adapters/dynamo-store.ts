@@ -8,7 +8,7 @@ import { ContentionError, OperationConflictError, OperationExistsError, RunChang
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { batchRead, makeWatch } from './dynamo-watch';
 import { EVENTS_PER_BLOCK, makeTraceClock } from './trace-clock';
-import { INDEX, type TableNames } from './tables';
+import { INDEX, RUNS_LIST_KEY, type TableNames } from './tables';
 
 export type { Store } from '../core/ports';
 
@@ -150,6 +150,15 @@ const newWriteId = () => randomBytes(9).toString('base64url');
 /** Waits for a person: the outcome is unknown and neither reconciliation nor a reviewer settled it. */
 function isOpenReview(op: OperationRecord): boolean {
   return op.state === 'outcome_unknown' && op.review?.required === true;
+}
+
+/** The runs one listing request reads at most, matching or not. */
+const MAX_RUNS_EXAMINED = 1000;
+
+/** A run as the core knows it: without the attribute that puts it in the runs list. */
+function runFromItem(item: Record<string, unknown>): RunRecord {
+  const { listKey: _l, ...run } = item;
+  return run as unknown as RunRecord;
 }
 
 /** Sort key 0 of the events table held the run's sequence counter before trace-clock.ts; never an event. */
@@ -328,7 +337,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
   return {
     async getRun(runId) {
       const out = await doc.send(new GetCommand({ TableName: tables.runs, Key: { runId }, ConsistentRead: true }));
-      return out.Item as RunRecord | undefined;
+      return out.Item ? runFromItem(out.Item) : undefined;
     },
 
     async getOperation(operationId) {
@@ -337,7 +346,13 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     },
 
     async putNewRun(run) {
-      await doc.send(new PutCommand({ TableName: tables.runs, Item: run, ConditionExpression: 'attribute_not_exists(runId)' }));
+      await doc.send(
+        new PutCommand({
+          TableName: tables.runs,
+          Item: { ...run, listKey: RUNS_LIST_KEY },
+          ConditionExpression: 'attribute_not_exists(runId)',
+        }),
+      );
     },
 
     async createOperation({ run, runChange, op, events }) {
@@ -496,6 +511,52 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         }
         if (!page.LastEvaluatedKey) return { items };
         ExclusiveStartKey = page.LastEvaluatedKey;
+      }
+    },
+
+    async listRuns({ limit, after, matches = () => true }) {
+      const items: RunRecord[] = [];
+      let ExclusiveStartKey: Record<string, unknown> | undefined = after;
+      let examined = 0;
+      for (;;) {
+        const page = await doc.send(
+          new QueryCommand({
+            TableName: tables.runs,
+            IndexName: INDEX.runsByCreation,
+            KeyConditionExpression: 'listKey = :l',
+            ExpressionAttributeValues: { ':l': RUNS_LIST_KEY },
+            ScanIndexForward: false,
+            ExclusiveStartKey,
+            // Why: the index holds keys only; owner and status are decided on the runs read, so read a little more than needed.
+            Limit: Math.min(MAX_RUNS_EXAMINED, Math.max(50, 2 * (limit - items.length))),
+          }),
+        );
+        const keys = (page.Items ?? []) as { runId: string; createdAt: string }[];
+        examined += keys.length;
+        const runs = new Map(
+          (
+            await batchRead(
+              doc,
+              tables.runs,
+              'runId',
+              keys.map((k) => k.runId),
+            )
+          ).map((item) => [item.runId as string, runFromItem(item)]),
+        );
+        for (const [i, key] of keys.entries()) {
+          // Gone meanwhile (expired by retention): the index lags its table.
+          const run = runs.get(key.runId);
+          if (!run || !matches(run)) continue;
+          items.push(run);
+          if (items.length < limit) continue;
+          if (i === keys.length - 1 && !page.LastEvaluatedKey) return { items };
+          // Resume right after the last run handed out; the index key and the table key name it.
+          return { items, nextKey: { listKey: RUNS_LIST_KEY, createdAt: run.createdAt, runId: run.runId } };
+        }
+        if (!page.LastEvaluatedKey) return { items };
+        ExclusiveStartKey = page.LastEvaluatedKey;
+        // Why: one request reads a bounded number of runs, however few match; the next page goes on from here.
+        if (examined >= MAX_RUNS_EXAMINED) return { items, nextKey: page.LastEvaluatedKey as Record<string, string> };
       }
     },
 

@@ -8,17 +8,43 @@ export interface TableLayout {
   partitionKey: { name: string; type: 'S' | 'N' };
   sortKey?: { name: string; type: 'S' | 'N' };
   ttlAttribute?: string;
-  indexes?: { name: string; partitionKey: { name: string; type: 'S' | 'N' }; sortKey: { name: string; type: 'S' | 'N' } }[];
+  indexes?: {
+    name: string;
+    partitionKey: { name: string; type: 'S' | 'N' };
+    sortKey: { name: string; type: 'S' | 'N' };
+    /** What the index copies: `ALL` (the default) or only the keys (`KEYS_ONLY`). */
+    projection?: 'ALL' | 'KEYS_ONLY';
+  }[];
 }
 
 export const INDEX = {
   legacyActiveByLease: 'activeByLease',
   pendingApprovals: 'pendingApprovals',
   openReviews: 'openReviews',
+  runsByCreation: 'runsByCreation',
 } as const;
 
+/** The partition of `runsByCreation`: every run's `listKey` holds it. */
+export const RUNS_LIST_KEY = 'runs';
+
 export const TABLES: readonly TableLayout[] = [
-  { id: 'runs', partitionKey: { name: 'runId', type: 'S' }, ttlAttribute: 'expiresAtEpoch' },
+  {
+    id: 'runs',
+    partitionKey: { name: 'runId', type: 'S' },
+    ttlAttribute: 'expiresAtEpoch',
+    indexes: [
+      // The runs list, newest first. Keys only, and keys a run never changes after creation: the index is
+      // written once per run, not again by each call's admission write (an index copy is rewritten only when
+      // an attribute it holds changes). Status and owner are read from the runs themselves.
+      // One partition for all: run creation stays far below its 1,000 writes a second.
+      {
+        name: INDEX.runsByCreation,
+        partitionKey: { name: 'listKey', type: 'S' },
+        sortKey: { name: 'createdAt', type: 'S' },
+        projection: 'KEYS_ONLY',
+      },
+    ],
+  },
   {
     id: 'operations',
     partitionKey: { name: 'operationId', type: 'S' },

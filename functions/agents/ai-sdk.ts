@@ -1,29 +1,101 @@
 import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type Tool, type ToolApprovalResponse } from 'ai';
-import { RunnerSession, modelText, type RunnerTool, type ToolrunnerOptions } from './runner-tools';
+import type { Operation } from '../client';
+import {
+  RunnerSession,
+  modelText,
+  runnerDecision,
+  type PendingApproval,
+  type RunnerDecision,
+  type RunnerTool,
+  type ToolrunnerOptions,
+} from './runner-tools';
+
+export { runnerDecision, type PendingApproval, type RunnerDecision, type ToolrunnerOptions };
 
 /**
- * The runner's tools as Vercel AI SDK tools. The SDK's toolCallId becomes the runner's callId, the model
- * reads the envelope, the runner's approval policy drives the SDK's `needsApproval`, and an approver's
- * decision through the runner's link becomes the SDK's tool-approval-response.
+ * The runner's tools as Vercel AI SDK tools. The SDK's toolCallId becomes the runner's callId and the model
+ * reads the envelope. A call the runner's policy holds for a person becomes the SDK's own pause: `needsApproval`
+ * says yes (and the call is already waiting at the runner for its approver), `generateText` ends with a
+ * `tool-approval-request`, and the approver's decision at the runner becomes the `tool-approval-response`
+ * that resumes it (`approvalResponses`, or `settleApprovals` to wait in process).
  */
 export interface ToolrunnerAiSdk {
   runId: string;
   tools: Record<string, Tool>;
-  /** Waits for the runner's approvers on every approval request of `result`; the tool message that answers them. */
-  settleApprovals(result: { content: ReadonlyArray<{ type: string }> }, turn?: number): Promise<ModelMessage | undefined>;
-  /** `generateText` (default: up to 20 steps) until no approval is pending, answering each approval request with the runner's decision. */
+  /** The approval requests in `source` not answered there yet, each with the operation waiting for its approver. */
+  pendingApprovals(source: ApprovalSource): Promise<(PendingApproval & { approvalId: string })[]>;
+  /**
+   * The tool message answering every open approval request in `source` with the runner's decision, read now
+   * (never waiting); undefined while any of them waits for a person. Append it to the messages and call
+   * `generateText` again: approved calls run (the runner's result, never a second execution), denied ones
+   * reach the model as `execution-denied` with the runner's envelope as the reason.
+   */
+  approvalResponses(source: ApprovalSource): Promise<ModelMessage | undefined>;
+  /** As `approvalResponses`, but waits for the approvers (up to `approvalTimeoutMs`; a call still undecided then is denied with a notice that it waits). */
+  settleApprovals(source: ApprovalSource): Promise<ModelMessage | undefined>;
+  /** `generateText` (default: up to 20 steps) until no approval is open, waiting in process for each decision. */
   generate(options: GenerateOptions): Promise<Awaited<ReturnType<typeof generateText>>>;
 }
+
+/**
+ * The messages a `generateText` call added to the conversation, over all its steps: `responseMessages` on
+ * AI SDK 7, `response.messages` on 6 (where 7 keeps only the last step's). Append them to the conversation.
+ */
+export function responseMessages(result: { response: { messages: ModelMessage[] } }): ModelMessage[] {
+  return (result as { responseMessages?: ModelMessage[] }).responseMessages ?? result.response.messages;
+}
+
+/** Where approval requests are read from: a `generateText` result, or the conversation's messages. */
+export type ApprovalSource = { content: ReadonlyArray<unknown>; response?: { messages: ModelMessage[] } } | ReadonlyArray<ModelMessage>;
 
 type GenerateOptions = Omit<Parameters<typeof generateText>[0], 'tools' | 'prompt' | 'messages'> & {
   prompt?: string;
   messages?: ModelMessage[];
 };
 
-interface ApprovalRequestPart {
-  type: 'tool-approval-request';
+/**
+ * The AI SDK's answer to one approval request from the runner's decision in `operation`: approved, or
+ * denied with the envelope the model reads as the reason; undefined while nobody decided.
+ */
+export function toolApprovalResponse(approvalId: string, operation: Operation): ToolApprovalResponse | undefined {
+  return responseOf(approvalId, runnerDecision(operation));
+}
+
+function responseOf(approvalId: string, decision: RunnerDecision): ToolApprovalResponse | undefined {
+  if (decision.status === 'pending') return undefined;
+  if (decision.status === 'approved') return { type: 'tool-approval-response', approvalId, approved: true };
+  return { type: 'tool-approval-response', approvalId, approved: false, reason: modelText(decision.result) };
+}
+
+interface OpenRequest {
   approvalId: string;
-  toolCall: { toolCallId: string; toolName: string; input: unknown };
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+}
+
+/** The approval requests of `source` that no tool-approval-response in it answers yet. */
+function openRequests(source: ApprovalSource): OpenRequest[] {
+  const parts: Record<string, unknown>[] = [];
+  if (Array.isArray(source)) {
+    for (const message of source as ModelMessage[]) if (Array.isArray(message.content)) parts.push(...(message.content as never[]));
+  } else {
+    parts.push(...((source as { content: Record<string, unknown>[] }).content ?? []));
+  }
+  const calls = new Map<string, { toolName: string; input: unknown }>();
+  const answered = new Set<string>();
+  const requests: { approvalId: string; toolCallId: string }[] = [];
+  for (const part of parts) {
+    if (part.type === 'tool-call') calls.set(part.toolCallId as string, { toolName: part.toolName as string, input: part.input });
+    if (part.type === 'tool-approval-response') answered.add(part.approvalId as string);
+    if (part.type === 'tool-approval-request') {
+      // A result's content carries the call itself; a message names it by id.
+      const call = part.toolCall as { toolCallId: string; toolName: string; input: unknown } | undefined;
+      if (call) calls.set(call.toolCallId, { toolName: call.toolName, input: call.input });
+      requests.push({ approvalId: part.approvalId as string, toolCallId: call?.toolCallId ?? (part.toolCallId as string) });
+    }
+  }
+  return requests.filter((r) => !answered.has(r.approvalId) && calls.has(r.toolCallId)).map((r) => ({ ...r, ...calls.get(r.toolCallId)! }));
 }
 
 export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<ToolrunnerAiSdk> {
@@ -40,42 +112,49 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
         description: spec.description,
         inputSchema: jsonSchema<Record<string, unknown>>(spec.parameters),
         strict: spec.strict,
-        needsApproval: (input) => session.needsApproval(spec, input),
+        needsApproval: (input, { toolCallId, messages }) => session.needsApproval(spec, toolCallId, turnOf(messages), input),
         // The model reads the envelope (or the runner's refusal) as the tool's JSON output.
         execute: (input, { toolCallId, messages, abortSignal }) => session.call(spec, toolCallId, turnOf(messages), input, abortSignal),
       }),
     ]),
   );
 
-  async function settleApprovals(result: { content: ReadonlyArray<{ type: string }> }, turn = 1): Promise<ModelMessage | undefined> {
-    const requests = result.content.filter((p): p is ApprovalRequestPart => p.type === 'tool-approval-request');
+  async function answer(source: ApprovalSource, decide: (request: OpenRequest) => Promise<RunnerDecision>) {
+    const requests = openRequests(source).filter((r) => byName.has(r.toolName));
     if (requests.length === 0) return undefined;
-    const answers: ToolApprovalResponse[] = [];
+    const responses: ToolApprovalResponse[] = [];
     for (const request of requests) {
-      const spec = byName.get(request.toolCall.toolName);
-      if (!spec) continue;
-      const decision = await session.awaitDecision(spec, request.toolCall.toolCallId, turn, request.toolCall.input);
-      // A denial's reason is what the model reads: the runner's envelope.
-      answers.push(
-        decision.approved
-          ? { type: 'tool-approval-response', approvalId: request.approvalId, approved: true }
-          : { type: 'tool-approval-response', approvalId: request.approvalId, approved: false, reason: modelText(decision.result) },
-      );
+      const response = responseOf(request.approvalId, await decide(request));
+      if (!response) return undefined;
+      responses.push(response);
     }
-    return { role: 'tool', content: answers };
+    return { role: 'tool', content: responses } as ModelMessage;
   }
+
+  const settleApprovals = (source: ApprovalSource) =>
+    answer(source, (request) => session.awaitDecision(byName.get(request.toolName)!, request.toolCallId, 1, request.input));
 
   return {
     runId: session.runId,
     tools,
+    async pendingApprovals(source) {
+      const waiting: (PendingApproval & { approvalId: string })[] = [];
+      for (const request of openRequests(source)) {
+        if (!byName.has(request.toolName) || (await session.readDecision(request.toolCallId)).status !== 'pending') continue;
+        const { approvalId, toolCallId: callId, toolName } = request;
+        waiting.push({ approvalId, callId, toolName, operationId: session.operationIdOf(callId) });
+      }
+      return waiting;
+    },
+    approvalResponses: (source) => answer(source, (request) => session.readDecision(request.toolCallId)),
     settleApprovals,
     async generate({ prompt, messages: given, ...rest }) {
       let messages: ModelMessage[] = given ?? [{ role: 'user', content: prompt ?? '' }];
       for (;;) {
         const result = await generateText({ stopWhen: stepCountIs(20), ...rest, tools, messages } as Parameters<typeof generateText>[0]);
-        const answer = await settleApprovals(result, turnOf([...messages, ...result.response.messages]) - 1);
-        if (!answer) return result;
-        messages = [...messages, ...result.response.messages, answer];
+        const reply = await settleApprovals(result);
+        if (!reply) return result;
+        messages = [...messages, ...responseMessages(result), reply];
       }
     },
   };

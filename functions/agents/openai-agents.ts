@@ -1,25 +1,82 @@
-// biome-ignore-all lint/suspicious/noExplicitAny: the Agents SDK types its tools and results by the agent's context and output, which this adapter does not constrain.
-import { run, tool, type Agent, type RunContext, type FunctionTool, type RunResult, type RunToolApprovalItem } from '@openai/agents';
-import { modelText, RunnerSession, type RunnerTool, type ToolrunnerOptions } from './runner-tools';
+// biome-ignore-all lint/suspicious/noExplicitAny: the Agents SDK types its tools, states and results by the agent's context and output, which this adapter does not constrain.
+import {
+  run,
+  tool,
+  RunState,
+  type Agent,
+  type RunContext,
+  type FunctionTool,
+  type RunResult,
+  type RunToolApprovalItem,
+} from '@openai/agents';
+import type { Operation } from '../client';
+import {
+  modelText,
+  RunnerSession,
+  runnerDecision,
+  type PendingApproval,
+  type RunnerDecision,
+  type RunnerTool,
+  type ToolrunnerOptions,
+} from './runner-tools';
+
+export { runnerDecision, type PendingApproval, type RunnerDecision, type ToolrunnerOptions };
 
 /**
- * The runner's tools as OpenAI Agents SDK function tools. The SDK's tool call id becomes the runner's
- * callId, the model reads the envelope, the runner's approval policy drives the SDK's `needsApproval`,
- * and an approver's decision through the runner's link approves or rejects the SDK's interruption.
+ * The runner's tools as OpenAI Agents SDK function tools. The SDK's tool call id becomes the runner's callId
+ * and the model reads the envelope. A call the runner's policy holds for a person becomes the SDK's own pause:
+ * `needsApproval` says yes (the call already waits at the runner for its approver), the run stops with an
+ * interruption, its `RunState` can be saved (`result.state.toString()`), and the approver's decision at the
+ * runner approves or rejects the interruption when the run resumes, here or in another process (`restore`).
  */
 export interface ToolrunnerAgents {
   runId: string;
   tools: FunctionTool<any, any, string>[];
-  /** Waits for the runner's approvers on every interruption of `result` and records their decisions in its state. */
+  /** The interruptions of `source` that still wait for a person at the runner, each with its operation. */
+  pendingApprovals(source: RunResult<any, any> | RunState<any, any>): Promise<PendingApproval[]>;
+  /**
+   * Applies the runner's decisions, read now (never waiting), to the interruptions of `state`: approved calls
+   * run when the state runs again (the runner's result, never a second execution), rejected, expired or cancelled
+   * ones reach the model with the runner's envelope. Returns the interruptions still waiting: resume when empty.
+   */
+  applyDecisions(state: RunState<any, any>): Promise<PendingApproval[]>;
+  /**
+   * Rebuilds a state saved with `result.state.toString()` (a new process needs only the string, the agent and
+   * this adapter on the same run) and applies the runner's decisions to it; `run(agent, state)` resumes it
+   * once `pending` is empty.
+   */
+  restore<A extends Agent<any, any>>(agent: A, saved: string): Promise<{ state: RunState<any, A>; pending: PendingApproval[] }>;
+  /** Waits for the runner's approvers on every interruption of `result` (up to `approvalTimeoutMs`) and applies their decisions. */
   settleApprovals(result: RunResult<any, any>): Promise<void>;
-  /** `run()` until the agent finishes, waiting for approvers whenever the SDK stops for approval. */
+  /** `run()` until the agent finishes, waiting in process for approvers whenever the SDK stops for approval. */
   run(agent: Agent<any, any>, input: string): Promise<RunResult<any, any>>;
+}
+
+/**
+ * Applies the runner's decision in `operation` to one interruption of `state`: approve, reject with the envelope
+ * as the text the model reads, or (nobody decided yet) leave it waiting. Returns what it did.
+ */
+export function applyRunnerDecision(state: RunState<any, any>, item: RunToolApprovalItem, operation: Operation): RunnerDecision['status'] {
+  return apply(state, item, runnerDecision(operation));
+}
+
+function apply(state: RunState<any, any>, item: RunToolApprovalItem, decision: RunnerDecision): RunnerDecision['status'] {
+  if (decision.status === 'approved') state.approve(item);
+  else if (decision.status === 'denied') state.reject(item, { message: modelText(decision.result) });
+  return decision.status;
+}
+
+/** The SDK's tool call id of an interruption (function calls carry one). */
+function callIdOf(item: RunToolApprovalItem): string | undefined {
+  return (item.rawItem as { callId?: string }).callId;
 }
 
 export async function toolrunnerAgents(options: ToolrunnerOptions): Promise<ToolrunnerAgents> {
   const session = await RunnerSession.open(options);
   const specs = await session.tools();
   const byName = new Map(specs.map((s) => [s.name, s]));
+  // Each model request is a turn: usage counts them across interruptions and resumes.
+  const turnOf = (context: RunContext | undefined) => Math.max(1, context?.usage?.requests ?? 1);
 
   const tools = specs.map((spec: RunnerTool) =>
     tool({
@@ -27,36 +84,63 @@ export async function toolrunnerAgents(options: ToolrunnerOptions): Promise<Tool
       description: spec.description,
       parameters: spec.parameters as any,
       strict: spec.strict as any,
-      needsApproval: (_context: unknown, input: unknown) => session.needsApproval(spec, input),
+      needsApproval: async (context: RunContext, input: unknown, callId?: string) => {
+        if (!callId) throw new Error('the Agents SDK gave no tool call id');
+        return session.needsApproval(spec, callId, turnOf(context), input);
+      },
       execute: async (input: unknown, context?: RunContext, details?: { toolCall?: { callId?: string }; signal?: AbortSignal }) => {
         const callId = details?.toolCall?.callId;
         if (!callId) throw new Error('the Agents SDK gave no tool call id');
-        // Each model request is a turn: usage counts them across interruptions and resumes.
-        const turn = Math.max(1, context?.usage?.requests ?? 1);
-        return modelText(await session.call(spec, callId, turn, input, details?.signal));
+        return modelText(await session.call(spec, callId, turnOf(context), input, details?.signal));
       },
     }),
   );
 
+  /** This adapter's interruptions of a state: function calls of the runner's tools. */
+  const ours = (state: RunState<any, any>) =>
+    state.getInterruptions().flatMap((item) => {
+      const callId = callIdOf(item);
+      const spec = item.name ? byName.get(item.name) : undefined;
+      return spec && callId ? [{ item, callId, spec }] : [];
+    });
+  const stateOf = (source: RunResult<any, any> | RunState<any, any>): RunState<any, any> =>
+    'getInterruptions' in source ? source : source.state;
+
+  async function applyDecisions(state: RunState<any, any>): Promise<PendingApproval[]> {
+    const waiting: PendingApproval[] = [];
+    for (const { item, callId, spec } of ours(state)) {
+      if (apply(state, item, await session.readDecision(callId)) === 'pending')
+        waiting.push({ callId, toolName: spec.name, operationId: session.operationIdOf(callId) });
+    }
+    return waiting;
+  }
+
   async function settleApprovals(result: RunResult<any, any>): Promise<void> {
     const turn = Math.max(1, result.state.usage.requests);
-    for (const item of result.interruptions as RunToolApprovalItem[]) {
-      const spec = item.name ? byName.get(item.name) : undefined;
-      const callId = (item.rawItem as { callId?: string }).callId;
-      if (!spec || !callId) continue;
-      const decision = await session.awaitDecision(spec, callId, turn, JSON.parse(item.arguments ?? '{}'));
-      if (decision.approved) result.state.approve(item);
-      else result.state.reject(item, { message: modelText(decision.result) });
-    }
+    for (const { item, callId, spec } of ours(result.state))
+      apply(result.state, item, await session.awaitDecision(spec, callId, turn, JSON.parse(item.arguments ?? '{}')));
   }
 
   return {
     runId: session.runId,
     tools,
+    async pendingApprovals(source) {
+      const waiting: PendingApproval[] = [];
+      for (const { callId, spec } of ours(stateOf(source)))
+        if ((await session.readDecision(callId)).status === 'pending')
+          waiting.push({ callId, toolName: spec.name, operationId: session.operationIdOf(callId) });
+      return waiting;
+    },
+    applyDecisions,
+    async restore(agent, saved) {
+      const state = await RunState.fromString<any, typeof agent>(agent, saved);
+      return { state, pending: await applyDecisions(state) };
+    },
     settleApprovals,
     async run(agent, input) {
       let result = await run(agent, input);
-      while (result.interruptions.length > 0) {
+      // Interruptions of other tools are the caller's to settle: the result carries them.
+      while (result.interruptions.length > 0 && ours(result.state).length > 0) {
         await settleApprovals(result);
         result = await run(agent, result.state);
       }

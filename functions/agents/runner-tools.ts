@@ -1,8 +1,13 @@
-import { createClient, type ClientOptions, type Envelope, type ToolRunnerClient } from '../client';
+import { createClient, operationIdFor, type ClientOptions, type Envelope, type Operation, type ToolRunnerClient } from '../client';
 
 /**
- * What both framework adapters share: the run, the tool list, the policy preview, submission with the
- * framework's call id, and waiting for a person's decision made through the runner's approval link.
+ * What both framework adapters share: the run, the tool list, the framework's approval question, submission
+ * with the framework's call id, and reading a person's decision from the call's operation.
+ *
+ * The rule both keep: once a call exists at the runner, its operation decides (a decision made by an approver
+ * is final, and an executed call is never reported to the model as denied); the policy preview answers only
+ * before the call exists. When the preview says a person must approve, the call is submitted right away, so
+ * at the framework's pause the operation exists and waits for its approver.
  */
 
 export interface ToolrunnerOptions {
@@ -10,13 +15,14 @@ export interface ToolrunnerOptions {
   baseUrl: string;
   /** An agent principal's bearer key. */
   key: string;
-  /** Join this open run; by default a new run is created with default budgets. */
+  /** Join this open run (to resume a paused agent, say); by default a new run is created. */
   runId?: string;
   budgets?: { maxTurns?: number; maxToolCalls?: number; maxWallClockSeconds?: number; maxSpendCents?: number };
   /** How long one tool call may wait for its result (a person's approval included); default 10 minutes. */
   callTimeoutMs?: number;
-  /** How long to wait for an approver's decision; default one day (the runner's own expiry ends it sooner). */
+  /** How long the blocking helpers wait for an approver's decision; default one day (the runner's own expiry ends it sooner). */
   approvalTimeoutMs?: number;
+  /** The longest pause between reads while waiting (default 2 s). */
   pollMs?: number;
   fetch?: ClientOptions['fetch'];
 }
@@ -36,6 +42,30 @@ export type ModelVisibleResult =
   | Envelope
   | { status: 'pending'; operationId: string; state: string; message: string }
   | { error: { code: string; message: string } };
+
+/**
+ * A person's decision at the runner on a call the framework holds for approval:
+ * - `approved`: the framework runs the call and the model reads its envelope, whatever the call came to;
+ * - `denied`: rejected, expired or cancelled before anyone approved; the model reads `result` (the envelope);
+ * - `pending`: nobody decided yet.
+ */
+export type RunnerDecision = { status: 'approved' } | { status: 'denied'; result: ModelVisibleResult } | { status: 'pending' };
+
+/** A call the framework holds for approval, with the runner's operation that waits for its approver. */
+export interface PendingApproval {
+  callId: string;
+  toolName: string;
+  operationId: string;
+}
+
+/** Reads the runner's decision from the call's operation alone (never from the preview). */
+export function runnerDecision(op: Operation): RunnerDecision {
+  if (op.approval?.state === 'approved') return { status: 'approved' };
+  // The runner needed no person for this call after all: the framework runs it and the model reads what happened.
+  if (!op.approval && op.state !== 'proposed' && op.state !== 'validated') return { status: 'approved' };
+  if (op.envelope) return { status: 'denied', result: op.envelope as Envelope };
+  return { status: 'pending' };
+}
 
 export class RunnerSession {
   private constructor(
@@ -66,20 +96,40 @@ export class RunnerSession {
     }));
   }
 
-  /** The framework's approval question, answered by the runner's policy through the preview route. */
-  async needsApproval(tool: RunnerTool, input: unknown): Promise<boolean> {
-    const preview = await this.client.previewToolCall(this.runId, { name: tool.name, arguments: argumentsOf(tool, input) });
-    // A denied call is not the framework's to approve: it runs and the model reads the runner's refusal.
-    return preview.decision === 'require_approval';
+  /** The operation of this run's call `callId`, or undefined while the call does not exist at the runner. */
+  operationOf(callId: string): Promise<Operation | undefined> {
+    return this.client.findToolCall(this.runId, callId);
   }
 
-  /** Submits the framework's call under its own call id and waits for what the model should read. */
+  /**
+   * The framework's approval question. A call that exists answers from its operation: it asks a person
+   * exactly when the runner asked one (frameworks ask again when they receive the decision, and the preview
+   * would by then count the call itself against the budgets). A new call asks the preview; when a person must
+   * approve, the call is submitted now and the operation waits for its approver while the framework pauses.
+   */
+  async needsApproval(tool: RunnerTool, callId: string, turn: number, input: unknown): Promise<boolean> {
+    const existing = await this.operationOf(callId);
+    if (existing) return existing.approval !== undefined;
+    const args = argumentsOf(tool, input);
+    const preview = await this.client.previewToolCall(this.runId, { name: tool.name, arguments: args });
+    // A denied call is not the framework's to approve: it runs and the model reads the runner's refusal.
+    if (preview.decision !== 'require_approval') return false;
+    const submitted = await this.client.submitToolCall(
+      this.runId,
+      { callId, turn, name: tool.name, arguments: args },
+      { waitSeconds: SUBMIT_WAIT_SECONDS },
+    );
+    // The submission decides, not the preview: a call that needs nobody after all runs, and the model reads its envelope.
+    return submitted.kind === 'pending' && submitted.state === 'awaiting_approval';
+  }
+
+  /** Submits the framework's call under its own call id (a replay once it exists) and waits for what the model should read. */
   async call(tool: RunnerTool, callId: string, turn: number, input: unknown, signal?: AbortSignal): Promise<ModelVisibleResult> {
     const deadline = Date.now() + (this.options.callTimeoutMs ?? 600_000);
     const submitted = await this.client.submitToolCall(
       this.runId,
       { callId, turn, name: tool.name, arguments: argumentsOf(tool, input) },
-      { waitSeconds: Math.min(25, (deadline - Date.now()) / 1000) },
+      { waitSeconds: Math.min(SUBMIT_WAIT_SECONDS, (deadline - Date.now()) / 1000) },
     );
     if (submitted.kind === 'envelope') return submitted.envelope;
     if (submitted.kind === 'refused') return { error: { code: submitted.code, message: submitted.message } };
@@ -92,42 +142,54 @@ export class RunnerSession {
     return { status: 'pending', operationId: op.operationId, state: op.state, message: 'the call has no result yet; do not repeat it' };
   }
 
+  /** The runner's decision on a held call, read now; a call the runner never received counts as pending. */
+  async readDecision(callId: string): Promise<RunnerDecision> {
+    const op = await this.operationOf(callId);
+    return op ? runnerDecision(op) : { status: 'pending' };
+  }
+
   /**
-   * For a call the framework holds for approval: proposes it to the runner (which notifies approvers with
-   * a signed link) and waits for the person's decision. Rejected or refused: the envelope says why.
+   * Waits (polling, up to `approvalTimeoutMs`) for a person's decision on a held call. A held call that
+   * the runner never received (a framework that paused without asking `needsApproval` here) is submitted first.
    */
-  async awaitDecision(
-    tool: RunnerTool,
-    callId: string,
-    turn: number,
-    input: unknown,
-  ): Promise<{ approved: true } | { approved: false; result: ModelVisibleResult }> {
-    const submitted = await this.client.submitToolCall(
-      this.runId,
-      { callId, turn, name: tool.name, arguments: argumentsOf(tool, input) },
-      { waitSeconds: 0 },
-    );
-    if (submitted.kind === 'refused') return { approved: false, result: { error: { code: submitted.code, message: submitted.message } } };
-    if (submitted.kind === 'envelope')
-      return submitted.envelope.status === 'succeeded' ? { approved: true } : { approved: false, result: submitted.envelope };
+  async awaitDecision(tool: RunnerTool, callId: string, turn: number, input: unknown): Promise<RunnerDecision> {
+    if (!(await this.operationOf(callId))) {
+      const args = argumentsOf(tool, input);
+      const submitted = await this.client.submitToolCall(
+        this.runId,
+        { callId, turn, name: tool.name, arguments: args },
+        { waitSeconds: 0 },
+      );
+      // Refused as a request (the run closed): nothing to approve; the model reads the refusal.
+      if (submitted.kind === 'refused')
+        return { status: 'denied', result: { error: { code: submitted.code, message: submitted.message } } };
+    }
     const deadline = Date.now() + (this.options.approvalTimeoutMs ?? 86_400_000);
+    let pauseMs = 100;
     for (;;) {
-      const op = await this.client.getOperation(submitted.operationId);
-      if (op.envelope)
-        return op.envelope.status === 'succeeded' ? { approved: true } : { approved: false, result: op.envelope as Envelope };
-      const decided = op.approval && op.approval.state !== 'pending';
-      // Approved, or no approval was needed after all: the framework's execute step fetches the result.
-      if ((decided && op.approval!.state === 'approved') || (!op.approval && op.state !== 'proposed' && op.state !== 'validated'))
-        return { approved: true };
-      if (Date.now() > deadline)
+      const decision = await this.readDecision(callId);
+      if (decision.status !== 'pending') return decision;
+      if (Date.now() >= deadline) {
+        const op = await this.operationOf(callId);
+        const notice = 'no approver decided in time; the call still waits for one: do not repeat it';
         return {
-          approved: false,
-          result: { status: 'pending', operationId: op.operationId, state: op.state, message: 'no approver decided in time' },
+          status: 'denied',
+          result: { status: 'pending', operationId: this.operationIdOf(callId), state: op?.state ?? 'proposed', message: notice },
         };
-      await new Promise((r) => setTimeout(r, this.options.pollMs ?? 250));
+      }
+      await new Promise((r) => setTimeout(r, Math.min(pauseMs, Math.max(0, deadline - Date.now()))));
+      pauseMs = Math.min(pauseMs * 2, this.options.pollMs ?? 2000);
     }
   }
+
+  /** The id of the operation a call of this run has (or will have) at the runner. */
+  operationIdOf(callId: string): string {
+    return operationIdFor(this.runId, callId);
+  }
 }
+
+/** The longest a submission waits at the API (its `Prefer: wait` limit). */
+const SUBMIT_WAIT_SECONDS = 25;
 
 /** A strict-mode model sends null for an optional property it leaves out; the runner wants it absent. */
 export function withoutNullOptionals(tool: Pick<RunnerTool, 'required'>, input: unknown): unknown {

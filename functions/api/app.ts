@@ -9,20 +9,32 @@ import { isSaneId, JSON_BOUNDS, parseBoundedJson } from '../core/json-bounds';
 import { hasRole } from '../core/policy';
 import { hashValue } from '../core/canonical';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
-import { approvalUrl, decideApproval, openApproval } from '../steps/approval';
+import { approvalUrl, decideApproval, decideAs, mayDecide, openApproval } from '../steps/approval';
 import { cancelOperation, cancelRun, resolveOperation } from '../steps/cancel';
 import { envelopeOf } from '../core/engine';
 import { operationIdFor } from '../core/ids';
 import type { Deps } from '../core/ports';
 import { createRun, submitToolCall } from '../steps/submit';
 import { approvalPage, decisionPage, PAGE_SECURITY_HEADERS } from './approval-page';
-import { decodeCursor, encodeCursor } from './cursor';
+import { decodeCursor, encodeCursor, PendingApprovalKeySchema, RunListKeySchema } from './cursor';
+import { listRunsPage } from './runs';
 import { toolsReady } from '../tools/mcp-upstream';
 import { previewToolCall } from './preview';
 import { openReviews } from './reviews';
 import { operationDetails, operationView, runView } from './views';
 import { openApiDocument } from './openapi';
-import { CreateRunSchema, DecisionSchema, MAX_BODY_BYTES, PreviewSchema, ResolveSchema, ToolCallSchema, ToolFormatSchema } from './schemas';
+import {
+  ApprovalDecisionSchema,
+  CreateRunSchema,
+  DecisionSchema,
+  ListApprovalsQuerySchema,
+  ListRunsQuerySchema,
+  MAX_BODY_BYTES,
+  PreviewSchema,
+  ResolveSchema,
+  ToolCallSchema,
+  ToolFormatSchema,
+} from './schemas';
 import { timelineModel } from '../core/timeline';
 import { validTraceparent } from '../core/trace-context';
 import { PAGE_HEADERS, timelinePage } from './timeline-page';
@@ -46,8 +58,6 @@ class ApiError extends Error {
 }
 
 const MAX_SIG_CHARS = 2000;
-const DEFAULT_APPROVALS_PAGE = 50;
-const MAX_APPROVALS_PAGE = 100;
 
 function keyDigest(key: string): Buffer {
   return createHash('sha256').update(key).digest();
@@ -70,17 +80,22 @@ async function jsonBody<T>(c: Context, schema: z.ZodType<T>, optional = false): 
   const bounded = parseBoundedJson(text);
   if (!bounded.ok) throw new ApiError(400, 'invalid_request', bounded.reason === 'syntax' ? 'the body is not valid JSON' : bounded.message);
   const parsed = schema.safeParse(bounded.value);
-  if (!parsed.success) {
-    throw new ApiError(
-      400,
-      'invalid_request',
-      parsed.error.issues
-        .slice(0, 5)
-        .map((i) => `${i.path.join('.') || 'body'}: ${i.message}`)
-        .join('; '),
-    );
-  }
+  if (!parsed.success) throw new ApiError(400, 'invalid_request', issuesText(parsed.error));
   return parsed.data;
+}
+
+/** A query string checked with a zod schema: each name once, anything else is `400 invalid_request`. */
+function queryOf<S extends z.ZodType>(c: Context, schema: S): z.infer<S> {
+  const parsed = schema.safeParse(c.req.query());
+  if (!parsed.success) throw new ApiError(400, 'invalid_request', issuesText(parsed.error));
+  return parsed.data;
+}
+
+function issuesText(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.join('.') || 'body'}: ${i.message}`)
+    .join('; ');
 }
 
 /**
@@ -196,6 +211,16 @@ export function makeApp(deps: Deps): Hono<Env> {
     return c.json(runView(run, deps.now()), 201);
   });
 
+  app.get('/v1/runs', async (c) => {
+    const principal = c.get('principal');
+    if (!hasRole(principal, 'agent') && !hasRole(principal, 'reviewer'))
+      throw new ApiError(403, 'forbidden', 'this route needs the agent, reviewer or admin role');
+    const query = queryOf(c, ListRunsQuerySchema);
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, RunListKeySchema);
+    if (query.cursor !== undefined && !after) throw new ApiError(400, 'invalid_request', 'cursor is not one this API handed out');
+    return c.json(await listRunsPage(deps, principal, { status: query.status, limit: query.limit, after }));
+  });
+
   app.get('/v1/runs/:runId', async (c) => c.json(runView(await ownRun(c), deps.now())));
 
   app.post('/v1/runs/:runId/cancel', async (c) => {
@@ -245,6 +270,19 @@ export function makeApp(deps: Deps): Hono<Env> {
     return c.json(operationView(result.op));
   });
 
+  // The signed link's decision, made with an approver's key (the people's console, scripts): the same rules.
+  app.post('/v1/operations/:operationId/approval', async (c) => {
+    requireRole(c, 'approver');
+    const body = await jsonBody(c, ApprovalDecisionSchema);
+    const op = await deps.store.getOperation(pathId(c, 'operationId', 'operation'));
+    if (!op) throw new ApiError(404, 'not_found', 'no such operation');
+    if (!op.approval) throw new ApiError(409, 'invalid_state', 'this operation has no approval to decide');
+    const access = mayDecide(c.get('principal'), op);
+    const result = access.ok ? await decideAs(deps, access, body.decision, body.reason) : access;
+    if (!result.ok) throw new ApiError(result.status, result.code, result.message);
+    return c.json({ approvalId: op.approval.approvalId, operationId: op.operationId, state: result.op.approval?.state ?? 'pending' });
+  });
+
   app.post('/v1/operations/:operationId/resolve', async (c) => {
     requireRole(c, 'reviewer');
     const body = await jsonBody(c, ResolveSchema);
@@ -290,17 +328,17 @@ export function makeApp(deps: Deps): Hono<Env> {
 
   app.get('/v1/approvals', async (c) => {
     requireRole(c, 'approver');
-    if ((c.req.query('status') ?? 'pending') !== 'pending') throw new ApiError(400, 'invalid_request', 'only status=pending is supported');
-    const limitText = c.req.query('limit');
-    const limit = limitText === undefined ? DEFAULT_APPROVALS_PAGE : /^\d{1,3}$/.test(limitText) ? Number(limitText) : NaN;
-    if (!(limit >= 1 && limit <= MAX_APPROVALS_PAGE))
-      throw new ApiError(400, 'invalid_request', `limit must be an integer from 1 to ${MAX_APPROVALS_PAGE}`);
-    const cursorText = c.req.query('cursor');
-    const after = cursorText === undefined ? undefined : decodeCursor(cursorText);
-    if (cursorText !== undefined && !after) throw new ApiError(400, 'invalid_request', 'cursor is not one this API handed out');
+    const query = queryOf(c, ListApprovalsQuerySchema);
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, PendingApprovalKeySchema);
+    if (query.cursor !== undefined && !after) throw new ApiError(400, 'invalid_request', 'cursor is not one this API handed out');
     const principal = c.get('principal');
     const config = await deps.config();
-    const page = await deps.store.listPendingApprovals({ approverId: principal.id, now: new Date(deps.now()).toISOString(), limit, after });
+    const page = await deps.store.listPendingApprovals({
+      approverId: principal.id,
+      now: new Date(deps.now()).toISOString(),
+      limit: query.limit,
+      after,
+    });
     return c.json({
       approvals: page.items.map((op) => ({
         approvalId: op.approval!.approvalId,

@@ -1,22 +1,30 @@
 import { z } from 'zod';
 
 /** Where the next page of pending approvals starts: the index key and table key of the last item given. */
-const PendingApprovalKeySchema = z.strictObject({
+export const PendingApprovalKeySchema = z.strictObject({
   approvalPendingKey: z.literal('pending'),
   createdAt: z.string().min(1).max(64),
   operationId: z.string().regex(/^op_[A-Za-z0-9_-]{1,64}$/),
 });
 export type PendingApprovalKey = z.infer<typeof PendingApprovalKeySchema>;
 
+/** Where the next page of runs starts: the index key and table key of the last run given (or read). */
+export const RunListKeySchema = z.strictObject({
+  listKey: z.literal('runs'),
+  createdAt: z.string().min(1).max(64),
+  runId: z.string().regex(/^run_[A-Za-z0-9_-]{1,64}$/),
+});
+export type RunListKey = z.infer<typeof RunListKeySchema>;
+
 const MAX_CURSOR_CHARS = 512;
 
 /** Opaque to clients: base64url of the key, so they cannot depend on the table's layout. */
-export function encodeCursor(key: PendingApprovalKey): string {
+export function encodeCursor(key: PendingApprovalKey | RunListKey): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');
 }
 
-/** The key a cursor names, or undefined for anything this API did not hand out. */
-export function decodeCursor(cursor: string): PendingApprovalKey | undefined {
+/** The key a cursor names, or undefined for anything this API did not hand out for this list. */
+export function decodeCursor<S extends z.ZodType>(cursor: string, schema: S): z.infer<S> | undefined {
   if (cursor.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined;
   let raw: unknown;
   try {
@@ -24,6 +32,6 @@ export function decodeCursor(cursor: string): PendingApprovalKey | undefined {
   } catch {
     return undefined;
   }
-  const parsed = PendingApprovalKeySchema.safeParse(raw);
+  const parsed = schema.safeParse(raw);
   return parsed.success ? parsed.data : undefined;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import {
+  ApprovalDecisionSchema,
   ApprovalsSchema,
   CreateRunSchema,
   DecisionResultSchema,
@@ -14,6 +15,8 @@ import {
   ReviewsSchema,
   ResolveSchema,
   RunSchema,
+  RunsSchema,
+  RunStatusSchema,
   ToolCallSchema,
   ToolFormatSchema,
   ToolsSchema,
@@ -28,11 +31,13 @@ const REQUESTS = {
   Preview: PreviewSchema,
   Resolve: ResolveSchema,
   Decision: DecisionSchema,
+  ApprovalDecision: ApprovalDecisionSchema,
 } as const;
 const RESPONSES = {
   Error: ErrorSchema,
   Health: HealthSchema,
   Run: RunSchema,
+  Runs: RunsSchema,
   Envelope: EnvelopeSchema,
   Pending: PendingSchema,
   Operation: OperationSchema,
@@ -88,6 +93,29 @@ export const ROUTES: Route[] = [
     access: ['agent'],
     body: 'CreateRun',
     responses: { 201: { description: 'the run', schema: 'Run' }, 400: error('malformed body') },
+  },
+  {
+    method: 'get',
+    path: '/v1/runs',
+    summary: 'Runs, newest first, a page at a time: an agent’s own runs; every run for reviewers and admins',
+    access: ['agent', 'reviewer'],
+    query: [
+      {
+        name: 'status',
+        required: false,
+        schema: z.toJSONSchema(RunStatusSchema),
+        description: 'only runs with this status (as `GET /v1/runs/{runId}` shows it)',
+      },
+      { name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: 100 }, description: 'page size, default 50' },
+      { name: 'cursor', required: false, schema: { type: 'string' }, description: 'the `nextCursor` of the previous page' },
+    ],
+    responses: {
+      200: {
+        description: 'one page of runs; `nextCursor` when there may be more (a page may hold fewer than `limit` runs then)',
+        schema: 'Runs',
+      },
+      400: error('a bad status, limit or cursor'),
+    },
   },
   {
     method: 'get',
@@ -151,6 +179,19 @@ export const ROUTES: Route[] = [
     responses: {
       200: { description: 'the operation, cancelled', schema: 'Operation' },
       409: error('`invalid_state`: it already finished'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1/operations/{operationId}/approval',
+    summary: 'Decide an operation’s approval with an approver’s key: the same decision, under the same rules, as the signed link',
+    access: ['approver'],
+    body: 'ApprovalDecision',
+    responses: {
+      200: { description: 'the decision', schema: 'DecisionResult' },
+      403: error('`forbidden`: not an approver, or the requester or run owner of this operation'),
+      404: error('no such operation'),
+      409: error('`invalid_state`: already decided or expired, or the operation has no approval'),
     },
   },
   {

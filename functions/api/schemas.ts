@@ -42,6 +42,37 @@ export const DecisionSchema = z.strictObject({
   sig: z.string().min(1).max(2000).optional(),
 });
 
+/** `POST /v1/operations/{operationId}/approval`: the signed link's decision, made with an approver's key. */
+export const ApprovalDecisionSchema = z.strictObject({
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().max(500).optional(),
+});
+
+export const RunStatusSchema = z.enum(['open', 'cancelled', 'budget_exhausted', 'expired']);
+
+/** A page size in a query string: digits only, 1 to 100, default 50. */
+export const PageLimitSchema = z
+  .string()
+  .regex(/^\d{1,3}$/, 'limit must be an integer from 1 to 100')
+  .transform(Number)
+  .pipe(z.number().int().min(1, 'limit must be an integer from 1 to 100').max(100, 'limit must be an integer from 1 to 100'))
+  .optional()
+  .default(50);
+
+/** `GET /v1/approvals?status=pending&limit=&cursor=`. */
+export const ListApprovalsQuerySchema = z.object({
+  status: z.literal('pending', 'only status=pending is supported').optional(),
+  limit: PageLimitSchema,
+  cursor: z.string().min(1).max(512).optional(),
+});
+
+/** `GET /v1/runs?status=&limit=&cursor=`. */
+export const ListRunsQuerySchema = z.object({
+  status: RunStatusSchema.optional(),
+  limit: PageLimitSchema,
+  cursor: z.string().min(1).max(512).optional(),
+});
+
 export const PreviewSchema = z.strictObject({
   name: z.string().min(1).max(128),
   arguments: z.union([z.record(z.string(), z.unknown()), z.string().max(MAX_BODY_BYTES)]),
@@ -59,15 +90,27 @@ export const ErrorSchema = z.looseObject({ error: z.looseObject({ code: z.string
 
 export const HealthSchema = z.looseObject({ status: z.literal('ok') });
 
+const UsageSchema = z.looseObject({ turns: z.number(), toolCalls: z.number(), spendCents: z.number(), wallClockSeconds: z.number() });
+
 export const RunSchema = z.looseObject({
   runId: z.string(),
-  status: z.enum(['open', 'cancelled', 'budget_exhausted', 'expired']),
+  status: RunStatusSchema,
   budgets: z.looseObject({ maxTurns: z.number(), maxToolCalls: z.number(), maxWallClockSeconds: z.number(), maxSpendCents: z.number() }),
-  usage: z.looseObject({ turns: z.number(), toolCalls: z.number(), spendCents: z.number(), wallClockSeconds: z.number() }),
+  usage: UsageSchema,
   metadata: z.record(z.string(), z.unknown()).optional(),
   createdAt: z.string(),
   deadlineAt: z.string(),
 });
+
+/** One run in the runs list: `owner` is the principal that created it. */
+export const RunSummarySchema = z.looseObject({
+  runId: z.string(),
+  status: RunStatusSchema,
+  owner: z.string(),
+  createdAt: z.string(),
+  usage: UsageSchema,
+});
+export const RunsSchema = z.looseObject({ runs: z.array(RunSummarySchema), nextCursor: z.string().optional() });
 
 /** The only thing the model sees. */
 export const EnvelopeSchema = z.looseObject({
@@ -149,6 +192,7 @@ export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema
 export const DecisionResultSchema = z.looseObject({ approvalId: z.string(), operationId: z.string(), state: z.string() });
 
 export type Run = z.infer<typeof RunSchema>;
+export type RunSummary = z.infer<typeof RunSummarySchema>;
 export type Operation = z.infer<typeof OperationSchema>;
 export type Pending = z.infer<typeof PendingSchema>;
 export type TraceEventView = z.infer<typeof TraceEventSchema>;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   ApprovalsSchema,
+  DecisionResultSchema,
   EnvelopeSchema,
   ErrorSchema,
   OperationSchema,
@@ -8,6 +9,7 @@ import {
   PreviewResultSchema,
   ReviewsSchema,
   RunSchema,
+  RunsSchema,
   ToolsSchema,
   TraceSchema,
   type Approval,
@@ -15,11 +17,15 @@ import {
   type Operation,
   type Pending,
   type Run,
+  type RunSummary,
   type TraceEventView,
 } from '../api/schemas';
 import type { Envelope } from '../core/envelope';
+import { operationIdFor } from '../core/ids';
 
-export type { Approval, CreateRunBody, Envelope, Operation, Pending, Run };
+export type { Approval, CreateRunBody, Envelope, Operation, Pending, Run, RunSummary };
+/** The id of the one logical operation a `(runId, callId)` names: the runner derives it, so a client can too. */
+export { operationIdFor };
 export type TraceEvent = TraceEventView;
 export type ToolFormat = 'neutral' | 'openai' | 'anthropic' | 'mcp';
 
@@ -60,6 +66,11 @@ export type ToolCallResult =
 export type Preview = z.infer<typeof PreviewResultSchema>;
 /** An operation waiting for a person's resolution. */
 export type Review = z.infer<typeof ReviewsSchema>['reviews'][number];
+
+/** An approver's decision as the runner recorded it (`state`: `approved` or `rejected`). */
+export type Decision = z.infer<typeof DecisionResultSchema>;
+/** One page of runs, newest first; `nextCursor` names the next page when there may be more. */
+export type RunsPage = z.infer<typeof RunsSchema>;
 
 /** A submission the runner refused as a request (409: `call_id_conflict`, `run_closed`), as a value. */
 export interface Refusal {
@@ -136,6 +147,11 @@ export function createClient(options: ClientOptions) {
 
   const id = (value: string) => encodeURIComponent(value);
 
+  async function decide(operationId: string, decision: 'approve' | 'reject', reason?: string): Promise<Decision> {
+    const body = reason === undefined ? { decision } : { decision, reason };
+    return (await request('POST', `/v1/operations/${id(operationId)}/approval`, DecisionResultSchema, { body })).body;
+  }
+
   const client = {
     async createRun(body: CreateRunBody = {}): Promise<Run> {
       return (await request('POST', '/v1/runs', RunSchema, { body })).body;
@@ -181,6 +197,15 @@ export function createClient(options: ClientOptions) {
     },
     async getOperation(operationId: string): Promise<Operation> {
       return (await request('GET', `/v1/operations/${id(operationId)}`, OperationSchema)).body;
+    },
+    /** The operation a call created, found by the run and the call's own id; undefined while none exists. */
+    async findToolCall(runId: string, callId: string): Promise<Operation | undefined> {
+      try {
+        return await client.getOperation(operationIdFor(runId, callId));
+      } catch (error) {
+        if (error instanceof ToolRunnerError && error.status === 404) return undefined;
+        throw error;
+      }
     },
     /**
      * Polls the operation with growing pauses until it carries an envelope; throws `ToolRunnerError`
@@ -228,9 +253,33 @@ export function createClient(options: ClientOptions) {
     async listApprovals(): Promise<Approval[]> {
       return (await request('GET', '/v1/approvals?status=pending', ApprovalsSchema)).body.approvals;
     },
+    /**
+     * Approves an operation that waits for a person (approver key): the signed link's decision, under the same
+     * rules. 403 `forbidden` for its requester or its run's owner; 409 `invalid_state` once decided or expired.
+     */
+    async approve(operationId: string, opts: { reason?: string } = {}): Promise<Decision> {
+      return decide(operationId, 'approve', opts.reason);
+    },
+    /** Rejects an operation that waits for a person (approver key); the same rules as `approve`. */
+    async reject(operationId: string, opts: { reason?: string } = {}): Promise<Decision> {
+      return decide(operationId, 'reject', opts.reason);
+    },
     /** Operations waiting for a person's resolution (a reviewer's queue). */
     async listReviews(): Promise<Review[]> {
       return (await request('GET', '/v1/reviews?status=open', ReviewsSchema)).body.reviews;
+    },
+    /** Settles an `outcome_unknown` operation as a person found it upstream (reviewer key); 409 `invalid_state` otherwise. */
+    async resolveReview(operationId: string, resolution: { outcome: 'succeeded' | 'failed'; note: string }): Promise<Operation> {
+      return (await request('POST', `/v1/operations/${id(operationId)}/resolve`, OperationSchema, { body: resolution })).body;
+    },
+    /** Runs, newest first, one page (`limit` 1 to 100, default 50): an agent's own; every run for reviewers and admins. */
+    async listRuns(query: { status?: Run['status']; limit?: number; cursor?: string } = {}): Promise<RunsPage> {
+      const params = new URLSearchParams();
+      if (query.status) params.set('status', query.status);
+      if (query.limit !== undefined) params.set('limit', String(query.limit));
+      if (query.cursor) params.set('cursor', query.cursor);
+      const search = params.toString();
+      return (await request('GET', `/v1/runs${search ? `?${search}` : ''}`, RunsSchema)).body;
     },
   };
   return client;

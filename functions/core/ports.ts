@@ -85,6 +85,15 @@ export interface Store {
     items: OperationRecord[];
     nextKey?: Record<string, string>;
   }>;
+  /**
+   * One page of runs, newest first, that satisfy `matches` (an owner, a status: decided on the runs read, as
+   * a run's status changes after it is listed). `after` is the `nextKey` of the previous page; a `nextKey`
+   * means there may be more, and a page may hold fewer than `limit` runs when many were read and few matched.
+   */
+  listRuns(query: { limit: number; after?: Record<string, string>; matches?: (run: RunRecord) => boolean }): Promise<{
+    items: RunRecord[];
+    nextKey?: Record<string, string>;
+  }>;
   /** Operations waiting for a reviewer's resolution (outcome_unknown, review required), oldest first. */
   listOpenReviews(limit: number): Promise<OperationRecord[]>;
   /** Takes or renews a lease on a resource for one owner (an operation); false while another owner holds it. */

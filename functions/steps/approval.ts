@@ -86,7 +86,14 @@ export async function openApproval(deps: Deps, approvalId: string, sig: string |
       code: 'forbidden',
       message: check.reason === 'expired' ? 'this approval link has expired' : 'this approval link is not valid',
     };
-  const approver = principalIn(config, check.approverId);
+  return mayDecide(principalIn(config, check.approverId), op);
+}
+
+/**
+ * The rules for who decides, whether by signed link or by key: an approver (as the config says now) who is
+ * neither the requester nor the run's owner.
+ */
+export function mayDecide(approver: Principal | undefined, op: OperationRecord): ApprovalAccess {
   if (!approver || !hasRole(approver, 'approver'))
     return { ok: false, status: 403, code: 'forbidden', message: 'this approver may no longer approve' };
   if (approver.id === requesterOf(op) || approver.id === op.principalId)
@@ -96,7 +103,7 @@ export async function openApproval(deps: Deps, approvalId: string, sig: string |
 
 export type DecisionResult = { ok: true; op: OperationRecord } | Extract<ApprovalAccess, { ok: false }>;
 
-/** Records one decision (a second one is refused), then returns the task token to Step Functions. */
+/** A decision through a signed link: the link is checked, then the decision recorded as `decideAs` does. */
 export async function decideApproval(
   deps: Deps,
   approvalId: string,
@@ -106,6 +113,16 @@ export async function decideApproval(
 ): Promise<DecisionResult> {
   const access = await openApproval(deps, approvalId, sig);
   if (!access.ok) return access;
+  return decideAs(deps, access, decision, reason);
+}
+
+/** Records one decision by an approver `mayDecide` admitted (a second one is refused), then returns the task token to Step Functions. */
+export async function decideAs(
+  deps: Deps,
+  access: Extract<ApprovalAccess, { ok: true }>,
+  decision: 'approve' | 'reject',
+  reason?: string,
+): Promise<DecisionResult> {
   const decided = await advance(deps, access.op, (op) => {
     if (!accepts(op, 'decide_approval') || deps.now() >= Date.parse(op.approval!.expiresAt))
       return { value: undefined as string | undefined };

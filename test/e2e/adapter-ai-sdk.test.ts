@@ -1,5 +1,7 @@
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_BUDGETS, checkCase, describeRead, runCase, type Action, type CaseReport } from '../support/adapter-cases';
+import { isEmbedded } from '../support/target';
 import { toolrunnerAiSdk } from '../../functions/agents/ai-sdk';
 import { startApprover } from '../support/approver';
 import { startTestStack, type TestStack } from '../support/stack';
@@ -52,6 +54,11 @@ function scriptedModel(turns: Call[][]) {
 }
 
 describe('Vercel AI SDK adapter', () => {
+  it('runs against the SDK version its test project names', async () => {
+    // `ai/test` has the V4 mock model from AI SDK 7 on: the newest-sdks project must load 7, the default one 6.
+    expect('MockLanguageModelV4' in (await import('ai/test'))).toBe(process.env.TOOLRUNNER_SDKS === 'newest');
+  });
+
   it('runs reads, writes, approvals, duplicates and conflicts through the runner', async () => {
     const address = { line1: '3 High St', city: 'Capital City', postalCode: '99999', country: 'US' };
     const { model, resultsOfTurn } = scriptedModel([
@@ -105,5 +112,42 @@ describe('Vercel AI SDK adapter', () => {
         .map((e) => e.callId)
         .sort(),
     ).toEqual(['tc_big', 'tc_no', 'tc_read', 'tc_write']);
+  });
+});
+
+describe('approval cases: what the model reads matches the trace', () => {
+  const reports: CaseReport[] = [];
+  const env = () => ({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl!, agentKey: stack.keys.agent, approverKey: stack.keys.approver });
+  const cases = (actions: readonly Action[]) =>
+    (['pause', 'blocking'] as const).flatMap((mode) =>
+      ALL_BUDGETS.flatMap((budget) => actions.map((action) => ({ mode, budget, action }))),
+    );
+  afterAll(() => console.log(`${process.env.TOOLRUNNER_SDK_VERSIONS}: what the model read\n${reports.map(describeRead).join('\n')}`));
+
+  it.concurrent.each(cases(['approve', 'reject', 'cancel']))(
+    '$mode, $budget budget: $action',
+    async ({ mode, budget, action }) => {
+      const report = await runCase(env(), { framework: 'ai-sdk' as const, mode, budget, action });
+      reports.push(report);
+      checkCase(report);
+    },
+    180_000,
+  );
+
+  describe.runIf(isEmbedded)('an approval nobody decides', () => {
+    // A short approval time for these cases only; the teardown puts the day back.
+    beforeAll(() => {
+      stack.editConfig((c) => (c.approvalTtlSeconds = 3));
+      return () => stack.editConfig((c) => (c.approvalTtlSeconds = 86400));
+    });
+    it.concurrent.each(cases(['expire']))(
+      '$mode, $budget budget: $action',
+      async ({ mode, budget, action }) => {
+        const report = await runCase(env(), { framework: 'ai-sdk' as const, mode, budget, action });
+        reports.push(report);
+        checkCase(report);
+      },
+      180_000,
+    );
   });
 });

@@ -1,5 +1,8 @@
 import { Agent, setTracingDisabled, Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_BUDGETS, checkCase, describeRead, runCase, type Action, type CaseReport } from '../support/adapter-cases';
+import { resumeInNewProcess } from '../support/resume-process';
+import { isEmbedded } from '../support/target';
 import { toolrunnerAgents } from '../../functions/agents/openai-agents';
 import { startApprover } from '../support/approver';
 import { startTestStack, type TestStack } from '../support/stack';
@@ -57,7 +60,7 @@ class ScriptedModel implements Model {
 }
 
 describe('OpenAI Agents SDK adapter', () => {
-  it('runs reads, writes, approvals, duplicates and conflicts through the runner', async () => {
+  it('runs reads, writes and approvals through the runner', async () => {
     const address = { line1: '2 Side St', city: 'Shelbyville', postalCode: '54321', country: 'US' };
     const model = new ScriptedModel([
       [
@@ -67,8 +70,6 @@ describe('OpenAI Agents SDK adapter', () => {
       // Strict mode: the optional description arrives as null.
       [{ callId: 'call_big', name: 'charge_card', arguments: { amount: 60_000, currency: 'USD', customer: 'cus_a', description: null } }],
       [{ callId: 'call_no', name: 'charge_card', arguments: { amount: 90_000, currency: 'USD', customer: 'cus_a', description: null } }],
-      [{ callId: 'call_read', name: 'get_order', arguments: { orderId: 'ord_5' } }],
-      [{ callId: 'call_read', name: 'get_order', arguments: { orderId: 'ord_6' } }],
     ]);
     const runner = await toolrunnerAgents({
       baseUrl: stack.apiUrl,
@@ -95,14 +96,11 @@ describe('OpenAI Agents SDK adapter', () => {
 
     const first = model.resultsOfTurn(0);
     const [read, write] = ['call_read', 'call_write'].map((id) => first.find((r) => r.callId === id)!);
-    const [[big], [no], [duplicate], [conflict]] = [1, 2, 3, 4].map((turn) => model.resultsOfTurn(turn));
+    const [[big], [no]] = [1, 2].map((turn) => model.resultsOfTurn(turn));
     expect(read).toMatchObject({ callId: 'call_read', output: { status: 'succeeded', result: { id: 'ord_5' } } });
     expect(write).toMatchObject({ callId: 'call_write', output: { status: 'succeeded', result: { shippingAddress: address } } });
     expect(big).toMatchObject({ callId: 'call_big', output: { status: 'succeeded', result: { amount: 60_000 } } });
     expect(no).toMatchObject({ callId: 'call_no', output: { status: 'rejected', code: 'approval_rejected' } });
-    // The same call id with the same arguments is the same operation, answered again without a second call.
-    expect(duplicate.output).toEqual(read.output);
-    expect(conflict.output).toMatchObject({ error: { code: 'call_id_conflict' } });
 
     const charges = (await stack.sandbox.ledger()).filter((e) => e.kind === 'charge');
     expect(charges.map((c) => c.body.amount)).toEqual([60_000]);
@@ -113,5 +111,78 @@ describe('OpenAI Agents SDK adapter', () => {
         .map((e) => e.callId)
         .sort(),
     ).toEqual(['call_big', 'call_no', 'call_read', 'call_write']);
+  });
+
+  it('never executes a reused call id twice, whether the SDK lets the model reuse it or not', async () => {
+    const model = new ScriptedModel([
+      [{ callId: 'call_again', name: 'get_order', arguments: { orderId: 'ord_7' } }],
+      [{ callId: 'call_again', name: 'get_order', arguments: { orderId: 'ord_7' } }],
+      [{ callId: 'call_again', name: 'get_order', arguments: { orderId: 'ord_8' } }],
+    ]);
+    const runner = await toolrunnerAgents({ baseUrl: stack.apiUrl, key: stack.keys.agent, pollMs: 100 });
+    const agent = new Agent({ name: 'support', instructions: 'Help the customer.', model, tools: runner.tools });
+    const outcome = await runner.run(agent, 'Look at order ord_7.').then(
+      () => 'finished' as const,
+      (error: unknown) => error,
+    );
+    const [[first]] = [model.resultsOfTurn(0)];
+    expect(first.output).toMatchObject({ status: 'succeeded', result: { id: 'ord_7' } });
+    if (outcome === 'finished') {
+      // The runner answers: the same arguments are the same operation, answered again; others are a conflict.
+      const [[duplicate], [conflict]] = [1, 2].map((turn) => model.resultsOfTurn(turn));
+      expect(duplicate.output).toEqual(first.output);
+      expect(conflict.output).toMatchObject({ error: { code: 'call_id_conflict' } });
+    } else {
+      // Newer SDKs refuse the reuse themselves, before the tool runs again.
+      expect(outcome).toMatchObject({ name: 'ModelBehaviorError', message: expect.stringContaining('reused') });
+    }
+    const events = await stack.api.trace(stack.keys.agent, runner.runId);
+    expect(events.filter((e) => e.type === 'operation.proposed').map((e) => e.callId)).toEqual(['call_again']);
+    expect(events.filter((e) => e.type === 'attempt.started')).toHaveLength(1);
+  });
+});
+
+describe('approval cases: what the model reads matches the trace', () => {
+  const reports: CaseReport[] = [];
+  // A paused run is resumed from its saved state string and the run's id only: by a fresh adapter and agent,
+  // and for an approved call (the one that must not run twice) in a new process.
+  const env = (action?: Action) => ({
+    apiUrl: stack.apiUrl,
+    sandboxUrl: stack.sandboxUrl!,
+    agentKey: stack.keys.agent,
+    approverKey: stack.keys.approver,
+    ...(action === 'approve' ? { resumeAgents: resumeInNewProcess } : {}),
+  });
+  const cases = (actions: readonly Action[]) =>
+    (['pause', 'blocking'] as const).flatMap((mode) =>
+      ALL_BUDGETS.flatMap((budget) => actions.map((action) => ({ mode, budget, action }))),
+    );
+  afterAll(() => console.log(`${process.env.TOOLRUNNER_SDK_VERSIONS}: what the model read\n${reports.map(describeRead).join('\n')}`));
+
+  it.concurrent.each(cases(['approve', 'reject', 'cancel']))(
+    '$mode, $budget budget: $action',
+    async ({ mode, budget, action }) => {
+      const report = await runCase(env(action), { framework: 'openai-agents' as const, mode, budget, action });
+      reports.push(report);
+      checkCase(report);
+    },
+    180_000,
+  );
+
+  describe.runIf(isEmbedded)('an approval nobody decides', () => {
+    // A short approval time for these cases only; the teardown puts the day back.
+    beforeAll(() => {
+      stack.editConfig((c) => (c.approvalTtlSeconds = 3));
+      return () => stack.editConfig((c) => (c.approvalTtlSeconds = 86400));
+    });
+    it.concurrent.each(cases(['expire']))(
+      '$mode, $budget budget: $action',
+      async ({ mode, budget, action }) => {
+        const report = await runCase(env(), { framework: 'openai-agents' as const, mode, budget, action });
+        reports.push(report);
+        checkCase(report);
+      },
+      180_000,
+    );
   });
 });

@@ -318,6 +318,7 @@ function requestArbitrary(): fc.Arbitrary<FuzzRequest> {
         fc
           .tuple(
             fc.constantFrom(
+              'GET /v1/runs',
               'GET /v1/runs/{r}',
               'POST /v1/runs/{r}/cancel',
               'GET /v1/runs/{r}/trace',

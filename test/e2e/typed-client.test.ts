@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../../functions/api/openapi';
 import { ToolRunnerError } from '../../functions/client';
 import { startTestStack, type TestStack } from '../support/stack';
+import { isEmbedded } from '../support/target';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -79,6 +80,175 @@ describe('the typed client against the running API', () => {
     expect(error).toMatchObject({ status: 404, code: 'not_found' });
     await expect(stack.api.client('tr_not_a_key_at_all').createRun()).rejects.toMatchObject({ status: 401, code: 'unauthenticated' });
     await expect(stack.api.client(stack.keys.approver).createRun()).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+  });
+});
+
+describe('the people’s verbs: approve, reject, resolveReview, listRuns', () => {
+  const charge = (callId: string, amount = 75_000) => ({
+    callId,
+    turn: 1,
+    name: 'charge_card',
+    arguments: { amount, currency: 'USD', customer: 'cus_people' },
+  });
+  async function pendingCharge(ownerKey: string, callId: string) {
+    const owner = stack.api.client(ownerKey);
+    const { runId } = await owner.createRun();
+    const answer = await owner.callTool(runId, charge(callId), { waitSeconds: 20 });
+    if (answer.kind !== 'pending') throw new Error(`expected a pending call, got ${JSON.stringify(answer)}`);
+    expect(answer.state).toBe('awaiting_approval');
+    return { runId, operationId: answer.operationId };
+  }
+
+  it('approves and rejects by key, once, under the signed link’s rules', async () => {
+    const agent = stack.api.client(stack.keys.agent);
+    const approver = stack.api.client(stack.keys.approver);
+    const approved = await pendingCharge(stack.keys.agent, 'call_key_ok');
+    const rejected = await pendingCharge(stack.keys.agent, 'call_key_no');
+
+    // The run's owner and the requester may not decide: the admin submits into its own run.
+    const own = await pendingCharge(stack.keys.admin, 'call_own');
+    await expect(stack.api.client(stack.keys.admin).approve(own.operationId)).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+    // An agent is no approver at all.
+    await expect(agent.approve(approved.operationId)).rejects.toMatchObject({ status: 403, code: 'forbidden' });
+
+    expect(await approver.approve(approved.operationId, { reason: 'known customer' })).toEqual({
+      approvalId: `apr_${approved.operationId.slice(3)}`,
+      operationId: approved.operationId,
+      state: 'approved',
+    });
+    expect(await approver.reject(rejected.operationId)).toMatchObject({ operationId: rejected.operationId, state: 'rejected' });
+    // Decided once: neither a second decision nor the other one.
+    await expect(approver.reject(approved.operationId)).rejects.toMatchObject({ status: 409, code: 'invalid_state' });
+    await expect(approver.approve(rejected.operationId)).rejects.toMatchObject({ status: 409, code: 'invalid_state' });
+    // The link says the same: this approval is decided.
+    const link = await stack.api.request('POST', `/v1/approvals/apr_${approved.operationId.slice(3)}`, {
+      body: { decision: 'reject', sig: 'x.y' },
+    });
+    expect(link.status).toBe(403);
+
+    expect(await agent.waitForOperation(approved.operationId, { timeoutSeconds: 30 })).toMatchObject({ status: 'succeeded' });
+    expect(await agent.waitForOperation(rejected.operationId, { timeoutSeconds: 30 })).toMatchObject({
+      status: 'rejected',
+      code: 'approval_rejected',
+    });
+    const op = await agent.getOperation(approved.operationId);
+    expect(op.approval).toMatchObject({ state: 'approved', decidedBy: 'approver' });
+    const decided = (await agent.getTrace(approved.runId)).find((e) => e.type === 'approval.decided');
+    expect(decided).toMatchObject({ operationId: approved.operationId });
+
+    // No such operation; an operation that never needed a person; a malformed body.
+    await expect(approver.approve('op_missing')).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    const { runId } = await agent.createRun();
+    const read = await agent.callTool(runId, { callId: 'call_read', turn: 1, name: 'get_order', arguments: { orderId: 'ord_2' } });
+    if (read.kind !== 'envelope') throw new Error('expected an envelope');
+    await expect(approver.approve(read.envelope.logical_operation_id)).rejects.toMatchObject({ status: 409, code: 'invalid_state' });
+    const bad = await stack.api.request('POST', `/v1/operations/${own.operationId}/approval`, {
+      key: stack.keys.approver,
+      body: { decision: 'maybe' },
+    });
+    expect(bad).toMatchObject({ status: 400, body: { error: { code: 'invalid_request' } } });
+    await approver.reject(own.operationId);
+  });
+
+  it.runIf(isEmbedded)('refuses a decision once the approval expired', async () => {
+    stack.editConfig((c) => (c.approvalTtlSeconds = 2));
+    try {
+      const agent = stack.api.client(stack.keys.agent);
+      const late = await pendingCharge(stack.keys.agent, 'call_late');
+      const approval = (await agent.getOperation(late.operationId)).approval!;
+      expect(Date.parse(approval.expiresAt) - Date.now()).toBeLessThan(5_000);
+      expect(await agent.waitForOperation(late.operationId, { timeoutSeconds: 30 })).toMatchObject({ code: 'approval_expired' });
+      await expect(stack.api.client(stack.keys.approver).approve(late.operationId)).rejects.toMatchObject({
+        status: 409,
+        code: 'invalid_state',
+      });
+    } finally {
+      stack.editConfig((c) => (c.approvalTtlSeconds = 86400));
+    }
+  });
+
+  it('resolves a review by a person', async () => {
+    const { api, keys, sandbox } = stack;
+    const runId = await api.createRun(keys.agent);
+    await sandbox.fault({ route: 'POST /v1/emails', mode: 'commit_then_timeout', delayMs: 20_000 });
+    const res = await api.call(keys.agent, runId, {
+      callId: 'call_mail',
+      name: 'send_email',
+      arguments: { to: 'a@example.com', subject: 'Hi', body: 'Hello' },
+    });
+    expect(res.body).toMatchObject({ status: 'outcome_unknown' });
+    const operationId = res.body.logical_operation_id as string;
+    const reviewer = api.client(keys.reviewer);
+    await api.until(
+      'the review to be listed',
+      () => reviewer.listReviews(),
+      (reviews) => reviews.some((r) => r.operationId === operationId),
+    );
+    await expect(api.client(keys.agent).resolveReview(operationId, { outcome: 'succeeded', note: 'mine' })).rejects.toMatchObject({
+      status: 403,
+    });
+    const resolved = await reviewer.resolveReview(operationId, { outcome: 'succeeded', note: 'seen in the mail log' });
+    expect(resolved).toMatchObject({ operationId, review: { resolvedBy: 'reviewer', note: 'seen in the mail log' } });
+    await expect(reviewer.resolveReview(operationId, { outcome: 'failed', note: 'again' })).rejects.toMatchObject({
+      status: 409,
+      code: 'invalid_state',
+    });
+    expect((await reviewer.listReviews()).map((r) => r.operationId)).not.toContain(operationId);
+  });
+
+  it('lists runs newest first, a page at a time: an agent its own, a reviewer and an admin all', async () => {
+    const agent = stack.api.client(stack.keys.agent);
+    const other = stack.api.client(stack.keys.other);
+    const mine: string[] = [];
+    for (let i = 0; i < 5; i++) mine.push((await agent.createRun()).runId);
+    const theirs = (await other.createRun()).runId;
+    await agent.cancelRun(mine[1]);
+
+    const ownPage = await agent.listRuns({ limit: 100 });
+    const ownIds = ownPage.runs.map((r) => r.runId);
+    expect(ownPage.runs.every((r) => r.owner === 'agent')).toBe(true);
+    expect(ownIds).not.toContain(theirs);
+    // Newest first: the five just made lead, in reverse order of creation.
+    expect(ownIds.slice(0, 5)).toEqual([...mine].reverse());
+    expect(ownPage.runs[0]).toEqual({
+      runId: mine[4],
+      status: 'open',
+      owner: 'agent',
+      createdAt: expect.stringMatching(/^\d{4}-/),
+      usage: { turns: 0, toolCalls: 0, spendCents: 0, wallClockSeconds: expect.any(Number) },
+    });
+    expect((await other.listRuns()).runs.map((r) => r.runId)).toEqual([theirs]);
+
+    const cancelled = await agent.listRuns({ status: 'cancelled' });
+    expect(cancelled.runs.map((r) => r.runId)).toContain(mine[1]);
+    expect(cancelled.runs.every((r) => r.status === 'cancelled')).toBe(true);
+
+    // Pages of two cover every run exactly once, in the same order as one page.
+    for (const key of [stack.keys.reviewer, stack.keys.admin]) {
+      const client = stack.api.client(key);
+      const all = (await client.listRuns({ limit: 100 })).runs.map((r) => r.runId);
+      expect(all).toEqual(expect.arrayContaining([...mine, theirs]));
+      const paged: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listRuns({ limit: 2, cursor });
+        expect(page.runs.length).toBeLessThanOrEqual(2);
+        paged.push(...page.runs.map((r) => r.runId));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(paged).toEqual(all);
+    }
+
+    for (const query of ['limit=0', 'limit=101', 'limit=ten', 'status=done', 'cursor=bogus']) {
+      const res = await stack.api.request('GET', `/v1/runs?${query}`, { key: stack.keys.agent });
+      expect({ query, status: res.status, code: res.body.error?.code }).toEqual({ query, status: 400, code: 'invalid_request' });
+    }
+    // A cursor of another list is not one of this list.
+    const approvalsCursor = Buffer.from(JSON.stringify({ approvalPendingKey: 'pending', createdAt: 'x', operationId: 'op_x' })).toString(
+      'base64url',
+    );
+    expect((await stack.api.request('GET', `/v1/runs?cursor=${approvalsCursor}`, { key: stack.keys.agent })).status).toBe(400);
+    await expect(stack.api.client(stack.keys.approver).listRuns()).rejects.toMatchObject({ status: 403, code: 'forbidden' });
   });
 });
 

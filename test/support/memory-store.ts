@@ -121,6 +121,23 @@ export function memoryStore(clock: () => number = Date.now): Store & {
           : {}),
       };
     },
+    async listRuns({ limit, after, matches = () => true }) {
+      const newestFirst = [...runs.values()].sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.runId.localeCompare(a.runId));
+      const start = after ? newestFirst.findIndex((r) => r.runId === after.runId) + 1 : 0;
+      const items: RunRecord[] = [];
+      for (let i = start; i < newestFirst.length; i++) {
+        if (!matches(newestFirst[i])) continue;
+        items.push(newestFirst[i]);
+        if (items.length === limit)
+          return {
+            items: clone(items),
+            ...(i < newestFirst.length - 1
+              ? { nextKey: { listKey: 'runs', createdAt: items[limit - 1].createdAt, runId: items[limit - 1].runId } }
+              : {}),
+          };
+      }
+      return { items: clone(items) };
+    },
     async listOpenReviews(limit) {
       return clone([...ops.values()].filter((o) => o.state === 'outcome_unknown' && o.review?.required).slice(0, limit));
     },
