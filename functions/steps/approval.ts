@@ -2,6 +2,7 @@ import { signLink, verifyLink } from '../core/approval-link';
 import { accepts, requesterOf, stepOutput, type StepOutput } from '../core/engine';
 import { ErrorNames } from '../core/errors';
 import { approvalIdFor, operationIdOfApproval } from '../core/ids';
+import { approvalSummary } from '../core/notices';
 import type { OperationRecord, Principal } from '../core/model';
 import { hasRole } from '../core/policy';
 import type { Deps } from '../core/ports';
@@ -45,8 +46,10 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
     await deps.notifier.approvalRequested({
       approvalId: op.approval!.approvalId,
       operationId,
+      runId: op.runId,
       toolName: op.toolName,
       requestedBy: requester,
+      summary: approvalSummary(op, requester),
       expiresAt: op.approval!.expiresAt,
       links: approvers.map((p) => ({ approverId: p.id, url: approvalUrl(deps, config.approvalSecret, op, p.id) })),
     });
@@ -139,6 +142,7 @@ export async function decideAs(
     // The waiting execution is gone (a restart, a lost token): the decision is durable, so resume from it.
     await resumeOperation(deps, op.operationId);
   }
+  await tellDecided(deps, op);
   return { ok: true, op };
 }
 
@@ -150,5 +154,20 @@ export async function expireApprovalStep(deps: Deps, operationId: string): Promi
     value: undefined,
     events: accepts(op, 'expire_approval') && due(op) ? [{ type: 'expire_approval' }] : [],
   }));
+  if (out.changed && out.op.approval?.state === 'expired') await tellDecided(deps, out.op);
   return stepOutput(out.op, deps.now());
+}
+
+/** A link-free notice that an approval ended; the notifier counts and logs a failed delivery itself. */
+async function tellDecided(deps: Deps, op: OperationRecord): Promise<void> {
+  const approval = op.approval;
+  if (!approval || approval.state === 'pending') return;
+  await deps.notifier.approvalDecided?.({
+    approvalId: approval.approvalId,
+    operationId: op.operationId,
+    runId: op.runId,
+    toolName: op.toolName,
+    decision: approval.state,
+    decidedBy: approval.decidedBy,
+  });
 }
