@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { SNSClient } from '@aws-sdk/client-sns';
+import ts from 'typescript';
 import { afterEach, describe, expect, it } from 'vitest';
 import { memoryMetrics } from '../../functions/adapters/metrics';
 import { makeNotifier, snsChannel, WEBHOOK_DELIVERY, webhookChannel, type WebhookDeliveryPolicy } from '../../functions/adapters/notifier';
@@ -111,6 +114,25 @@ describe('the webhook signature', () => {
       expect(verifyWebhookSignature({ secret: SECRETS.alice, body, header: bad, nowMs: now })).toEqual({ ok: false, reason: 'malformed' });
     const other = signWebhookBody(SECRETS.bob, body, now).split(',')[1];
     expect(verifyWebhookSignature({ secret: SECRETS.alice, body, header: `${other},${header}`, nowMs: now }).ok).toBe(true);
+  });
+});
+
+describe("the README's verification snippet for receivers", () => {
+  it('accepts what the runner signs, and nothing else', () => {
+    const readme = readFileSync('README.md', 'utf8');
+    const source = /```ts\n(import \{ createHmac[\s\S]*?)```/.exec(readme)?.[1];
+    expect(source, 'the README has the snippet').toBeDefined();
+    const js = ts.transpileModule(source!, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } });
+    const module = { exports: {} as Record<string, (body: string, header: string, secret: string) => boolean> };
+    new Function('require', 'module', 'exports', js.outputText)(createRequire(import.meta.url), module, module.exports);
+    const verify = module.exports.verifyToolrunnerSignature;
+    const body = JSON.stringify({ type: 'approval.requested', url: 'https://runner.example/v1/approvals/apr_1?sig=x' });
+    const header = signWebhookBody(SECRETS.alice, body, Date.now());
+    expect(verify(body, header, SECRETS.alice)).toBe(true);
+    expect(verify(body, header, SECRETS.bob)).toBe(false);
+    expect(verify(`${body} `, header, SECRETS.alice)).toBe(false);
+    expect(verify(body, signWebhookBody(SECRETS.alice, body, Date.now() - 600_000), SECRETS.alice)).toBe(false);
+    expect(verify(body, 'garbage', SECRETS.alice)).toBe(false);
   });
 });
 
