@@ -146,10 +146,11 @@ export function consoleRoutes(options: ConsoleOptions): Hono {
           ? '/console/runs'
           : '/console/nothing';
 
-  app.get('/console', async (c) => {
-    const who = await signedIn(c);
-    return c.redirect(who ? home(who.viewer) : '/console/login', 303);
-  });
+  for (const path of ['/console', '/console/'])
+    app.get(path, async (c) => {
+      const who = await signedIn(c);
+      return c.redirect(who ? home(who.viewer) : '/console/login', 303);
+    });
 
   app.get('/console/nothing', async (c) => {
     const who = await signedIn(c);
