@@ -5,12 +5,14 @@ import { z } from 'zod';
 import { createClient, ToolRunnerError } from '../functions/client';
 import { runEmbeddedStack } from '../local/run-stack';
 import { loadTools } from './load-tools';
+import { startNotesApi } from './notes-api';
 import { formatTimeline } from './timeline';
 
 const USAGE = `usage:
   toolrunner start [--tools PATH]   the embedded stack (knobs: PORT, SANDBOX_PORT, TOOLRUNNER_DATA_DIR,
                                     TOOLRUNNER_CONFIG; TOOLRUNNER_TOOLS=PATH is the same as --tools)
   toolrunner trace RUN_ID           a run's trace as a timeline (TOOLRUNNER_URL, TOOLRUNNER_KEY)
+  toolrunner notes-api              the quick start's example upstream: a notes API on NOTES_PORT (default 4000)
 `;
 
 /** Messages only: a failure prints one line and an exit code, never a stack trace. */
@@ -53,6 +55,19 @@ async function trace(args: string[]): Promise<void> {
   }
 }
 
+const NotesEnv = z.object({ NOTES_PORT: z.coerce.number().int().min(0).max(65535).default(4000) });
+
+async function notesApi(args: string[]): Promise<void> {
+  parseArgs({ args, strict: true });
+  const env = NotesEnv.safeParse(process.env);
+  if (!env.success) fail('NOTES_PORT must be a port number', 2);
+  const api = await startNotesApi(env.data.NOTES_PORT).catch((error: Error) => fail(`notes-api: ${error.message}`));
+  console.log(`notes api: ${api.url} (GET and PUT /notes/{id}; writes deduplicated on Idempotency-Key)`);
+  const stop = () => api.server.close(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -60,6 +75,8 @@ async function main(argv: string[]): Promise<void> {
       return start(rest);
     case 'trace':
       return trace(rest);
+    case 'notes-api':
+      return notesApi(rest);
     case undefined:
     case 'help':
     case '--help':

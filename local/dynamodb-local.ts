@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  type CreateTableCommandInput,
   CreateTableCommand,
   DescribeTableCommand,
   DynamoDBClient,
@@ -240,5 +241,28 @@ async function addMissingIndexes(client: DynamoDBClient, TableName: string, layo
         ],
       }),
     );
+  }
+}
+
+/** One table to create: DynamoDB's CreateTable input, and its TTL attribute if it has one. */
+export interface TableToCreate {
+  create: CreateTableCommandInput;
+  ttlAttribute?: string;
+}
+
+/** Creates each table that is missing (and its TTL setting), as a template declares them; an existing one is left as it is. */
+export async function createTables(client: DynamoDBClient, tables: readonly TableToCreate[]): Promise<void> {
+  for (const { create, ttlAttribute } of tables) {
+    const TableName = create.TableName;
+    try {
+      await client.send(new CreateTableCommand(create));
+      if (ttlAttribute)
+        await client.send(
+          new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }),
+        );
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+    }
+    await client.send(new DescribeTableCommand({ TableName }));
   }
 }

@@ -46,7 +46,7 @@ export function responseMessages(result: { response: { messages: ModelMessage[] 
 }
 
 /** Where approval requests are read from: a `generateText` result, or the conversation's messages. */
-export type ApprovalSource = { content: ReadonlyArray<unknown>; response?: { messages: ModelMessage[] } } | ReadonlyArray<ModelMessage>;
+export type ApprovalSource = { content: ReadonlyArray<unknown> } | ReadonlyArray<ModelMessage>;
 
 type GenerateOptions = Omit<Parameters<typeof generateText>[0], 'tools' | 'prompt' | 'messages'> & {
   prompt?: string;
@@ -98,6 +98,7 @@ function openRequests(source: ApprovalSource): OpenRequest[] {
   return requests.filter((r) => !answered.has(r.approvalId) && calls.has(r.toolCallId)).map((r) => ({ ...r, ...calls.get(r.toolCallId)! }));
 }
 
+/** Opens a run (or joins `options.runId`) and gives its tools to the AI SDK; see `ToolrunnerAiSdk`. */
 export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<ToolrunnerAiSdk> {
   const session = await RunnerSession.open(options);
   const specs = await session.tools();

@@ -71,6 +71,7 @@ function callIdOf(item: RunToolApprovalItem): string | undefined {
   return (item.rawItem as { callId?: string }).callId;
 }
 
+/** Opens a run (or joins `options.runId`) and gives its tools to the OpenAI Agents SDK; see `ToolrunnerAgents`. */
 export async function toolrunnerAgents(options: ToolrunnerOptions): Promise<ToolrunnerAgents> {
   const session = await RunnerSession.open(options);
   const specs = await session.tools();

@@ -67,6 +67,7 @@ export function runnerDecision(op: Operation): RunnerDecision {
   return { status: 'pending' };
 }
 
+/** One run at the runner as both adapters use it: its tools, the approval question, submission and decisions. */
 export class RunnerSession {
   private constructor(
     readonly runId: string,

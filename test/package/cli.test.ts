@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startNotesApi } from '../../cli/notes-api';
 
 const root = resolve(import.meta.dirname, '../..');
 /** tsx's loader by absolute URL: the CLI runs in a folder outside the repo, where `--import tsx` would not resolve. */
@@ -60,5 +61,26 @@ describe('toolrunner command', () => {
     const trace = await cli(['trace', 'run_1'], { TOOLRUNNER_KEY: '' });
     expect(trace.code).toBe(2);
     expect(trace.stderr).toContain('TOOLRUNNER_KEY');
+  });
+
+  it('serves the quick start’s notes API: reads, writes deduplicated on Idempotency-Key, clear refusals', async () => {
+    const api = await startNotesApi(0);
+    try {
+      const put = (id: string, body: string, key?: string) =>
+        fetch(`${api.url}/notes/${id}`, { method: 'PUT', body, headers: key ? { 'idempotency-key': key } : {} });
+      expect(await (await fetch(`${api.url}/notes/n1`)).json()).toEqual({ id: 'n1', text: 'first' });
+      expect((await put('n2', JSON.stringify({ text: 'a' }), 'k1')).status).toBe(200);
+      // The same key again answers the stored note and writes nothing, even with another body.
+      expect(await (await put('n2', JSON.stringify({ text: 'b' }), 'k1')).json()).toEqual({ id: 'n2', text: 'a' });
+      const writes = (await (await fetch(`${api.url}/_notes/writes`)).json()) as { id: string; idempotencyKey?: string }[];
+      expect(writes.map((w) => [w.id, w.idempotencyKey])).toEqual([['n2', 'k1']]);
+      expect((await put('n3', 'not json')).status).toBe(400);
+      expect((await put('n3', JSON.stringify({ text: 1 }))).status).toBe(400);
+      expect((await fetch(`${api.url}/notes/n9`)).status).toBe(404);
+      expect((await fetch(`${api.url}/notes/UPPER`)).status).toBe(404);
+      expect((await fetch(`${api.url}/other`)).status).toBe(404);
+    } finally {
+      api.server.close();
+    }
   });
 });

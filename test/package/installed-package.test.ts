@@ -1,44 +1,28 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../local/dynamodb-local';
+import { ALL_BUDGETS, checkCase, describeRead, type Action, type CaseEnv, type CaseReport, type CaseSpec } from '../support/adapter-cases';
 import { isEmbedded } from '../support/target';
 
 const run = promisify(execFile);
 const root = resolve(import.meta.dirname, '../..');
 
-/** The notes upstream the fixture's tools call: a read, and a write that deduplicates on Idempotency-Key. */
-function startNotesUpstream(): Promise<{ url: string; puts: { key: string | undefined; id: string }[]; server: Server }> {
-  const notes = new Map<string, { id: string; text: string }>([['n1', { id: 'n1', text: 'first' }]]);
-  const byKey = new Map<string, { id: string; text: string }>();
-  const puts: { key: string | undefined; id: string }[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const id = decodeURIComponent((req.url ?? '').replace(/^\/notes\//, ''));
-      const reply = (status: number, body: unknown) =>
-        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-      if (req.method === 'GET') return notes.has(id) ? reply(200, notes.get(id)) : reply(404, { error: { code: 'not_found' } });
-      if (req.method !== 'PUT') return reply(405, {});
-      const key = req.headers['idempotency-key'] as string | undefined;
-      if (key && byKey.has(key)) return reply(200, byKey.get(key));
-      puts.push({ key, id });
-      const note = { id, text: (JSON.parse(Buffer.concat(chunks).toString()) as { text: string }).text };
-      notes.set(id, note);
-      if (key) byKey.set(key, note);
-      reply(200, note);
-    });
-  });
-  return new Promise((r) =>
-    server.listen(0, '127.0.0.1', () => r({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, puts, server })),
-  );
+/** The README's quick start: its code blocks (`tools.ts`, `agent.mjs`) and its text, which names the commands run here. */
+function quickStart(): { tools: string; agent: string; text: string } {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const text = readme.slice(readme.indexOf('## Quick start: your own tools'), readme.indexOf('## Using it'));
+  const block = (lang: string) => {
+    const at = text.indexOf(`\n\`\`\`${lang}\n`);
+    if (at < 0) throw new Error(`README quick start: no ${lang} block`);
+    const from = at + lang.length + 5;
+    return text.slice(from, text.indexOf('\n```\n', from) + 1);
+  };
+  return { tools: block('ts'), agent: block('js'), text };
 }
 
 /** Lines of a child's stdout, with a way to wait (deadline-bound) for one that matches. */
@@ -83,9 +67,21 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
   const work = mkdtempSync(join(tmpdir(), 'toolrunner-user-'));
   const app = join(work, 'app');
   let tarball = '';
-  let runner: ChildProcess | undefined;
-  let upstream: Awaited<ReturnType<typeof startNotesUpstream>>;
+  const children: ChildProcess[] = [];
+  let notesUrl = '';
   const figures: Record<string, string> = {};
+  const readme = quickStart();
+
+  /** A long-running command from the installed package (`npx toolrunner ...`), stopped after the tests. */
+  function background(args: string[], env: Record<string, string>) {
+    const child = spawn(join(app, 'node_modules/.bin/toolrunner'), args, {
+      cwd: app,
+      env: plainEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    return { child, lines: watchLines(child) };
+  }
 
   beforeAll(async () => {
     let started = Date.now();
@@ -99,27 +95,33 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     tarball = join(work, info.filename);
     figures.pack = `${((Date.now() - started) / 1000).toFixed(1)} s, ${(statSync(tarball).size / 1024).toFixed(0)} KiB, ${info.entryCount} files`;
 
+    // The quick start's steps, in an empty folder.
     rmSync(app, { recursive: true, force: true });
     await run('mkdir', ['-p', app]);
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'notes-agent', private: true, type: 'module' }));
+    expect(readme.text).toContain('npm init -y && npm pkg set type=module');
+    await run('npm', ['init', '-y'], { cwd: app });
+    await run('npm', ['pkg', 'set', 'type=module'], { cwd: app });
     started = Date.now();
-    await run('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+    await run('npm', ['install', tarball, 'zod', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
       cwd: app,
       maxBuffer: 64 * 1024 * 1024,
     });
     figures.install = `${((Date.now() - started) / 1000).toFixed(1)} s`;
     const du = await run('du', ['-sk', join(app, 'node_modules')]);
     figures.installSize = `${Math.round(Number(du.stdout.split('\t')[0]) / 1024)} MiB`;
-    copyFileSync(join(root, 'test/package/fixtures/notes-tools.ts'), join(app, 'tools.ts'));
-    upstream = await startNotesUpstream();
+    writeFileSync(join(app, 'tools.ts'), readme.tools);
+    writeFileSync(join(app, 'agent.mjs'), readme.agent);
+    // `npx toolrunner notes-api &`: the upstream the tools call.
+    expect(readme.text).toContain('npx toolrunner notes-api &');
+    const notes = background(['notes-api'], { NOTES_PORT: String(await freePort()) });
+    [, notesUrl] = await notes.lines.waitFor(/notes api: (\S+)/, 30_000);
   }, 240_000);
 
   afterAll(async () => {
-    if (runner && runner.exitCode === null) {
-      runner.kill('SIGKILL');
-      await exitOf(runner, 10_000).catch(() => undefined);
+    for (const child of children.filter((c) => c.exitCode === null)) {
+      child.kill('SIGKILL');
+      await exitOf(child, 10_000).catch(() => undefined);
     }
-    upstream?.server.close();
     console.log(`package figures: ${JSON.stringify(figures)}`);
     rmSync(work, { recursive: true, force: true });
   });
@@ -179,21 +181,17 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     for (const file of [agents, aiSdk]) expect(existsSync(new URL(file))).toBe(true);
   });
 
-  it('runs the user’s tools with `toolrunner start --tools`, serves them through the typed client, and stops on SIGTERM', async () => {
+  it('runs the quick start as written: `toolrunner start --tools`, the agent prints its run id, `toolrunner trace` shows it; stops on SIGTERM', async () => {
     const [port, sandboxPort] = [await freePort(), await freePort()];
     let started = Date.now();
-    runner = spawn(join(app, 'node_modules/.bin/toolrunner'), ['start', '--tools', 'tools.ts'], {
-      cwd: app,
-      env: plainEnv({
-        PORT: String(port),
-        SANDBOX_PORT: String(sandboxPort),
-        TOOLRUNNER_DATA_DIR: join(work, 'data'),
-        TOOLRUNNER_CONFIG: join(work, 'principals.json'),
-        NOTES_API: upstream.url,
-      }),
-      stdio: ['ignore', 'pipe', 'pipe'],
+    expect(readme.text).toContain('npx toolrunner start --tools tools.ts');
+    const { child: runner, lines } = background(['start', '--tools', 'tools.ts'], {
+      PORT: String(port),
+      SANDBOX_PORT: String(sandboxPort),
+      TOOLRUNNER_DATA_DIR: join(work, 'data'),
+      TOOLRUNNER_CONFIG: join(work, 'principals.json'),
+      NOTES_API: notesUrl,
     });
-    const lines = watchLines(runner);
     const [, apiUrl] = await lines.waitFor(/ready: api=(\S+)/, 90_000);
     figures.startToReady = `${((Date.now() - started) / 1000).toFixed(1)} s`;
     expect(apiUrl).toBe(`http://127.0.0.1:${port}`);
@@ -205,6 +203,26 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
       principals: { key: string; roles: string[] }[];
     };
     const apiKey = principals.principals.find((p) => p.roles.includes('agent'))!.key;
+    const notesWrites = async () => (await (await fetch(`${notesUrl}/_notes/writes`)).json()) as { id: string; idempotencyKey?: string }[];
+
+    // `TOOLRUNNER_KEY=... node agent.mjs`, then `npx toolrunner trace <the run id it printed>`.
+    expect(readme.text).toContain('TOOLRUNNER_KEY=... node agent.mjs');
+    const agent = await run(process.execPath, ['agent.mjs'], {
+      cwd: app,
+      env: plainEnv({ TOOLRUNNER_URL: apiUrl, TOOLRUNNER_KEY: apiKey }),
+    });
+    const [, agentRun] = agent.stdout.match(/^run (run_\S+)$/m) ?? [];
+    expect(agentRun).toBeDefined();
+    expect(agent.stdout).toMatch(/status: 'succeeded'/);
+    expect(await notesWrites()).toEqual([{ id: 'n1', idempotencyKey: expect.stringMatching(/.{16,}/), at: expect.any(String) }]);
+    expect(readme.text).toContain('npx toolrunner trace run_');
+    const agentTrace = await run(join(app, 'node_modules/.bin/toolrunner'), ['trace', agentRun], {
+      cwd: app,
+      env: plainEnv({ TOOLRUNNER_URL: apiUrl, TOOLRUNNER_KEY: apiKey }),
+    });
+    expect(agentTrace.stdout).toMatch(new RegExp(`^run ${agentRun}: \\d+ events, 1 operations?`));
+    expect(agentTrace.stdout).toContain('save_note  call call_1 turn 1');
+
     // The client as the user's code loads it: from the installed package, with the installed zod.
     const { createClient, ToolRunnerError } = (await import(
       pathToFileURL(join(app, 'node_modules/toolrunner/dist/client/index.js')).href
@@ -222,7 +240,7 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     expect(read).toMatchObject({
       kind: 'envelope',
       replayed: false,
-      envelope: { status: 'succeeded', result: { id: 'n1', text: 'first' } },
+      envelope: { status: 'succeeded', result: { id: 'n1', text: 'hello' } },
     });
 
     const write = { callId: 'call_2', turn: 2, name: 'save_note', arguments: { id: 'n2', text: 'second' } };
@@ -236,13 +254,12 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     expect(again).toMatchObject({ kind: 'envelope', replayed: true });
     if (first.kind !== 'envelope' || again.kind !== 'envelope') throw new Error('expected envelopes');
     expect(again.envelope.logical_operation_id).toBe(first.envelope.logical_operation_id);
-    expect(upstream.puts).toHaveLength(1);
-    expect(upstream.puts[0].key).toMatch(/.{16,}/);
+    expect((await notesWrites()).filter((w) => w.id === 'n2')).toHaveLength(1);
 
     const conflict = await client.callTool(runId, { ...write, arguments: { id: 'n2', text: 'changed' } }).catch((e: unknown) => e);
     expect(conflict).toBeInstanceOf(ToolRunnerError);
     expect(conflict).toMatchObject({ status: 409, code: 'call_id_conflict' });
-    expect(upstream.puts).toHaveLength(1);
+    expect((await notesWrites()).filter((w) => w.id === 'n2')).toHaveLength(1);
 
     // The CLI's timeline for the same run, from the installed bin.
     const trace = await run(join(app, 'node_modules/.bin/toolrunner'), ['trace', runId], {
@@ -259,6 +276,85 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     figures.stop = `${((Date.now() - started) / 1000).toFixed(1)} s`;
     expect(lines.output()).not.toMatch(/\n\s+at /);
   }, 180_000);
+
+  it('keeps the adapters’ promise beside the newest published AI SDK and OpenAI Agents SDK (installed without --legacy-peer-deps, run on Node 22)', async () => {
+    // The frameworks as a user adds them today: the newest published versions, which must satisfy the peer ranges.
+    let started = Date.now();
+    await run('npm', ['install', 'ai@latest', '@openai/agents@latest', '--no-audit', '--no-fund', '--loglevel=error'], {
+      cwd: app,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const versionOf = (name: string) =>
+      (JSON.parse(readFileSync(join(app, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    const versions = `ai@${versionOf('ai')} @openai/agents@${versionOf('@openai/agents')}`;
+    figures.sdks = `${versions}, installed in ${((Date.now() - started) / 1000).toFixed(1)} s`;
+    const latest = await run('npm', ['view', 'ai', 'version'], { cwd: app });
+    expect(versionOf('ai')).toBe(latest.stdout.trim());
+
+    // The demo stack from the installed package (the sandbox's charges), and the cases run on the installed code.
+    const [port, sandboxPort] = [await freePort(), await freePort()];
+    const configPath = join(work, 'demo-principals.json');
+    const { child: demo, lines } = background(['start'], {
+      PORT: String(port),
+      SANDBOX_PORT: String(sandboxPort),
+      TOOLRUNNER_DATA_DIR: join(work, 'demo-data'),
+      TOOLRUNNER_CONFIG: configPath,
+    });
+    const [, apiUrl, sandboxUrl] = await lines.waitFor(/ready: api=(\S+) sandbox=(\S+)/, 90_000);
+    const config = JSON.parse(readFileSync(configPath, 'utf8')) as {
+      principals: { key: string; roles: string[] }[];
+      approvalTtlSeconds?: number;
+    };
+    const keyOf = (role: string) => config.principals.find((p) => p.roles.length === 1 && p.roles[0] === role)!.key;
+    const env: CaseEnv = { apiUrl, sandboxUrl, agentKey: keyOf('agent'), approverKey: keyOf('approver') };
+    for (const [from, to] of [
+      ['test/support/adapter-cases.ts', 'test/support/adapter-cases.ts'],
+      ['examples/scripted-models.ts', 'examples/scripted-models.ts'],
+    ]) {
+      mkdirSync(dirname(join(app, to)), { recursive: true });
+      copyFileSync(join(root, from), join(app, to));
+    }
+    writeFileSync(
+      join(app, 'run-cases.ts'),
+      [
+        "import { runCase } from './test/support/adapter-cases';",
+        'const { env, specs } = JSON.parse(process.env.CASES!);',
+        'console.log(JSON.stringify(await Promise.all(specs.map((spec: never) => runCase(env, spec)))));',
+      ].join('\n'),
+    );
+    const node22 = (await run(join(root, 'scripts/node22.sh'), [], { cwd: root })).stdout.trim();
+    const runCases = async (specs: CaseSpec[]) => {
+      const out = await run(node22, ['--import', 'tsx', 'run-cases.ts'], {
+        cwd: app,
+        env: plainEnv({ CASES: JSON.stringify({ env, specs }) }),
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      return JSON.parse(out.stdout.trim().split('\n').at(-1)!) as CaseReport[];
+    };
+    const specs = (actions: readonly Action[]) =>
+      (['ai-sdk', 'openai-agents'] as const).flatMap((framework) =>
+        (['pause', 'blocking'] as const).flatMap((mode) =>
+          ALL_BUDGETS.flatMap((budget) => actions.map((action) => ({ framework, mode, budget, action }))),
+        ),
+      );
+
+    started = Date.now();
+    const reports = await runCases(specs(['approve', 'reject', 'cancel']));
+    // Nobody decides: a short approval time for these cases only (the runner re-reads its config).
+    writeFileSync(configPath, JSON.stringify({ ...config, approvalTtlSeconds: 3 }));
+    try {
+      reports.push(...(await runCases(specs(['expire']))));
+    } finally {
+      writeFileSync(configPath, JSON.stringify(config));
+    }
+    figures.adapterCases = `${reports.length} in ${((Date.now() - started) / 1000).toFixed(1)} s`;
+    console.log(`${versions} from the packed tarball: what the model read\n${reports.map(describeRead).join('\n')}`);
+    expect(reports).toHaveLength(32);
+    for (const report of reports) checkCase(report);
+
+    demo.kill('SIGTERM');
+    expect(await exitOf(demo, 30_000)).toBe(0);
+  }, 600_000);
 
   it("synthesizes a user CDK app with the installed ToolRunner construct, bundling the user's tools into the Lambdas that run them", async () => {
     // The construct's peers, as a user adds them: CDK itself, and esbuild so bundling needs no Docker.
