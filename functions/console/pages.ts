@@ -111,6 +111,8 @@ export function messagePage(title: string, message: string, viewer?: Viewer): st
 
 /** Pending approvals this approver may decide, oldest first, with the amounts as the approval page shows them. */
 export function approvalsPage(viewer: Viewer, approvals: Approval[], tools: (name: string) => ToolSpec | undefined, note?: Banner): string {
+  // An approver never decides on its own runs, so the run is someone else's: only a reviewer (or admin) may open its timeline.
+  const mayReadOthersRuns = hasRole(viewer.principal, 'reviewer');
   const cards = approvals.map((a) => {
     const tool = tools(a.toolName);
     const summary = summaryLines(tool, a.arguments);
@@ -121,7 +123,7 @@ ${summary.length ? `<ul class="summary">${summary.map((line) => `<li>${visibleTe
 ${risk ? `<p class="muted">This tool ${RISK_TEXT[risk]}.</p>` : ''}
 <dl>
 <dt>Requested by</dt><dd>${visibleText(a.requestedBy)}</dd>
-<dt>Run</dt><dd>${runLink(a.runId)}</dd>
+<dt>Run</dt><dd>${mayReadOthersRuns ? runLink(a.runId) : `<code>${visibleText(a.runId)}</code>`}</dd>
 <dt>Operation</dt><dd><code>${visibleText(a.operationId)}</code></dd>
 <dt>Expires</dt><dd>${time(a.expiresAt)}</dd>
 <dt>Arguments hash</dt><dd><code>${visibleText(a.inputHash)}</code></dd>

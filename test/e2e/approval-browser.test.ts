@@ -1,22 +1,21 @@
-import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from '../support/browser';
+import { launchChromium, screenshot, screenshotDir, skipBrowserTests } from '../support/browser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
 let browser: Browser;
 
-beforeAll(async () => {
-  stack = await startTestStack();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
+describe.skipIf(skipBrowserTests)('the approval page in a real browser', () => {
+  beforeAll(async () => {
+    stack = await startTestStack();
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
 
-describe('the approval page in a real browser', () => {
   it('shows the exact operation, escapes what the model wrote, works without JavaScript, and approving charges once', async () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent, { maxSpendCents: 1_000_000 });
@@ -65,7 +64,7 @@ describe('the approval page in a real browser', () => {
     expect(await page.locator('script').count()).toBe(0);
     // Opening the link decided nothing.
     expect((await api.operation(keys.agent, submitted.body.operationId)).approval.state).toBe('pending');
-    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: join(process.env.SCREENSHOT_DIR, 'approval-page.png'), fullPage: true });
+    await screenshot(screenshotDir('approval-page'), page, 'approval-page');
 
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.waitForLoadState();

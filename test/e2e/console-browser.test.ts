@@ -1,30 +1,36 @@
-import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../support/browser';
+import { launchChromium, screenshot, screenshotDir, skipBrowserTests } from '../support/browser';
 import { startTestStack, type TestStack } from '../support/stack';
-import { isEmbedded } from '../support/target';
+import { configEditsApplyAtOnce, Target } from '../support/target';
 
 /**
  * The console as a person uses it, in Chromium with JavaScript off: sign in with a key, approve one charge
  * and reject another, resolve a review, find the run and read its timeline, sign out. A form posted from
- * another origin is refused. Screenshots go to SCREENSHOT_DIR (default: a directory under the system's tmp).
+ * another origin is refused. With `TARGET=template` every request goes through the HTTP API's routes as the
+ * synthesized template declares them (`/console`, `/console/{proxy+}`) to the API function in its worker.
+ * Screenshots go to test-results/screenshots/console-<target>/ (support/browser.ts).
  */
 
-const SHOTS = process.env.SCREENSHOT_DIR ?? join(tmpdir(), 'toolrunner-console-shots');
-mkdirSync(SHOTS, { recursive: true });
+const SHOTS = screenshotDir(`console-${Target}`);
 
 let stack: TestStack;
 let browser: Browser;
 let runId: string;
 const ops: Record<'approve' | 'reject' | 'review', string> = { approve: '', reject: '', review: '' };
+/** With TARGET=template: the route keys of the HTTP API in the template the stack was built from. */
+let templateRoutes: unknown[] = [];
 
-beforeAll(async () => {
-  stack = await startTestStack();
+async function setUp(): Promise<void> {
+  stack = await startTestStack({
+    editTemplate: (template) => {
+      templateRoutes = Object.values(template.Resources)
+        .filter((r) => r.Type === 'AWS::ApiGatewayV2::Route')
+        .map((r) => r.Properties?.RouteKey);
+    },
+  });
   browser = await launchChromium();
   const { api, keys, sandbox } = stack;
   runId = await api.createRun(keys.agent, { maxSpendCents: 10_000_000 });
@@ -51,12 +57,7 @@ beforeAll(async () => {
   });
   expect(mail.body.status).toBe('outcome_unknown');
   ops.review = mail.body.logical_operation_id;
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
+}
 
 async function signedIn(key: string): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ javaScriptEnabled: false });
@@ -69,9 +70,26 @@ async function signedIn(key: string): Promise<{ context: BrowserContext; page: P
   return { context, page };
 }
 
-const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+const shot = (page: Page, name: string) => screenshot(SHOTS, page, name);
 
-describe('the console in Chromium, without JavaScript', () => {
+describe.skipIf(skipBrowserTests)('the console in Chromium, without JavaScript', () => {
+  beforeAll(setUp);
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  it.runIf(Target === 'template')('is served by the API function under the routes the synthesized template declares', async () => {
+    expect(templateRoutes).toEqual(expect.arrayContaining(['ANY /console', 'ANY /console/{proxy+}']));
+    // A path the template does not route answers as API Gateway does: every console page below came through those routes.
+    const outside = await fetch(`${stack.apiUrl}/consoles`);
+    expect(outside.status).toBe(404);
+    expect(await outside.json()).toEqual({ message: 'Not Found' });
+    const root = await fetch(`${stack.apiUrl}/console`, { redirect: 'manual' });
+    expect(root.status).toBe(303);
+    expect(root.headers.get('location')).toBe('/console/login');
+  });
+
   it('signs in with a key: a login form, then an HttpOnly SameSite=Strict session cookie that holds no key', async () => {
     const context = await browser.newContext({ javaScriptEnabled: false });
     const page = await context.newPage();
@@ -116,6 +134,9 @@ describe('the console in Chromium, without JavaScript', () => {
       'Charge €1,234.56 (123456 in minor units of EUR) to customer cus_console.',
     );
     expect(await big.innerText()).toContain('irreversible_write');
+    // The run is someone else's (an approver never decides on its own), so a plain approver sees its id, not a link it may not open.
+    expect(await big.locator('a[href^="/console/runs/"]').count()).toBe(0);
+    expect(await big.locator('dd code').first().innerText()).toBe(runId);
     // The override is shown as a code point, never obeyed.
     await big.locator('details summary').click();
     expect(await big.locator('pre').innerText()).toContain('annual plan <U+202E>gpj.exe');
@@ -270,7 +291,7 @@ describe('the console in Chromium, without JavaScript', () => {
     expect((await api.operation(keys.agent, pending.body.operationId)).approval.state).toBe('rejected');
   });
 
-  it.runIf(isEmbedded)('ends a session when its principal’s key changes', async () => {
+  it.runIf(configEditsApplyAtOnce)('ends a session when its principal’s key changes', async () => {
     const session = await signInOverHttp(stack.keys.reviewer);
     const before = await fetch(`${stack.apiUrl}/console/reviews`, { headers: { cookie: session.cookie }, redirect: 'manual' });
     expect(before.status).toBe(200);

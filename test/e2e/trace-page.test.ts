@@ -1,8 +1,7 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from '../support/browser';
+import { launchChromium, screenshotDir, skipBrowserTests } from '../support/browser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MetricName } from '../../functions/core/metric-names';
 import { formatTimeline } from '../../functions/core/timeline';
@@ -11,24 +10,23 @@ import { isEmbedded } from '../support/target';
 import { PAGE_SECURITY_HEADERS } from '../../functions/api/html';
 
 /** Where the screenshot and the printed timeline go, for a person to look at. */
-const OUT_DIR = process.env.SCREENSHOT_DIR ?? mkdtempSync(join(tmpdir(), 'toolrunner-trace-page-'));
-mkdirSync(OUT_DIR, { recursive: true });
+const OUT_DIR = screenshotDir('trace-page');
 let stack: TestStack;
 let browser: Browser;
-
-beforeAll(async () => {
-  stack = await startTestStack({ seed: 11 });
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
 
 const CARD = '4242 4242 4242 4242';
 const charge = { amount: 2500, currency: 'USD', customer: 'cus_ops', description: `paid with ${CARD}` };
 
-describe('the trace page in a real browser: commit then timeout', () => {
+describe.skipIf(skipBrowserTests)('the trace page in a real browser: commit then timeout', () => {
+  beforeAll(async () => {
+    stack = await startTestStack({ seed: 11 });
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
   it('shows the story of the run, one line per event, with masked data, replays and conflicts', async () => {
     const { api, keys, sandbox } = stack;
     await sandbox.reset();
