@@ -230,6 +230,28 @@ describe.skipIf(skipBrowserTests)('the console in Chromium, without JavaScript',
     await context.close();
   });
 
+  it('shows an agent its own runs only, filters them by status, and refuses another principal’s timeline', async () => {
+    const { api, keys } = stack;
+    const kept = await api.createRun(keys.other);
+    const cancelled = await api.createRun(keys.other);
+    expect((await api.client(keys.other).cancelRun(cancelled)).status).toBe('cancelled');
+    const { context, page } = await signedIn(keys.other);
+    expect(page.url()).toBe(`${stack.apiUrl}/console/runs`);
+    const shown = async () => Promise.all((await page.locator('#runs tbody tr').all()).map((tr) => tr.getAttribute('data-run-id')));
+    expect(await shown()).toEqual([cancelled, kept]);
+    await page.locator('select[name=status]').selectOption('cancelled');
+    await page.locator('form[action="/console/runs"] button[type=submit]').click();
+    await page.waitForLoadState();
+    expect(page.url()).toBe(`${stack.apiUrl}/console/runs?status=cancelled`);
+    expect(await shown()).toEqual([cancelled]);
+    await shot(page, '06b-agent-runs-cancelled');
+    const other = await page.goto(`${stack.apiUrl}/console/runs/${runId}`);
+    expect(other?.status()).toBe(403);
+    expect(await page.locator('main').innerText()).toContain('This run belongs to another principal.');
+    expect(await page.locator('main').innerText()).not.toContain('cus_console');
+    await context.close();
+  });
+
   it('signs out: the cookie is gone and the console asks for a key again', async () => {
     const { context, page } = await signedIn(stack.keys.approver);
     await page.locator('header button[name=logout]').click();
