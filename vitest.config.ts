@@ -1,5 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { defineConfig } from 'vitest/config';
+import { readdirSync, readFileSync } from 'node:fs';
+import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import { inCi, javaPresent, skipNotice } from './test/support/prerequisites';
+import { isEmbedded } from './test/support/target';
 
 const root = import.meta.dirname;
 
@@ -24,43 +26,78 @@ const newestSdks = [
 const versionOf = (pkg: string) =>
   (JSON.parse(readFileSync(`${root}/node_modules/${pkg}/package.json`, 'utf8')) as { version: string }).version;
 const nodeMajor = Number(process.versions.node.split('.')[0]);
+const oldestSdks = { TOOLRUNNER_SDK_VERSIONS: `ai@${versionOf('ai')} @openai/agents@${versionOf('@openai/agents')}` };
+
+/** The integration tier runs on DynamoDB Local, but for these files (the Step Functions engine in-process, files, OTLP). */
+const INTEGRATION_WITHOUT_DYNAMODB = ['config-source.test.ts', 'engine.test.ts', 'otlp-export.test.ts', 'sandbox-state.test.ts'];
+
+/**
+ * The test files that need DynamoDB Local (so Java): the end-to-end suite, the integration tier but for the
+ * files above, and the installed package's `toolrunner start`. Every other test file is `unit`: the pure core,
+ * CDK templates and bundles, the CLI's refusals, and those integration files.
+ */
+const NEEDS_DYNAMODB = [
+  'test/e2e/**/*.test.ts',
+  'test/package/installed-package.test.ts',
+  ...readdirSync(`${root}/test/integration`)
+    .filter((file) => file.endsWith('.test.ts') && !INTEGRATION_WITHOUT_DYNAMODB.includes(file))
+    .map((file) => `test/integration/${file}`),
+];
+
+/** What a project whose files start stacks needs: the global setup that starts one DynamoDB Local for it. */
+const onDynamoDb = {
+  globalSetup: ['test/support/global-setup.ts'],
+  // Its files start stacks that keep module-level clients and caches: each file gets its own source modules.
+  poolOptions: { forks: { isolate: true } },
+};
+
+const unit: TestProjectInlineConfiguration = {
+  extends: true,
+  test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...NEEDS_DYNAMODB], env: oldestSdks },
+};
+
+const dynamodb: TestProjectInlineConfiguration = {
+  extends: true,
+  test: { name: 'dynamodb', include: NEEDS_DYNAMODB, env: oldestSdks, ...onDynamoDb },
+};
+
+// The newest frameworks declare Node 22: on an older Node this project is not defined at all.
+const newest = (): TestProjectInlineConfiguration => ({
+  extends: true,
+  resolve: { alias: newestSdks },
+  test: {
+    name: 'newest-sdks',
+    include: ['test/e2e/adapter-*.test.ts', 'test/e2e/examples.test.ts'],
+    env: {
+      TOOLRUNNER_SDKS: 'newest',
+      TOOLRUNNER_SDK_VERSIONS: `ai@${versionOf('ai-newest')} @openai/agents@${versionOf('openai-agents-newest')}`,
+    },
+    ...onDynamoDb,
+  },
+});
+
+// A deployed target (TARGET=localstack|aws) needs no local Java; an embedded one does, and CI requires it.
+const runsDynamoDb = !isEmbedded || inCi || javaPresent();
+// Vitest loads this file more than once per run; the notice is said once.
+const noticed = globalThis as { javaNoticeShown?: boolean };
+if (!runsDynamoDb && !noticed.javaNoticeShown) {
+  noticed.javaNoticeShown = true;
+  console.warn(skipNotice('java', 'the tests that need DynamoDB Local', 'install a JRE 17+ (.ci/run installs one)'));
+}
 
 export default defineConfig({
   resolve: { alias: packageNames },
   test: {
-    globalSetup: ['test/support/global-setup.ts'],
+    projects: [unit, ...(runsDynamoDb ? [dynamodb, ...(nodeMajor >= 22 ? [newest()] : [])] : [])],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Workers are reused across files, so CDK, the AWS SDKs and the rest of node_modules load once per worker
+    // rather than once per file (this halves the unit project's time). Files leave the process as they found
+    // it (what one sets in process.env, it removes); unit files also share the repo's own modules.
+    poolOptions: { forks: { isolate: false } },
     maxWorkers: 2,
     minWorkers: 1,
     reporters: ['default'],
-    projects: [
-      {
-        extends: true,
-        test: {
-          name: 'default',
-          include: ['test/**/*.test.ts'],
-          env: { TOOLRUNNER_SDK_VERSIONS: `ai@${versionOf('ai')} @openai/agents@${versionOf('@openai/agents')}` },
-        },
-      },
-      // The newest frameworks declare Node 22: on an older Node this project is not defined at all.
-      ...(nodeMajor >= 22
-        ? [
-            {
-              extends: true as const,
-              resolve: { alias: newestSdks },
-              test: {
-                name: 'newest-sdks',
-                include: ['test/e2e/adapter-*.test.ts', 'test/e2e/examples.test.ts'],
-                env: {
-                  TOOLRUNNER_SDKS: 'newest',
-                  TOOLRUNNER_SDK_VERSIONS: `ai@${versionOf('ai-newest')} @openai/agents@${versionOf('openai-agents-newest')}`,
-                },
-              },
-            },
-          ]
-        : []),
-    ],
   },
 });

@@ -1,21 +1,21 @@
 import type { Browser } from 'playwright-core';
-import { launchChromium, screenshot, screenshotDir, skipBrowserTests } from '../support/browser';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeWithChromium, launchChromium, screenshot, screenshotDir } from '../support/browser';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
 let browser: Browser;
 
-describe.skipIf(skipBrowserTests)('the approval page in a real browser', () => {
-  beforeAll(async () => {
-    stack = await startTestStack();
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+beforeAll(async () => {
+  stack = await startTestStack();
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
 
+describeWithChromium('the approval page in a real browser', () => {
   it('shows the exact operation, escapes what the model wrote, works without JavaScript, and approving charges once', async () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent, { maxSpendCents: 1_000_000 });

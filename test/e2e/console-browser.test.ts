@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, screenshot, screenshotDir, skipBrowserTests } from '../support/browser';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeWithChromium, launchChromium, screenshot, screenshotDir } from '../support/browser';
 import { startTestStack, type TestStack } from '../support/stack';
 import { configEditsApplyAtOnce, Target } from '../support/target';
 
@@ -72,7 +72,7 @@ async function signedIn(key: string): Promise<{ context: BrowserContext; page: P
 
 const shot = (page: Page, name: string) => screenshot(SHOTS, page, name);
 
-describe.skipIf(skipBrowserTests)('the console in Chromium, without JavaScript', () => {
+describeWithChromium('the console in Chromium, without JavaScript', () => {
   beforeAll(setUp);
   afterAll(async () => {
     await browser?.close();

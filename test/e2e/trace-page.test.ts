@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchChromium, screenshotDir, skipBrowserTests } from '../support/browser';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeWithChromium, launchChromium, screenshotDir } from '../support/browser';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MetricName } from '../../functions/core/metric-names';
 import { formatTimeline } from '../../functions/core/timeline';
 import { startTestStack, type TestStack } from '../support/stack';
@@ -14,19 +14,19 @@ const OUT_DIR = screenshotDir('trace-page');
 let stack: TestStack;
 let browser: Browser;
 
+beforeAll(async () => {
+  stack = await startTestStack({ seed: 11 });
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
 const CARD = '4242 4242 4242 4242';
 const charge = { amount: 2500, currency: 'USD', customer: 'cus_ops', description: `paid with ${CARD}` };
 
-describe.skipIf(skipBrowserTests)('the trace page in a real browser: commit then timeout', () => {
-  beforeAll(async () => {
-    stack = await startTestStack({ seed: 11 });
-    browser = await launchChromium();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
-
+describeWithChromium('the trace page in a real browser: commit then timeout', () => {
   it('shows the story of the run, one line per event, with masked data, replays and conflicts', async () => {
     const { api, keys, sandbox } = stack;
     await sandbox.reset();

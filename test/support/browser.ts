@@ -1,26 +1,30 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { describe } from 'vitest';
+import { inCi, skipNotice } from './prerequisites';
 
-/** Debian's Chromium (never a downloaded browser); `.ci/run` installs it when missing. The one place that names it. */
+/** Debian's Chromium (never a downloaded browser); `.ci/run` installs it when missing. The one place tests name it. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-const inCi = process.env.CI === 'true' || process.env.CI === '1';
+const missing = !existsSync(CHROMIUM);
+const INSTALL = 'apt-get install -y chromium (.ci/run does this)';
+
+const skipped = missing && !inCi;
+if (skipped) console.warn(skipNotice(CHROMIUM, 'the browser tests', INSTALL));
 
 /**
- * Whether the browser tests skip: only outside CI and only when Chromium is missing, with a notice that says
- * how to get it. In CI (`CI=true`, as `.ci/run` sets) they never skip: a missing Chromium fails them.
+ * `describe` for tests that drive Chromium. Outside CI, with no Chromium, the suite is skipped (and its
+ * file's hooks with it, so no stack starts) after the notice above; in CI it runs, and `launchChromium` fails.
  */
-export const skipBrowserTests = !inCi && !existsSync(CHROMIUM);
-if (skipBrowserTests)
-  console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH); CI requires it`);
+export const describeWithChromium = describe.skipIf(skipped);
 
 /**
  * Headless Chromium as the browser tests use it: no sandbox (root), no GPU, and none of the background
  * networking a closed machine refuses. Playwright gives each launch a fresh temporary profile.
  */
 export function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`);
+  if (missing) throw new Error(`${CHROMIUM} is missing: ${INSTALL}`);
   return chromium.launch({
     executablePath: CHROMIUM,
     args: [
