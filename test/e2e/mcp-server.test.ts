@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { decideApproval } from '../support/people';
 import { startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded, Target } from '../support/target';
+import { approvedChargeTask, hangingChargeTask } from '../support/scenarios';
 
 let stack: TestStack;
 const clients: Client[] = [];
@@ -251,24 +252,7 @@ describe('MCP tasks: the operation is the task', () => {
     const { tools } = await client.listTools();
     expect(tools.find((t) => t.name === 'charge_card')!.execution).toEqual({ taskSupport: 'optional' });
 
-    const statuses: string[] = [];
-    let taskId: string | undefined;
-    let result: any;
-    let approving: Promise<void> | undefined;
-    const stream = client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 70_000, currency: 'USD', customer: 'cus_task' },
-    });
-    for await (const message of stream) {
-      if (message.type === 'taskCreated' || message.type === 'taskStatus') {
-        taskId = message.task.taskId;
-        statuses.push(message.task.status);
-        // The approver decides at the runner's link once the task says it needs a person.
-        if (message.task.status === 'input_required') approving ??= decideApproval(stack, taskId, 'approve');
-      } else if (message.type === 'result') result = message.result;
-      else if (message.type === 'error') throw message.error;
-    }
-    await approving;
+    const { statuses, taskId, result } = await approvedChargeTask(stack, client, 'cus_task');
     expect(taskId).toMatch(/^op_/);
     expect(statuses).toContain('input_required');
     expect(statuses).not.toContain('completed');
@@ -290,19 +274,7 @@ describe('MCP tasks: the operation is the task', () => {
   it('tasks/cancel cancels the operation', async () => {
     const { client } = await connect(stack.keys.agent);
     await client.listTools();
-    await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
-    const stream = client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 300, currency: 'USD', customer: 'c' },
-    });
-    const first = await stream.next();
-    expect(first.value).toMatchObject({ type: 'taskCreated' });
-    const taskId = (first.value as any).task.taskId as string;
-    await stack.api.until(
-      'the attempt to start',
-      () => stack.api.operation(stack.keys.agent, taskId),
-      (op) => op.state === 'executing',
-    );
+    const { stream, taskId } = await hangingChargeTask(stack, client);
     expect(await client.experimental.tasks.cancelTask(taskId)).toMatchObject({ taskId, status: 'cancelled' });
     expect(await stack.api.operation(stack.keys.agent, taskId)).toMatchObject({ state: 'reported', envelope: { status: 'cancelled' } });
     await stream.return(undefined);
