@@ -49,8 +49,10 @@ export const PORT_COMMANDS = {
   stopExecution: ['StopExecutionCommand'],
   /** `sfn-lifecycle.ts`: handing a task token back (approval decided, or the operation moved). */
   taskResponse: ['SendTaskSuccessCommand', 'SendTaskFailureCommand'],
-  /** `notifier.ts`: approval requests and review notices to the SNS topic. */
-  notify: ['PublishCommand'],
+  /** `notifier.ts`: each approver's link to the links topic (only the construct's `approvers` subscribe, filtered). */
+  notifyLinks: ['PublishCommand'],
+  /** `notifier.ts`: link-free notices (approvals requested, decided, expired; reviews needed) to the notices topic. */
+  notifyNotices: ['PublishCommand'],
   /** `s3-blobs.ts`: results over 64 KiB and large arguments, read wherever a record is read. */
   blobs: ['PutObjectCommand', 'GetObjectCommand'],
 } as const satisfies Record<string, readonly SdkCommand[]>;

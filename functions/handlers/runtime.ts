@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { fileConfigSource, secretConfigSource } from '../adapters/config-source';
 import { makeDocumentClient, makeDynamoStore } from '../adapters/dynamo-store';
 import { watchedStore } from '../adapters/operation-watch';
-import { consoleNotifier, snsNotifier } from '../adapters/notifier';
+import { consoleChannel, makeNotifier, snsChannel, webhookChannel } from '../adapters/notifier';
 import { sfnLifecycle } from '../adapters/sfn-lifecycle';
 import { powertoolsOnceGuard } from '../adapters/submission-guard';
 import { TABLE_ENV } from '../adapters/tables';
@@ -38,7 +38,10 @@ const EnvSchema = z
     PUBLIC_BASE_URL: z.string().url(),
     TOOLRUNNER_CONFIG: z.string().min(1).optional(),
     CONFIG_SECRET_ARN: z.string().min(1).optional(),
+    /** The approval links topic: only the construct's `approvers` subscribe, each filtered on `approverId`. */
     APPROVAL_TOPIC_ARN: z.string().min(1).optional(),
+    /** The link-free notices topic (approvals requested and decided, reviews needed): anyone may subscribe. */
+    NOTICES_TOPIC_ARN: z.string().min(1).optional(),
     /** The blob store for results over 64 KiB and large arguments; without it such results are `invalid_output`. */
     BLOB_BUCKET: z.string().min(3).optional(),
   })
@@ -91,6 +94,16 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
   const config = env.CONFIG_SECRET_ARN
     ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN)
     : fileConfigSource(env.TOOLRUNNER_CONFIG!);
+  const metrics = rest.metrics ?? (onLambda ? emfMetrics() : memoryMetrics());
+  // Each approver's webhook everywhere; beside it SNS where the construct made topics, else the local output.
+  const sns =
+    env.APPROVAL_TOPIC_ARN || env.NOTICES_TOPIC_ARN
+      ? snsChannel(tracer.captureAWSv3Client(new SNSClient({})), {
+          linksTopicArn: env.APPROVAL_TOPIC_ARN,
+          noticesTopicArn: env.NOTICES_TOPIC_ARN,
+        })
+      : undefined;
+  const notifier = makeNotifier([webhookChannel({ config }), sns ?? consoleChannel()], { metrics });
   return {
     store,
     watch,
@@ -103,17 +116,15 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
       env.STATE_MACHINE_ARN,
       env.EXPRESS_STATE_MACHINE_ARN,
     ),
-    notifier: env.APPROVAL_TOPIC_ARN
-      ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN)
-      : consoleNotifier(),
+    notifier,
     now: () => Date.now(),
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
     onceGuard: powertoolsOnceGuard(dynamo, env.TABLE_IDEMPOTENCY),
     // On Lambda: X-Ray subsegments (Powertools) and EMF metrics; OpenTelemetry spans wherever OTLP is configured.
     telemetry: onLambda ? bothTelemetries(xrayTelemetry(tracer), otelTelemetry()) : otelTelemetry(),
-    metrics: onLambda ? emfMetrics() : memoryMetrics(),
     ...rest,
+    metrics,
   };
 }
 
