@@ -3,7 +3,6 @@ import '../local/env-defaults';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createClient, ToolRunnerError } from '../functions/client';
-import { runEmbeddedStack } from '../local/run-stack';
 import { loadTools } from './load-tools';
 import { startNotesApi } from './notes-api';
 import { formatTimeline } from './timeline';
@@ -33,6 +32,8 @@ async function start(args: string[]): Promise<void> {
     }
     console.log(`tools: ${tools.map((t) => t.name).join(', ')} (from ${toolsPath}; no sandbox)`);
   }
+  // Loaded only to start: the stack's modules take seconds to load, which a refusal or `trace` never needs.
+  const { runEmbeddedStack } = await import('../local/run-stack');
   await runEmbeddedStack('toolrunner start', { tools });
 }
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { isActive } from '../core/lifecycle';
+import { isActive } from '../core/record-predicates';
 import type { OperationRecord } from '../core/model';
 
 /**

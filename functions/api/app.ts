@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type { RunnerConfig } from '../core/config';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
 import { isSaneId, JSON_BOUNDS, parseBoundedJson } from '../core/json-bounds';
-import { hasRole } from '../core/policy';
+import { findPrincipal, hasRole } from '../core/policy';
 import { hashValue } from '../core/canonical';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
 import { approvalUrl, decideApproval, decideAs, mayDecide, openApproval } from '../steps/approval';
@@ -14,6 +14,7 @@ import { cancelOperation, cancelRun, resolveOperation } from '../steps/cancel';
 import { envelopeOf } from '../core/engine';
 import { operationIdFor } from '../core/ids';
 import type { Deps } from '../core/ports';
+import { requesterOf } from '../core/record-predicates';
 import { createRun, submitToolCall } from '../steps/submit';
 import { approvalPage, decisionPage, PAGE_SECURITY_HEADERS } from './approval-page';
 import { decodeCursor, encodeCursor, PendingApprovalKeySchema, RunListKeySchema } from './cursor';
@@ -66,8 +67,7 @@ function keyDigest(key: string): Buffer {
 /** Finds the principal for a bearer key; compares digests in constant time. */
 export function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
   const digest = keyDigest(key);
-  const entry = config.principals.find((p) => timingSafeEqual(keyDigest(p.key), digest));
-  return entry && { id: entry.id, roles: entry.roles, tools: entry.tools };
+  return findPrincipal(config, (p) => timingSafeEqual(keyDigest(p.key), digest));
 }
 
 async function jsonBody<T>(c: Context, schema: z.ZodType<T>, optional = false): Promise<T> {
@@ -347,7 +347,7 @@ export function makeApp(deps: Deps): Hono<Env> {
         toolName: op.toolName,
         arguments: op.frozenArguments ? JSON.parse(op.frozenArguments) : undefined,
         inputHash: op.inputHash,
-        requestedBy: op.requestedBy ?? op.principalId,
+        requestedBy: requesterOf(op),
         expiresAt: op.approval!.expiresAt,
         url: approvalUrl(deps, config.approvalSecret, op, principal.id),
       })),

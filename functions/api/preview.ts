@@ -1,8 +1,8 @@
 import { argumentsHash, previewCall } from '../core/call-policy';
 import { parseArguments } from '../core/canonical';
 import type { Principal, RunRecord } from '../core/model';
+import { principalIn } from '../core/policy';
 import type { Deps } from '../core/ports';
-import { principalIn } from '../steps/deps';
 import { toolsReady } from '../tools/mcp-upstream';
 import type { PreviewSchema } from './schemas';
 import type { z } from 'zod';

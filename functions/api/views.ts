@@ -1,6 +1,7 @@
 import { withClock } from '../core/budgets';
 import { envelopeOf } from '../core/engine';
 import type { OperationRecord, RunRecord } from '../core/model';
+import { requesterOf } from '../core/record-predicates';
 import { redact } from '../core/redact';
 import type { OperationDetails } from '../core/timeline';
 
@@ -50,7 +51,7 @@ export function operationView(op: OperationRecord) {
       ? { kind: outcome.kind, code: 'code' in outcome ? outcome.code : undefined, retryable: outcome.kind === 'failed_retryable' }
       : undefined,
     review: op.review,
-    requestedBy: op.requestedBy ?? op.principalId,
+    requestedBy: requesterOf(op),
     envelope: envelopeOf(op),
     lateOutcome: op.lateOutcome
       ? { kind: op.lateOutcome.kind, code: 'code' in op.lateOutcome ? op.lateOutcome.code : undefined }

@@ -1,5 +1,6 @@
 import { backoffSeconds } from './backoff';
 import type { OperationRecord, Outcome } from './model';
+import { replaySafe } from './record-predicates';
 import { backoffOf, type ToolSpec } from './tool-spec';
 
 export type AfterAttempt =
@@ -40,7 +41,7 @@ export type ReconcilePlan = 'lookup' | 'replay' | 'review';
 /** How an unknown outcome is settled, from the tool's registration alone. */
 export function reconcilePlanOf(tool: ToolSpec): ReconcilePlan {
   if (tool.reconcile) return 'lookup';
-  if (tool.supportsIdempotency || tool.risk === 'read') return 'replay';
+  if (replaySafe(tool)) return 'replay';
   return 'review';
 }
 

@@ -1,5 +1,6 @@
 import { ensureError, isTransportError, isUpstreamHttpError } from './errors';
 import type { Outcome } from './model';
+import { replaySafe } from './record-predicates';
 import type { ToolSpec } from './tool-spec';
 
 /**
@@ -20,7 +21,6 @@ export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unkn
   }
   const error = ensureError(attempt.thrown);
   const isWrite = spec.risk !== 'read';
-  const replaySafe = !isWrite || spec.supportsIdempotency;
 
   if (isUpstreamHttpError(error)) {
     const upstreamStatus = error.status;
@@ -44,7 +44,7 @@ export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unkn
     }
     if (error.status >= 500) {
       // A 500 may come after the upstream committed: only a replay-safe call may treat it as transient.
-      return replaySafe
+      return replaySafe(spec)
         ? { kind: 'failed_retryable', code: 'upstream_unavailable', message: `the upstream failed (${error.status})`, upstreamStatus }
         : {
             kind: 'outcome_unknown',

@@ -1,14 +1,46 @@
 import type { AfterAttempt, ReconcilePlan } from './attempt-policy';
-import { envelopeFor, type Envelope } from './envelope';
+import { type Envelope, envelopeFor } from './envelope';
+import { stepLease } from './leases';
 import { moveTo, OperationState } from './lifecycle';
-import type { ApprovalInfo, NextStep, OperationRecord, Outcome } from './model';
+import { type ApprovalInfo, type NextStep, type OperationRecord, type Outcome, SCHEMA_VERSION } from './model';
+import {
+  approvalPending,
+  attemptPresumedLost,
+  attemptUnfinished,
+  lateAttemptUnsettled,
+  requesterOf,
+  upstreamStatusOf,
+} from './record-predicates';
 import { outcomeSummary, recordLate, recordOutcome } from './settle';
 import type { NewTraceEvent } from './trace';
 
 /**
  * The lifecycle engine: one pure function from (record, event, now) to the next record and its trace
  * events. Steps do the I/O (tool calls, lookups, Step Functions) and describe what they learned as an
- * event; this module alone decides what that means for the record. Nothing else changes an operation.
+ * event; this module alone decides what that means for the record. Nothing else changes an operation:
+ * a submission's first record comes from `propose`, every later one from `transition`.
+ *
+ * What happens when… (the handler below ← the step that sends its event):
+ * - a call is submitted: `propose`, then `validate` (a denial also `report`s at once; a replay-safe tool's
+ *   first attempt `startAttempt`s in the same write), or `exhaustBudget` and `report` when the run's
+ *   budgets refuse it ← steps/submit.ts.
+ * - an approval is requested, decided or expires: `requestApproval`, `decideApproval`, `expireApproval`
+ *   ← steps/approval.ts.
+ * - an attempt is about to start: `startAttempt`; `refuseAttempt` when authorization, the run or the
+ *   deadline stop it; `lockBusy` when another operation holds the tool's lock ← steps/execute.ts.
+ * - an attempt finishes: `finishAttempt`, with what core/attempt-policy.ts decided from its outcome:
+ *   record it, retry after a backoff, or reconcile ← steps/execute.ts.
+ * - a write times out (or fails after it may have been sent): core/classify.ts calls it outcome_unknown,
+ *   so `finishAttempt` moves it to outcome_unknown to reconcile; then `startReconcile` and
+ *   `finishReconcile` (a status lookup, a replay with the same key, or a person) ← steps/reconcile.ts.
+ * - an attempt is lost (its worker vanished after the intent write): `loseAttempt` (outcome_unknown,
+ *   reconciled as above) ← steps/resume.ts (the sweeper), steps/reconcile.ts, steps/execute.ts.
+ * - a cancel arrives: `cancel` settles and reports at once ← steps/cancel.ts. An attempt still in flight
+ *   keeps its lease: its answer is `finishAttempt`'s late branch (kept, never reported); if it never
+ *   answers, the sweeper resumes it and `finishReconcile` → `settleLateAttempt` records what happened.
+ * - a person resolves an unknown outcome: `resolve` ← steps/cancel.ts.
+ * - an outcome is settled: `report`, in the same write ← steps/advance.ts (and steps/report.ts).
+ * - an execution is lost: `resume` (after `loseAttempt` if an attempt was in flight) ← steps/resume.ts.
  */
 
 /** What the validation step decided (see call-policy), as the engine needs it. */
@@ -32,6 +64,7 @@ export type ReconcileFinding =
 
 export type LifecycleEvent =
   | { type: 'validate'; validation: Validation; leaseUntil: string }
+  | { type: 'exhaust_budget'; message: string }
   | { type: 'request_approval'; approvalId: string; expiresAt: string; taskToken: string; leaseUntil: string }
   | { type: 'decide_approval'; decision: 'approve' | 'reject'; by: string; reason?: string }
   | { type: 'expire_approval' }
@@ -58,16 +91,6 @@ export type LifecycleEvent =
 export type LifecycleEventType = LifecycleEvent['type'];
 
 const S = OperationState;
-const attemptUnfinished = (op: OperationRecord) => op.state === S.executing && op.lastAttempt?.attempt !== op.attempts;
-const attemptPresumedLost = (op: OperationRecord) =>
-  op.state === S.outcomeUnknown && op.attempts > 0 && op.lastAttempt?.attempt !== op.attempts && !op.review?.required && !op.envelope;
-/**
- * A cancelled operation whose last attempt was sent and never answered: its effect may exist, so it stays
- * watched (by its lease) until the late result arrives or a reconciliation settles what happened.
- */
-export const lateAttemptUnsettled = (op: OperationRecord) =>
-  op.outcome?.kind === 'cancelled' && op.attempts > 0 && op.lastAttempt?.attempt !== op.attempts && !op.lateOutcome && !op.review?.required;
-const approvalPending = (op: OperationRecord) => op.state === S.awaitingApproval && op.approval?.state === 'pending';
 
 /** May a new attempt start? Only where the lifecycle explicitly put the operation. */
 export function readyToAttempt(op: OperationRecord): boolean {
@@ -91,6 +114,8 @@ export function readyToAttempt(op: OperationRecord): boolean {
  */
 export const ACCEPTS: { [K in LifecycleEventType]: { states: readonly OperationState[]; guard: (op: OperationRecord) => boolean } } = {
   validate: { states: [S.proposed], guard: () => true },
+  // The run's budgets refused the call at submission: it settles before it is ever validated.
+  exhaust_budget: { states: [S.proposed], guard: () => true },
   request_approval: {
     states: [S.validated, S.awaitingApproval],
     guard: (op) => (op.state === S.validated ? Boolean(op.approvalRequired) : approvalPending(op)),
@@ -165,306 +190,419 @@ export interface Transition {
   events: NewTraceEvent[];
 }
 
-const noEvents = (op: OperationRecord): Transition => ({ op, events: [] });
+/** What a new operation is made of; everything else starts where the lifecycle starts. */
+export type Proposal = Pick<
+  OperationRecord,
+  | 'operationId'
+  | 'runId'
+  | 'callId'
+  | 'turn'
+  | 'toolName'
+  | 'principalId'
+  | 'inputHash'
+  | 'idempotencyKey'
+  | 'expiresAtEpoch'
+  | 'traceparent'
+> & { requestedBy: string; rawArguments: string };
 
-/** Applies one event; throws InvalidEventError outside the table. */
-export function transition(op: OperationRecord, event: LifecycleEvent, now: number): Transition {
-  if (!accepts(op, event.type)) throw new InvalidEventError(op.state, event.type);
-  const ids = { operationId: op.operationId, callId: op.callId };
+/** The first record of an operation: `proposed`, leased for its submission, with `operation.proposed`. */
+export function propose(p: Proposal, now: number): Transition {
   const at = new Date(now).toISOString();
-  switch (event.type) {
-    case 'validate': {
-      const v = event.validation;
-      const decided: NewTraceEvent = { type: 'policy.decision', ...ids, detail: v.detail };
-      if (v.decision === 'deny') {
-        const settled = recordOutcome(op, v.outcome);
-        return { op: settled.op, events: [decided, ...settled.events] };
-      }
-      const moved = moveTo(op, S.validated, {
-        risk: v.risk,
-        frozenArguments: v.frozenArguments,
-        costCents: v.costCents,
-        approvalRequired: v.approvalRequired,
-        deadlineAt: v.deadlineAt,
-        leaseUntil: event.leaseUntil,
-        plan: { next: v.approvalRequired ? 'await_approval' : 'execute' },
-      });
-      return { op: moved.op, events: [decided, ...moved.events] };
+  const { traceparent, ...fields } = p;
+  const op: OperationRecord = {
+    schemaVersion: SCHEMA_VERSION,
+    ...fields,
+    state: S.proposed,
+    attempts: 0,
+    createdAt: at,
+    updatedAt: at,
+    version: 0,
+    leaseUntil: stepLease(now),
+    resumes: 0,
+    ...(traceparent ? { traceparent } : {}),
+  };
+  const proposed: NewTraceEvent = {
+    type: 'operation.proposed',
+    operationId: p.operationId,
+    callId: p.callId,
+    to: S.proposed,
+    detail: { toolName: p.toolName, turn: p.turn, inputHash: p.inputHash, requestedBy: p.requestedBy },
+  };
+  return { op, events: [proposed] };
+}
+
+/** What every handler may use besides the record and its event. */
+interface Context {
+  now: number;
+  /** `now` as the record writes it. */
+  at: string;
+  /** What every trace event of this operation names. */
+  ids: { operationId: string; callId: string };
+}
+
+type EventOf<K extends LifecycleEventType> = Extract<LifecycleEvent, { type: K }>;
+type Handler<K extends LifecycleEventType> = (op: OperationRecord, event: EventOf<K>, ctx: Context) => Transition;
+
+const noEvents = (op: OperationRecord): Transition => ({ op, events: [] });
+const notBeforeIn = (ctx: Context, seconds: number) => new Date(ctx.now + seconds * 1000).toISOString();
+
+const validate: Handler<'validate'> = (op, event, { ids }) => {
+  const v = event.validation;
+  const decided: NewTraceEvent = { type: 'policy.decision', ...ids, detail: v.detail };
+  if (v.decision === 'deny') {
+    const settled = recordOutcome(op, v.outcome);
+    return { op: settled.op, events: [decided, ...settled.events] };
+  }
+  const moved = moveTo(op, S.validated, {
+    risk: v.risk,
+    frozenArguments: v.frozenArguments,
+    costCents: v.costCents,
+    approvalRequired: v.approvalRequired,
+    deadlineAt: v.deadlineAt,
+    leaseUntil: event.leaseUntil,
+    plan: { next: v.approvalRequired ? 'await_approval' : 'execute' },
+  });
+  return { op: moved.op, events: [decided, ...moved.events] };
+};
+
+const exhaustBudget: Handler<'exhaust_budget'> = (op, event) =>
+  recordOutcome(op, { kind: 'budget_exhausted', code: 'budget_exhausted', message: event.message });
+
+const requestApproval: Handler<'request_approval'> = (op, event, { ids }) => {
+  if (op.state === S.awaitingApproval) {
+    // A resumed wait: only the token changes; the request, its expiry and its notification stay as they were.
+    return noEvents({ ...op, approvalTaskToken: event.taskToken, leaseUntil: event.leaseUntil });
+  }
+  const approval: ApprovalInfo = { approvalId: event.approvalId, state: 'pending', expiresAt: event.expiresAt };
+  const moved = moveTo(op, S.awaitingApproval, {
+    approval,
+    approvalTaskToken: event.taskToken,
+    leaseUntil: event.leaseUntil,
+    plan: { next: 'await_approval' },
+  });
+  const requested: NewTraceEvent = {
+    type: 'approval.requested',
+    ...ids,
+    detail: { approvalId: event.approvalId, expiresAt: event.expiresAt, inputHash: op.inputHash, requestedBy: requesterOf(op) },
+  };
+  return { op: moved.op, events: [...moved.events, requested] };
+};
+
+const decideApproval: Handler<'decide_approval'> = (op, event, { ids, at }) => {
+  const approval: ApprovalInfo = {
+    ...op.approval!,
+    state: event.decision === 'approve' ? 'approved' : 'rejected',
+    decidedBy: event.by,
+    decidedAt: at,
+    reason: event.reason,
+  };
+  const decided: NewTraceEvent = {
+    type: 'approval.decided',
+    ...ids,
+    detail: {
+      approvalId: approval.approvalId,
+      decision: event.decision,
+      approverId: event.by,
+      ...(event.reason ? { reason: event.reason } : {}),
+    },
+  };
+  const base = { ...op, approval, approvalTaskToken: undefined };
+  if (event.decision === 'approve') return { op: { ...base, plan: { next: 'execute' } }, events: [decided] };
+  const message = event.reason ? `an approver rejected the call: ${event.reason}` : 'an approver rejected the call';
+  const settled = recordOutcome(base, { kind: 'rejected', code: 'approval_rejected', message });
+  return { op: settled.op, events: [decided, ...settled.events] };
+};
+
+const expireApproval: Handler<'expire_approval'> = (op, _event, { ids }) => {
+  const base = { ...op, approval: { ...op.approval!, state: 'expired' as const }, approvalTaskToken: undefined };
+  const settled = recordOutcome(base, {
+    kind: 'rejected',
+    code: 'approval_expired',
+    message: 'no approver decided before the approval expired',
+  });
+  const decided: NewTraceEvent = {
+    type: 'approval.decided',
+    ...ids,
+    detail: { approvalId: op.approval!.approvalId, decision: 'expired' },
+  };
+  return { op: settled.op, events: [decided, ...settled.events] };
+};
+
+const startAttempt: Handler<'start_attempt'> = (op, event, { ids }) => {
+  const attempt = op.attempts + 1;
+  const moved = moveTo(op, S.executing, { attempts: attempt, leaseUntil: event.leaseUntil, plan: { next: 'execute' } });
+  return { op: moved.op, events: [...moved.events, { type: 'attempt.started', ...ids, attempt }] };
+};
+
+const refuseAttempt: Handler<'refuse_attempt'> = (op, event, { ids }) => {
+  if (op.state === S.outcomeUnknown) {
+    // An earlier attempt may have committed: nothing can be concluded, so a person decides.
+    const reason = event.reviewReason ?? event.outcome.message;
+    return {
+      op: { ...op, review: { required: true, reason }, plan: { next: 'report' } },
+      events: [{ type: 'reconcile.finished', ...ids, detail: { result: 'needs_review', reason } }],
+    };
+  }
+  return recordOutcome(op, event.outcome);
+};
+
+/** `attempt.finished`: the outcome's class and code, never the result itself. */
+function attemptFinished(event: EventOf<'finish_attempt'>, ctx: Context): NewTraceEvent {
+  return {
+    type: 'attempt.finished',
+    ...ctx.ids,
+    attempt: event.attempt,
+    detail: {
+      ...outcomeSummary(event.outcome),
+      upstreamStatus: event.upstreamStatus ?? upstreamStatusOf(event.outcome) ?? null,
+      latencyMs: event.latencyMs,
+    },
+  };
+}
+
+const finishAttempt: Handler<'finish_attempt'> = (op, event, ctx) => {
+  const { ids, at } = ctx;
+  const finished = attemptFinished(event, ctx);
+  if (op.outcome?.kind === 'cancelled') {
+    // The turn is closed: the result happened and is kept, but it never replaces the cancelled envelope.
+    const late = recordLate(op, event.outcome, event.attempt);
+    return { op: late.op, events: [finished, ...late.events] };
+  }
+  if (event.attempt !== op.attempts) throw new InvalidEventError(op.state, event.type);
+  const lastAttempt = {
+    attempt: event.attempt,
+    outcome: event.outcome,
+    latencyMs: event.latencyMs,
+    upstreamStatus: event.upstreamStatus,
+    finishedAt: at,
+  };
+  const after = event.after;
+  switch (after.next) {
+    case 'record': {
+      const settled = recordOutcome({ ...op, lastAttempt }, after.outcome);
+      return { op: settled.op, events: [finished, ...settled.events] };
     }
-    case 'request_approval': {
-      if (op.state === S.awaitingApproval) {
-        // A resumed wait: only the token changes; the request, its expiry and its notification stay as they were.
-        return noEvents({ ...op, approvalTaskToken: event.taskToken, leaseUntil: event.leaseUntil });
-      }
-      const approval: ApprovalInfo = { approvalId: event.approvalId, state: 'pending', expiresAt: event.expiresAt };
-      const moved = moveTo(op, S.awaitingApproval, {
-        approval,
-        approvalTaskToken: event.taskToken,
-        leaseUntil: event.leaseUntil,
-        plan: { next: 'await_approval' },
-      });
-      const requested: NewTraceEvent = {
-        type: 'approval.requested',
-        ...ids,
-        detail: { approvalId: event.approvalId, expiresAt: event.expiresAt, inputHash: op.inputHash, requestedBy: requesterOf(op) },
-      };
-      return { op: moved.op, events: [...moved.events, requested] };
-    }
-    case 'decide_approval': {
-      const approval: ApprovalInfo = {
-        ...op.approval!,
-        state: event.decision === 'approve' ? 'approved' : 'rejected',
-        decidedBy: event.by,
-        decidedAt: at,
-        reason: event.reason,
-      };
-      const decided: NewTraceEvent = {
-        type: 'approval.decided',
-        ...ids,
-        detail: {
-          approvalId: approval.approvalId,
-          decision: event.decision,
-          approverId: event.by,
-          ...(event.reason ? { reason: event.reason } : {}),
-        },
-      };
-      const base = { ...op, approval, approvalTaskToken: undefined };
-      if (event.decision === 'approve') return { op: { ...base, plan: { next: 'execute' } }, events: [decided] };
-      const message = event.reason ? `an approver rejected the call: ${event.reason}` : 'an approver rejected the call';
-      const settled = recordOutcome(base, { kind: 'rejected', code: 'approval_rejected', message });
-      return { op: settled.op, events: [decided, ...settled.events] };
-    }
-    case 'expire_approval': {
-      const base = { ...op, approval: { ...op.approval!, state: 'expired' as const }, approvalTaskToken: undefined };
-      const settled = recordOutcome(base, {
-        kind: 'rejected',
-        code: 'approval_expired',
-        message: 'no approver decided before the approval expired',
-      });
-      const decided: NewTraceEvent = {
-        type: 'approval.decided',
-        ...ids,
-        detail: { approvalId: op.approval!.approvalId, decision: 'expired' },
-      };
-      return { op: settled.op, events: [decided, ...settled.events] };
-    }
-    case 'start_attempt': {
-      const attempt = op.attempts + 1;
-      const moved = moveTo(op, S.executing, { attempts: attempt, leaseUntil: event.leaseUntil, plan: { next: 'execute' } });
-      return { op: moved.op, events: [...moved.events, { type: 'attempt.started', ...ids, attempt }] };
-    }
-    case 'refuse_attempt': {
-      if (op.state === S.outcomeUnknown) {
-        // An earlier attempt may have committed: nothing can be concluded, so a person decides.
-        const reason = event.reviewReason ?? event.outcome.message;
-        return {
-          op: { ...op, review: { required: true, reason }, plan: { next: 'report' } },
-          events: [{ type: 'reconcile.finished', ...ids, detail: { result: 'needs_review', reason } }],
-        };
-      }
-      return recordOutcome(op, event.outcome);
-    }
-    case 'finish_attempt': {
-      const finished: NewTraceEvent = {
-        type: 'attempt.finished',
-        ...ids,
-        attempt: event.attempt,
-        detail: {
-          ...outcomeSummary(event.outcome),
-          upstreamStatus: event.upstreamStatus ?? upstreamStatusOf(event.outcome) ?? null,
-          latencyMs: event.latencyMs,
-        },
-      };
-      if (op.outcome?.kind === 'cancelled') {
-        // The turn is closed: the result happened and is kept, but it never replaces the cancelled envelope.
-        const late = recordLate(op, event.outcome, event.attempt);
-        return { op: late.op, events: [finished, ...late.events] };
-      }
-      if (event.attempt !== op.attempts) throw new InvalidEventError(op.state, event.type);
-      const lastAttempt = {
-        attempt: event.attempt,
-        outcome: event.outcome,
-        latencyMs: event.latencyMs,
-        upstreamStatus: event.upstreamStatus,
-        finishedAt: at,
-      };
-      const after = event.after;
-      switch (after.next) {
-        case 'record': {
-          const settled = recordOutcome({ ...op, lastAttempt }, after.outcome);
-          return { op: settled.op, events: [finished, ...settled.events] };
-        }
-        case 'retry': {
-          const notBefore = new Date(now + after.delaySeconds * 1000).toISOString();
-          const retryAfter =
-            event.outcome.kind === 'failed_retryable' && event.outcome.retryAfterSeconds
-              ? { retryAfterSeconds: event.outcome.retryAfterSeconds }
-              : {};
-          return {
-            op: { ...op, lastAttempt, plan: { next: 'retry', notBefore }, leaseUntil: event.leaseUntil ?? op.leaseUntil },
-            events: [
-              finished,
-              {
-                type: 'backoff.scheduled',
-                ...ids,
-                attempt: event.attempt + 1,
-                detail: { delaySeconds: after.delaySeconds, reason: after.reason, ...retryAfter },
-              },
-            ],
-          };
-        }
-        case 'reconcile': {
-          if (op.state === S.outcomeUnknown) return { op: { ...op, lastAttempt, plan: { next: 'reconcile' } }, events: [finished] };
-          const moved = moveTo(op, S.outcomeUnknown, {
-            lastAttempt,
-            plan: { next: 'reconcile' },
-            leaseUntil: event.leaseUntil ?? op.leaseUntil,
-          });
-          return { op: moved.op, events: [finished, ...moved.events] };
-        }
-      }
-      throw new InvalidEventError(op.state, event.type);
-    }
-    case 'lose_attempt': {
-      // The worker of this attempt vanished after the intent write: the request may have gone out.
-      const moved = moveTo(op, S.outcomeUnknown, { plan: { next: 'reconcile' }, leaseUntil: event.leaseUntil }, { reason: 'attempt_lost' });
-      return moved;
-    }
-    case 'lock_busy': {
-      const notBefore = new Date(now + event.delaySeconds * 1000).toISOString();
-      const waiting =
-        op.state === S.executing || op.state === S.outcomeUnknown ? { ...op, plan: { next: 'retry' as const, notBefore } } : op;
+    case 'retry': {
+      const retryAfter =
+        event.outcome.kind === 'failed_retryable' && event.outcome.retryAfterSeconds
+          ? { retryAfterSeconds: event.outcome.retryAfterSeconds }
+          : {};
       return {
-        op: { ...waiting, leaseUntil: event.leaseUntil },
+        op: {
+          ...op,
+          lastAttempt,
+          plan: { next: 'retry', notBefore: notBeforeIn(ctx, after.delaySeconds) },
+          leaseUntil: event.leaseUntil ?? op.leaseUntil,
+        },
         events: [
+          finished,
           {
             type: 'backoff.scheduled',
             ...ids,
-            attempt: op.attempts + 1,
-            detail: { delaySeconds: event.delaySeconds, reason: 'lock_busy' },
+            attempt: event.attempt + 1,
+            detail: { delaySeconds: after.delaySeconds, reason: after.reason, ...retryAfter },
           },
         ],
       };
     }
-    case 'start_reconcile':
-      return {
-        op: { ...op, plan: { next: 'reconcile' }, leaseUntil: event.leaseUntil },
-        events: [{ type: 'reconcile.started', ...ids, attempt: op.attempts, detail: { plan: event.plan } }],
-      };
-    case 'finish_reconcile': {
-      const f = event.finding;
-      const finished = (detail: Record<string, unknown>): NewTraceEvent => ({
-        type: 'reconcile.finished',
-        ...ids,
-        attempt: op.attempts,
-        detail: { plan: event.plan, ...detail },
+    case 'reconcile': {
+      if (op.state === S.outcomeUnknown) return { op: { ...op, lastAttempt, plan: { next: 'reconcile' } }, events: [finished] };
+      const moved = moveTo(op, S.outcomeUnknown, {
+        lastAttempt,
+        plan: { next: 'reconcile' },
+        leaseUntil: event.leaseUntil ?? op.leaseUntil,
       });
-      if (op.state === S.reported) return settleLateAttempt(op, f, finished, now);
-      switch (f.result) {
-        case 'found': {
-          const settled = recordOutcome(op, f.outcome);
-          return { op: settled.op, events: [finished({ result: 'found' }), ...settled.events] };
-        }
-        case 'needs_review':
-          return {
-            op: { ...op, review: { required: true, reason: f.reason }, plan: { next: 'report' } },
-            events: [finished({ result: 'needs_review', reason: f.reason })],
-          };
-        case 'lookup_failed': {
-          const lookups = (op.reconcileAttempts ?? 0) + 1;
-          if (f.retryInSeconds === undefined) {
-            const reason = `status lookup failed ${lookups} times`;
-            return {
-              op: { ...op, reconcileAttempts: lookups, review: { required: true, reason }, plan: { next: 'report' } },
-              events: [finished({ result: 'needs_review', reason })],
-            };
-          }
-          const notBefore = new Date(now + f.retryInSeconds * 1000).toISOString();
-          return {
-            op: {
-              ...op,
-              reconcileAttempts: lookups,
-              plan: { next: 'reconcile_later', notBefore },
-              leaseUntil: event.leaseUntil ?? op.leaseUntil,
-            },
-            events: [finished({ result: 'lookup_failed', retryInSeconds: f.retryInSeconds })],
-          };
-        }
-        case 'not_found': {
-          const result = event.plan === 'replay' ? 'replay' : 'not_found';
-          if (!f.retry) {
-            const reason = `${result}; no attempts left`;
-            return {
-              op: { ...op, review: { required: true, reason }, plan: { next: 'report' } },
-              events: [finished({ result: 'needs_review', reason })],
-            };
-          }
-          const notBefore = new Date(now + f.retry.delaySeconds * 1000).toISOString();
-          return {
-            op: { ...op, plan: { next: 'retry', notBefore }, leaseUntil: event.leaseUntil ?? op.leaseUntil },
-            events: [
-              finished({ result, action: 'retry_same_key' }),
-              {
-                type: 'backoff.scheduled',
-                ...ids,
-                attempt: op.attempts + 1,
-                detail: { delaySeconds: f.retry.delaySeconds, reason: 'reconcile' },
-              },
-            ],
-          };
-        }
-      }
-      throw new InvalidEventError(op.state, event.type);
+      return { op: moved.op, events: [finished, ...moved.events] };
     }
-    case 'cancel': {
-      const outcome = { kind: 'cancelled', code: 'cancelled', message: event.reason } as const;
-      const settled = recordOutcome({ ...op, approvalTaskToken: undefined }, outcome);
-      const reported = reportTransition(settled.op, envelopeFor(op, outcome));
-      // An attempt in flight keeps its lease: if its answer never comes, the sweeper reconciles it.
-      const watched = lateAttemptUnsettled(reported.op) ? { ...reported.op, leaseUntil: op.leaseUntil } : reported.op;
-      return { op: watched, events: [...settled.events, ...reported.events] };
+  }
+};
+
+// The worker of this attempt vanished after the intent write: the request may have gone out.
+const loseAttempt: Handler<'lose_attempt'> = (op, event) =>
+  moveTo(op, S.outcomeUnknown, { plan: { next: 'reconcile' }, leaseUntil: event.leaseUntil }, { reason: 'attempt_lost' });
+
+const lockBusy: Handler<'lock_busy'> = (op, event, ctx) => {
+  const waiting =
+    op.state === S.executing || op.state === S.outcomeUnknown
+      ? { ...op, plan: { next: 'retry' as const, notBefore: notBeforeIn(ctx, event.delaySeconds) } }
+      : op;
+  return {
+    op: { ...waiting, leaseUntil: event.leaseUntil },
+    events: [
+      {
+        type: 'backoff.scheduled',
+        ...ctx.ids,
+        attempt: op.attempts + 1,
+        detail: { delaySeconds: event.delaySeconds, reason: 'lock_busy' },
+      },
+    ],
+  };
+};
+
+const startReconcile: Handler<'start_reconcile'> = (op, event, { ids }) => ({
+  op: { ...op, plan: { next: 'reconcile' }, leaseUntil: event.leaseUntil },
+  events: [{ type: 'reconcile.started', ...ids, attempt: op.attempts, detail: { plan: event.plan } }],
+});
+
+type Finished = (detail: Record<string, unknown>) => NewTraceEvent;
+
+const finishReconcile: Handler<'finish_reconcile'> = (op, event, ctx) => {
+  const f = event.finding;
+  const finished: Finished = (detail) => ({
+    type: 'reconcile.finished',
+    ...ctx.ids,
+    attempt: op.attempts,
+    detail: { plan: event.plan, ...detail },
+  });
+  if (op.state === S.reported) return settleLateAttempt(op, f, finished, ctx);
+  switch (f.result) {
+    case 'found': {
+      const settled = recordOutcome(op, f.outcome);
+      return { op: settled.op, events: [finished({ result: 'found' }), ...settled.events] };
     }
-    case 'resolve': {
-      const resolved: NewTraceEvent = {
-        type: 'reconcile.finished',
-        ...ids,
-        detail: { result: 'resolved_by_reviewer', verdict: event.verdict, reviewerId: event.by, note: event.note },
+    case 'needs_review':
+      return {
+        op: { ...op, review: { required: true, reason: f.reason }, plan: { next: 'report' } },
+        events: [finished({ result: 'needs_review', reason: f.reason })],
       };
-      const review = { required: false, reason: op.review?.reason ?? 'resolved by a reviewer', resolvedBy: event.by, note: event.note };
-      if (op.state === S.reported) {
-        const late: Outcome =
-          event.verdict === 'succeeded'
-            ? { kind: 'succeeded', result: undefined }
-            : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the cancelled attempt had no effect' };
-        const recorded = recordLate({ ...op, review }, late, op.attempts);
-        return { op: recorded.op, events: [resolved, ...recorded.events] };
-      }
-      const outcome: Outcome =
-        event.verdict === 'succeeded'
-          ? { kind: 'succeeded', result: undefined }
-          : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the call did not take effect' };
-      const base = { ...op, review, envelope: undefined };
-      const settled = recordOutcome(base, outcome, { resolvedBy: event.by });
-      const envelope = {
-        ...envelopeFor(op, outcome),
-        ...(event.verdict === 'succeeded' ? { message: 'a reviewer confirmed the call succeeded' } : {}),
-      };
-      const reported = reportTransition(settled.op, envelope);
-      return { op: reported.op, events: [resolved, ...settled.events, ...reported.events] };
-    }
-    case 'report': {
-      const envelope = envelopeOf(op)!;
-      if (op.state === S.outcomeUnknown) {
+    case 'lookup_failed': {
+      const lookups = (op.reconcileAttempts ?? 0) + 1;
+      if (f.retryInSeconds === undefined) {
+        const reason = `status lookup failed ${lookups} times`;
         return {
-          op: { ...op, envelope, plan: { next: 'done' } },
-          events: [{ type: 'result.reported', ...ids, detail: { status: envelope.status, review: 'required' } }],
+          op: { ...op, reconcileAttempts: lookups, review: { required: true, reason }, plan: { next: 'report' } },
+          events: [finished({ result: 'needs_review', reason })],
         };
       }
-      return reportTransition(op, envelope);
+      return {
+        op: {
+          ...op,
+          reconcileAttempts: lookups,
+          plan: { next: 'reconcile_later', notBefore: notBeforeIn(ctx, f.retryInSeconds) },
+          leaseUntil: event.leaseUntil ?? op.leaseUntil,
+        },
+        events: [finished({ result: 'lookup_failed', retryInSeconds: f.retryInSeconds })],
+      };
     }
-    case 'resume':
-      return noEvents({ ...op, resumes: op.resumes + 1, leaseUntil: event.leaseUntil });
+    case 'not_found':
+      return notFound(op, event, f, finished, ctx);
   }
+};
+
+/** Nothing was found (or a replay is due): send the attempt again with the same key while attempts remain, else a person. */
+function notFound(
+  op: OperationRecord,
+  event: EventOf<'finish_reconcile'>,
+  f: Extract<ReconcileFinding, { result: 'not_found' }>,
+  finished: Finished,
+  ctx: Context,
+): Transition {
+  const result = event.plan === 'replay' ? 'replay' : 'not_found';
+  if (!f.retry) {
+    const reason = `${result}; no attempts left`;
+    return {
+      op: { ...op, review: { required: true, reason }, plan: { next: 'report' } },
+      events: [finished({ result: 'needs_review', reason })],
+    };
+  }
+  return {
+    op: {
+      ...op,
+      plan: { next: 'retry', notBefore: notBeforeIn(ctx, f.retry.delaySeconds) },
+      leaseUntil: event.leaseUntil ?? op.leaseUntil,
+    },
+    events: [
+      finished({ result, action: 'retry_same_key' }),
+      {
+        type: 'backoff.scheduled',
+        ...ctx.ids,
+        attempt: op.attempts + 1,
+        detail: { delaySeconds: f.retry.delaySeconds, reason: 'reconcile' },
+      },
+    ],
+  };
+}
+
+const cancel: Handler<'cancel'> = (op, event) => {
+  const outcome = { kind: 'cancelled', code: 'cancelled', message: event.reason } as const;
+  const settled = recordOutcome({ ...op, approvalTaskToken: undefined }, outcome);
+  const reported = reportTransition(settled.op, envelopeFor(op, outcome));
+  // An attempt in flight keeps its lease: if its answer never comes, the sweeper reconciles it.
+  const watched = lateAttemptUnsettled(reported.op) ? { ...reported.op, leaseUntil: op.leaseUntil } : reported.op;
+  return { op: watched, events: [...settled.events, ...reported.events] };
+};
+
+const resolve: Handler<'resolve'> = (op, event, { ids }) => {
+  const resolved: NewTraceEvent = {
+    type: 'reconcile.finished',
+    ...ids,
+    detail: { result: 'resolved_by_reviewer', verdict: event.verdict, reviewerId: event.by, note: event.note },
+  };
+  const review = { required: false, reason: op.review?.reason ?? 'resolved by a reviewer', resolvedBy: event.by, note: event.note };
+  if (op.state === S.reported) {
+    const late: Outcome =
+      event.verdict === 'succeeded'
+        ? { kind: 'succeeded', result: undefined }
+        : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the cancelled attempt had no effect' };
+    const recorded = recordLate({ ...op, review }, late, op.attempts);
+    return { op: recorded.op, events: [resolved, ...recorded.events] };
+  }
+  const outcome: Outcome =
+    event.verdict === 'succeeded'
+      ? { kind: 'succeeded', result: undefined }
+      : { kind: 'failed_permanent', code: 'permanent_failure', message: 'a reviewer confirmed the call did not take effect' };
+  const settled = recordOutcome({ ...op, review, envelope: undefined }, outcome, { resolvedBy: event.by });
+  const envelope = {
+    ...envelopeFor(op, outcome),
+    ...(event.verdict === 'succeeded' ? { message: 'a reviewer confirmed the call succeeded' } : {}),
+  };
+  const reported = reportTransition(settled.op, envelope);
+  return { op: reported.op, events: [resolved, ...settled.events, ...reported.events] };
+};
+
+const report: Handler<'report'> = (op, _event, { ids }) => {
+  const envelope = envelopeOf(op)!;
+  if (op.state === S.outcomeUnknown) {
+    return {
+      op: { ...op, envelope, plan: { next: 'done' } },
+      events: [{ type: 'result.reported', ...ids, detail: { status: envelope.status, review: 'required' } }],
+    };
+  }
+  return reportTransition(op, envelope);
+};
+
+const resume: Handler<'resume'> = (op, event) => noEvents({ ...op, resumes: op.resumes + 1, leaseUntil: event.leaseUntil });
+
+/** One handler per event: the mapped type makes the compiler refuse a table that misses one. */
+const HANDLERS: { [K in LifecycleEventType]: Handler<K> } = {
+  validate,
+  exhaust_budget: exhaustBudget,
+  request_approval: requestApproval,
+  decide_approval: decideApproval,
+  expire_approval: expireApproval,
+  start_attempt: startAttempt,
+  refuse_attempt: refuseAttempt,
+  finish_attempt: finishAttempt,
+  lose_attempt: loseAttempt,
+  lock_busy: lockBusy,
+  start_reconcile: startReconcile,
+  finish_reconcile: finishReconcile,
+  cancel,
+  resolve,
+  report,
+  resume,
+};
+
+/** Applies one event; throws InvalidEventError outside the table. */
+export function transition(op: OperationRecord, event: LifecycleEvent, now: number): Transition {
+  if (!accepts(op, event.type)) throw new InvalidEventError(op.state, event.type);
+  return handle(op, event, { now, at: new Date(now).toISOString(), ids: { operationId: op.operationId, callId: op.callId } });
+}
+
+function handle<K extends LifecycleEventType>(op: OperationRecord, event: EventOf<K>, ctx: Context): Transition {
+  // The handler of the event's own type: the table is indexed by the type the event carries.
+  const handler: Handler<K> = HANDLERS[event.type as K];
+  return handler(op, event, ctx);
 }
 
 /**
@@ -485,12 +623,7 @@ export function envelopeOf(op: OperationRecord): Envelope | undefined {
 }
 
 /** What a reconciliation found about the attempt a cancel left in flight: recorded late, never reported. */
-function settleLateAttempt(
-  op: OperationRecord,
-  f: ReconcileFinding,
-  finished: (detail: Record<string, unknown>) => NewTraceEvent,
-  now: number,
-): Transition {
+function settleLateAttempt(op: OperationRecord, f: ReconcileFinding, finished: Finished, ctx: Context): Transition {
   switch (f.result) {
     case 'found': {
       const late = recordLate(op, f.outcome, op.attempts);
@@ -505,9 +638,12 @@ function settleLateAttempt(
     }
     case 'lookup_failed':
       if (f.retryInSeconds !== undefined) {
-        const notBefore = new Date(now + f.retryInSeconds * 1000).toISOString();
         return {
-          op: { ...op, reconcileAttempts: (op.reconcileAttempts ?? 0) + 1, plan: { next: 'reconcile_later', notBefore } },
+          op: {
+            ...op,
+            reconcileAttempts: (op.reconcileAttempts ?? 0) + 1,
+            plan: { next: 'reconcile_later', notBefore: notBeforeIn(ctx, f.retryInSeconds) },
+          },
           events: [finished({ result: 'lookup_failed', retryInSeconds: f.retryInSeconds })],
         };
       }
@@ -537,15 +673,6 @@ function reportTransition(op: OperationRecord, envelope: NonNullable<OperationRe
       { type: 'result.reported', operationId: op.operationId, callId: op.callId, detail: { status: envelope.status } },
     ],
   };
-}
-
-function upstreamStatusOf(outcome: Outcome): number | undefined {
-  return 'upstreamStatus' in outcome ? outcome.upstreamStatus : undefined;
-}
-
-/** Who asked for the operation: the calling principal (older records only knew the run's owner). */
-export function requesterOf(op: Pick<OperationRecord, 'requestedBy' | 'principalId'>): string {
-  return op.requestedBy ?? op.principalId;
 }
 
 /** Applies several events in order, as one change (for example validate, then start the first attempt). */

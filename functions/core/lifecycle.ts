@@ -55,21 +55,6 @@ export function assertTransition(from: OperationState, to: OperationState): void
 }
 
 /**
- * Active operations hold a lease and are watched by the sweeper: until the model has its envelope, and
- * after that while a cancelled attempt's late answer is still owed (see lateAttemptUnsettled in engine.ts).
- */
-export function isActive(op: OperationRecord): boolean {
-  if (!op.envelope) return true;
-  return (
-    op.outcome?.kind === 'cancelled' &&
-    op.attempts > 0 &&
-    op.lastAttempt?.attempt !== op.attempts &&
-    !op.lateOutcome &&
-    !op.review?.required
-  );
-}
-
-/**
  * Moves an operation to `to` with `patch` applied, and the trace event that says so.
  * The store's conditional write then makes the move real only if nobody moved it first.
  */

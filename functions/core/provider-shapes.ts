@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { replaySafe } from './record-predicates';
 import type { ToolSpec } from './tool-spec';
 
 /**
@@ -125,7 +126,7 @@ export function mcpTool(spec: ToolSpec) {
     annotations: {
       readOnlyHint: spec.risk === 'read',
       destructiveHint: spec.risk === 'irreversible_write',
-      idempotentHint: spec.risk === 'read' || spec.supportsIdempotency,
+      idempotentHint: replaySafe(spec),
       openWorldHint: true,
     },
   };

@@ -1,15 +1,15 @@
 import { signLink, verifyLink } from '../core/approval-link';
-import { accepts, requesterOf, stepOutput, type StepOutput } from '../core/engine';
+import { accepts, stepOutput, type StepOutput } from '../core/engine';
 import { ErrorNames } from '../core/errors';
 import { approvalIdFor, operationIdOfApproval } from '../core/ids';
+import { approvalLease } from '../core/leases';
 import type { OperationRecord, Principal } from '../core/model';
-import { hasRole } from '../core/policy';
+import { hasRole, mayApprove, principalIn } from '../core/policy';
 import type { Deps } from '../core/ports';
+import { isOwnOperation, requesterOf } from '../core/record-predicates';
 import { advance, mustGet } from './advance';
-import { principalIn } from './deps';
 import { resumeOperation } from './resume';
 
-const LEASE_AFTER_EXPIRY_MS = 60_000;
 const EXPIRY_TOLERANCE_MS = 1_000;
 
 /**
@@ -22,10 +22,11 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
   const requested = await advance(deps, first, (op) => {
     if (!accepts(op, 'request_approval')) return { value: false };
     const expiresAt = op.approval?.expiresAt ?? new Date(deps.now() + config.approvalTtlSeconds * 1000).toISOString();
-    const leaseUntil = new Date(Date.parse(expiresAt) + LEASE_AFTER_EXPIRY_MS).toISOString();
     return {
       value: op.state === 'validated',
-      events: [{ type: 'request_approval', approvalId: approvalIdFor(op.operationId), expiresAt, taskToken, leaseUntil }],
+      events: [
+        { type: 'request_approval', approvalId: approvalIdFor(op.operationId), expiresAt, taskToken, leaseUntil: approvalLease(expiresAt) },
+      ],
     };
   });
   const op = requested.op;
@@ -37,16 +38,13 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
     return;
   }
   if (!requested.value) return;
-  const requester = requesterOf(op);
-  const approvers = config.principals.filter(
-    (p) => p.id !== requester && p.id !== op.principalId && (p.roles.includes('approver') || p.roles.includes('admin')),
-  );
+  const approvers = config.principals.filter((p) => mayApprove(p, op));
   try {
     await deps.notifier.approvalRequested({
       approvalId: op.approval!.approvalId,
       operationId,
       toolName: op.toolName,
-      requestedBy: requester,
+      requestedBy: requesterOf(op),
       expiresAt: op.approval!.expiresAt,
       links: approvers.map((p) => ({ approverId: p.id, url: approvalUrl(deps, config.approvalSecret, op, p.id) })),
     });
@@ -96,7 +94,7 @@ export async function openApproval(deps: Deps, approvalId: string, sig: string |
 export function mayDecide(approver: Principal | undefined, op: OperationRecord): ApprovalAccess {
   if (!approver || !hasRole(approver, 'approver'))
     return { ok: false, status: 403, code: 'forbidden', message: 'this approver may no longer approve' };
-  if (approver.id === requesterOf(op) || approver.id === op.principalId)
+  if (isOwnOperation(approver.id, op))
     return { ok: false, status: 403, code: 'forbidden', message: 'the requester cannot approve its own operation' };
   return { ok: true, op, approver };
 }

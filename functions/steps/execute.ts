@@ -2,22 +2,19 @@ import { decideAfterAttempt } from '../core/attempt-policy';
 import { mayContinue } from '../core/budgets';
 import { deepFreeze } from '../core/canonical';
 import { classifyAttempt } from '../core/classify';
-import { accepts, readyToAttempt, requesterOf, stepOutput, type LifecycleEvent, type StepOutput } from '../core/engine';
+import { accepts, readyToAttempt, stepOutput, type LifecycleEvent, type StepOutput } from '../core/engine';
+import { attemptLease, attemptLockMs, stepLease } from '../core/leases';
 import type { OperationRecord, Outcome, RunRecord } from '../core/model';
-import { mayCallTool } from '../core/policy';
+import { mayCallTool, principalIn } from '../core/policy';
 import type { Deps } from '../core/ports';
+import { attemptUnfinished, replaySafe, requesterOf } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
 import { advance, mustGet } from './advance';
-import { principalIn } from './deps';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
 import { tracedAttempt } from './telemetry';
 import { callTool } from './tool-call';
 
 const LOCK_BUSY_DELAY_SECONDS = 1;
-const LEASE_MARGIN_MS = 60_000;
-
-/** A pending attempt may be sent by this step only when sending it twice is harmless (same key, or a read). */
-const replaySafe = (tool: ToolSpec) => tool.risk === 'read' || tool.supportsIdempotency;
 
 type Plan = { kind: 'send'; attempt: number } | { kind: 'route' };
 
@@ -33,8 +30,8 @@ export async function executeStep(deps: Deps, operationId: string): Promise<Step
   const input = deepFreeze(tool.inputSchema.parse(JSON.parse(first.frozenArguments)));
   const lockKey = lockKeyOf(tool, input);
 
-  const lease = () => new Date(deps.now() + tool.timeoutMs + LEASE_MARGIN_MS).toISOString();
-  if (lockKey && !(await renewLock(deps, lockKey, operationId, tool.timeoutMs + LEASE_MARGIN_MS))) {
+  const lease = () => attemptLease(deps.now(), tool.timeoutMs);
+  if (lockKey && !(await renewLock(deps, lockKey, operationId, attemptLockMs(tool.timeoutMs)))) {
     const busy = await advance(deps, first, (op) => ({
       value: undefined,
       events: accepts(op, 'lock_busy') ? [{ type: 'lock_busy', delaySeconds: LOCK_BUSY_DELAY_SECONDS, leaseUntil: lease() }] : [],
@@ -50,7 +47,8 @@ export async function executeStep(deps: Deps, operationId: string): Promise<Step
       if (stop) return { value: { kind: 'route' }, events: [stop] };
       return { value: { kind: 'send', attempt: op.attempts + 1 }, events: [{ type: 'start_attempt', leaseUntil: lease() }] };
     }
-    if (op.state === 'executing' && op.lastAttempt?.attempt !== op.attempts) {
+    if (attemptUnfinished(op)) {
+      // A pending attempt is sent by this step only when sending it twice is harmless (same key, or a read).
       if (op.plan?.next === 'execute' && replaySafe(tool)) return { value: { kind: 'send', attempt: op.attempts } };
       return { value: { kind: 'route' }, events: [{ type: 'lose_attempt', leaseUntil: lease() }] };
     }
@@ -73,8 +71,6 @@ export async function executeStep(deps: Deps, operationId: string): Promise<Step
   const finished = await advance(deps, begun.op, (op) => {
     if (!accepts(op, 'finish_attempt') || (op.outcome?.kind !== 'cancelled' && op.attempts !== attempt)) return { value: undefined };
     const after = decideAfterAttempt(tool, op, outcome, deps.now(), deps.random);
-    const next =
-      after.next === 'retry' ? deps.now() + after.delaySeconds * 1000 + tool.timeoutMs + LEASE_MARGIN_MS : deps.now() + LEASE_MARGIN_MS;
     const event: LifecycleEvent = {
       type: 'finish_attempt',
       attempt,
@@ -82,7 +78,7 @@ export async function executeStep(deps: Deps, operationId: string): Promise<Step
       latencyMs: call.latencyMs,
       upstreamStatus: call.upstreamStatus,
       after,
-      leaseUntil: new Date(next).toISOString(),
+      leaseUntil: after.next === 'retry' ? attemptLease(deps.now(), tool.timeoutMs, after.delaySeconds) : stepLease(deps.now()),
     };
     return { value: undefined, events: [event] };
   });
@@ -130,8 +126,7 @@ async function refuseWithoutTool(deps: Deps, first: OperationRecord): Promise<St
   } as const;
   const out = await advance(deps, first, (op) => {
     if (readyToAttempt(op)) return { value: undefined, events: [{ type: 'refuse_attempt', outcome }] };
-    if (accepts(op, 'lose_attempt'))
-      return { value: undefined, events: [{ type: 'lose_attempt', leaseUntil: new Date(deps.now() + LEASE_MARGIN_MS).toISOString() }] };
+    if (accepts(op, 'lose_attempt')) return { value: undefined, events: [{ type: 'lose_attempt', leaseUntil: stepLease(deps.now()) }] };
     return { value: undefined };
   });
   return stepOutput(out.op, deps.now());

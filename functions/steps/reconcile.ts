@@ -2,14 +2,13 @@ import { MAX_RECONCILE_LOOKUPS, reconcilePlanOf, type ReconcilePlan } from '../c
 import { backoffSeconds } from '../core/backoff';
 import { deepFreeze } from '../core/canonical';
 import { accepts, stepOutput, type ReconcileFinding, type StepOutput } from '../core/engine';
+import { RECONCILE_LEASE_MS, reconcileLease } from '../core/leases';
 import type { OperationRecord } from '../core/model';
 import type { Deps } from '../core/ports';
 import { backoffOf, type ReconcileResult, type ToolSpec } from '../core/tool-spec';
 import { advance, mustGet } from './advance';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
 import { callTool } from './tool-call';
-
-const LEASE_MS = 120_000;
 
 /**
  * Settles an outcome_unknown by the tool's policy: a status lookup by idempotency key, a replay with the
@@ -19,7 +18,7 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
   const first = await mustGet(deps, operationId);
   const tool = deps.tools.get(first.toolName);
   const plan: ReconcilePlan = tool && first.frozenArguments ? reconcilePlanOf(tool) : 'review';
-  const lease = () => new Date(deps.now() + LEASE_MS).toISOString();
+  const lease = () => reconcileLease(deps.now());
   const started = await advance(deps, first, (op) => {
     if (accepts(op, 'lose_attempt'))
       return {
@@ -38,7 +37,7 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
   if (plan === 'lookup' && tool) {
     const input = deepFreeze(tool.inputSchema.parse(JSON.parse(first.frozenArguments!)));
     const key = lockKeyOf(tool, input);
-    if (key) await renewLock(deps, key, operationId, LEASE_MS);
+    if (key) await renewLock(deps, key, operationId, RECONCILE_LEASE_MS);
     const call = await callTool(
       deps,
       operationId,
@@ -96,5 +95,5 @@ function leaseAfter(deps: Deps, tool: ToolSpec | undefined, finding: ReconcileFi
       : finding.result === 'lookup_failed'
         ? (finding.retryInSeconds ?? 0)
         : 0;
-  return new Date(deps.now() + waitSeconds * 1000 + (tool?.timeoutMs ?? 0) + LEASE_MS).toISOString();
+  return reconcileLease(deps.now(), waitSeconds, tool?.timeoutMs);
 }

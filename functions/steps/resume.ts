@@ -1,10 +1,9 @@
 import { accepts, type LifecycleEvent } from '../core/engine';
-import { isActive } from '../core/lifecycle';
+import { stepLease } from '../core/leases';
+import { isActive } from '../core/record-predicates';
 import type { Deps } from '../core/ports';
 import { advance } from './advance';
 import { executionNameOf } from './deps';
-
-const RESUME_LEASE_MS = 60_000;
 
 /**
  * Starts a fresh execution for an operation whose own execution was lost (a crash, an expired lease,
@@ -19,7 +18,7 @@ export async function resumeOperation(deps: Deps, operationId: string, onlyIfLea
   const claimed = await advance(deps, first, (op) => {
     if (!isActive(op) || !accepts(op, 'resume')) return { value: false };
     if (onlyIfLeaseBefore && (op.leaseUntil ?? '') >= onlyIfLeaseBefore) return { value: false };
-    const leaseUntil = new Date(deps.now() + RESUME_LEASE_MS).toISOString();
+    const leaseUntil = stepLease(deps.now());
     const events: LifecycleEvent[] = accepts(op, 'lose_attempt') ? [{ type: 'lose_attempt', leaseUntil }] : [];
     return { value: true, events: [...events, { type: 'resume', leaseUntil }] };
   });

@@ -1,13 +1,12 @@
-import { admitCall, DEFAULT_BUDGETS } from '../core/budgets';
+import { type Admission, admitCall, DEFAULT_BUDGETS } from '../core/budgets';
 import { argumentsHash, decideCall, validationOf } from '../core/call-policy';
 import { parseArguments } from '../core/canonical';
-import { stepOutput, transitionAll, type LifecycleEvent } from '../core/engine';
-import { envelopeFor } from '../core/envelope';
+import { propose, stepOutput, transitionAll, type LifecycleEvent, type Proposal, type Validation } from '../core/engine';
 import { newIdempotencyKey, newRunId, operationIdFor } from '../core/ids';
-import { moveTo } from '../core/lifecycle';
+import { attemptLease, stepLease } from '../core/leases';
 import { SCHEMA_VERSION, type Budgets, type OperationRecord, type Principal, type RunRecord } from '../core/model';
 import { ContentionError, OperationExistsError, RunChangedError, type Deps, type RunChange } from '../core/ports';
-import { recordOutcome } from '../core/settle';
+import { replaySafe } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
 import { jitter } from './advance';
@@ -16,7 +15,6 @@ import { executionNameOf } from './deps';
 
 /** How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured. */
 export const DEFAULT_RETENTION_DAYS = 30;
-const LEASE_MARGIN_MS = 60_000;
 
 export async function createRun(
   deps: Deps,
@@ -73,7 +71,7 @@ export type SubmitResult =
  * so a happy-path call costs two conditional writes (intent with budget, result with trace).
  */
 function firstAttemptAtSubmission(tool: ToolSpec): boolean {
-  return (tool.risk === 'read' || tool.supportsIdempotency) && !tool.lockKey;
+  return replaySafe(tool) && !tool.lockKey;
 }
 
 /**
@@ -97,26 +95,7 @@ export async function submitToolCall(
   // No read first: the conditional create says whether the operation exists, and hands it back if so.
   let existing: OperationRecord | undefined;
   for (let round = 0; ; round++) {
-    if (existing) {
-      if (existing.inputHash !== inputHash || existing.toolName !== call.name) {
-        await traceDuplicate(deps, run, existing, {
-          type: 'call.conflict',
-          detail: {
-            toolName: call.name,
-            storedToolName: existing.toolName,
-            storedInputHash: existing.inputHash,
-            submittedInputHash: inputHash,
-            requestedBy: caller.id,
-          },
-        });
-        return { kind: 'conflict' };
-      }
-      await traceDuplicate(deps, run, existing, {
-        type: 'operation.replayed',
-        detail: { inputHash, state: existing.state, requestedBy: caller.id },
-      });
-      return { kind: 'replayed', op: existing };
-    }
+    if (existing) return answerDuplicate(deps, run, existing, caller, call, inputHash);
     const now = deps.now();
     const validation = validationOf(
       decideCall({ toolName: call.name, tool, principal: caller, arguments: parsed, approvalTtlSeconds: config.approvalTtlSeconds, now }),
@@ -129,51 +108,12 @@ export async function submitToolCall(
       return { kind: 'run_closed' };
     }
 
-    const proposed = proposal(current, caller, call, operationId, inputHash, now, context);
-    let change: { op: OperationRecord; events: NewTraceEvent[] };
-    let runChange: RunChange;
-    if (!admission.admitted) {
-      // Exhausted: the operation still exists and settles at once, so the model gets an envelope saying why.
-      const outcome = { kind: 'budget_exhausted', code: 'budget_exhausted', message: admission.message } as const;
-      const settled = recordOutcome(proposed.op, outcome);
-      const reported = moveTo(settled.op, 'reported', {
-        envelope: envelopeFor(proposed.op, outcome),
-        plan: { next: 'done' },
-        leaseUntil: undefined,
-      });
-      const opened = current.status === 'open';
-      change = {
-        op: reported.op,
-        events: [
-          ...proposed.events,
-          ...(opened
-            ? [
-                {
-                  type: 'budget.exhausted' as const,
-                  operationId,
-                  callId: call.callId,
-                  detail: { reason: admission.message, status: admission.run.status },
-                },
-              ]
-            : []),
-          ...settled.events,
-          ...reported.events,
-          { type: 'result.reported', operationId, callId: call.callId, detail: { status: 'budget_exhausted' } },
-        ],
-      };
-      runChange = opened ? { kind: 'close', to: admission.run.status as 'budget_exhausted' | 'expired' } : { kind: 'none' };
-    } else {
-      const lease = new Date(now + (tool?.timeoutMs ?? 30_000) + LEASE_MARGIN_MS).toISOString();
-      const steps: LifecycleEvent[] = [{ type: 'validate', validation, leaseUntil: lease }];
-      if (validation.decision === 'deny') steps.push({ type: 'report' });
-      else if (!validation.approvalRequired && tool && firstAttemptAtSubmission(tool))
-        steps.push({ type: 'start_attempt', leaseUntil: lease });
-      const validated = transitionAll(proposed.op, steps, now);
-      change = { op: validated.op, events: [...proposed.events, ...validated.events] };
-      runChange = { kind: 'admit', delta: admission.delta, now };
-    }
+    const proposed = propose(proposalOf(current, caller, call, operationId, inputHash, context), now);
+    const first = firstChange(current, admission, validation, tool, proposed.op, now);
+    const settled = transitionAll(proposed.op, first.steps, now);
+    const events = [...proposed.events, ...first.runEvents, ...settled.events];
     try {
-      const created = await deps.store.createOperation({ run: current, runChange, op: change.op, events: change.events });
+      const created = await deps.store.createOperation({ run: current, runChange: first.runChange, op: settled.op, events });
       countTrace(deps, created.op.toolName, created.events);
       return {
         kind: 'created',
@@ -231,6 +171,35 @@ async function startLifecycle(
   return {};
 }
 
+/** The same call again is a replay of the operation it made; the same call id with other arguments, a conflict. */
+async function answerDuplicate(
+  deps: Deps,
+  run: RunRecord,
+  existing: OperationRecord,
+  caller: Principal,
+  call: ToolCallRequest,
+  inputHash: string,
+): Promise<SubmitResult> {
+  if (existing.inputHash !== inputHash || existing.toolName !== call.name) {
+    await traceDuplicate(deps, run, existing, {
+      type: 'call.conflict',
+      detail: {
+        toolName: call.name,
+        storedToolName: existing.toolName,
+        storedInputHash: existing.inputHash,
+        submittedInputHash: inputHash,
+        requestedBy: caller.id,
+      },
+    });
+    return { kind: 'conflict' };
+  }
+  await traceDuplicate(deps, run, existing, {
+    type: 'operation.replayed',
+    detail: { inputHash, state: existing.state, requestedBy: caller.id },
+  });
+  return { kind: 'replayed', op: existing };
+}
+
 /** A duplicate changes no record, but the trace tells it: the operator sees every replay and refused conflict. */
 async function traceDuplicate(
   deps: Deps,
@@ -246,18 +215,48 @@ async function traceDuplicate(
   countTrace(deps, existing.toolName, events);
 }
 
-function proposal(
+/** The lifecycle's first events for a submitted call, and what its admission changes in the run. */
+function firstChange(
+  run: RunRecord,
+  admission: Exclude<Admission, { reason: 'run_closed' }>,
+  validation: Validation,
+  tool: ToolSpec | undefined,
+  op: Pick<OperationRecord, 'operationId' | 'callId'>,
+  now: number,
+): { steps: LifecycleEvent[]; runEvents: NewTraceEvent[]; runChange: RunChange } {
+  if (!admission.admitted) {
+    // Exhausted: the operation still exists and settles at once, so the model gets an envelope saying why.
+    const steps: LifecycleEvent[] = [{ type: 'exhaust_budget', message: admission.message }, { type: 'report' }];
+    if (run.status !== 'open') return { steps, runEvents: [], runChange: { kind: 'none' } };
+    return {
+      steps,
+      runEvents: [
+        {
+          type: 'budget.exhausted',
+          operationId: op.operationId,
+          callId: op.callId,
+          detail: { reason: admission.message, status: admission.run.status },
+        },
+      ],
+      runChange: { kind: 'close', to: admission.run.status as 'budget_exhausted' | 'expired' },
+    };
+  }
+  const lease = tool ? attemptLease(now, tool.timeoutMs) : stepLease(now);
+  const steps: LifecycleEvent[] = [{ type: 'validate', validation, leaseUntil: lease }];
+  if (validation.decision === 'deny') steps.push({ type: 'report' });
+  else if (!validation.approvalRequired && tool && firstAttemptAtSubmission(tool)) steps.push({ type: 'start_attempt', leaseUntil: lease });
+  return { steps, runEvents: [], runChange: { kind: 'admit', delta: admission.delta, now } };
+}
+
+function proposalOf(
   run: RunRecord,
   caller: Principal,
   call: ToolCallRequest,
   operationId: string,
   inputHash: string,
-  now: number,
   context: SubmitContext,
-) {
-  const at = new Date(now).toISOString();
-  const op: OperationRecord = {
-    schemaVersion: SCHEMA_VERSION,
+): Proposal {
+  return {
     operationId,
     runId: run.runId,
     callId: call.callId,
@@ -265,28 +264,11 @@ function proposal(
     toolName: call.name,
     principalId: run.principalId,
     requestedBy: caller.id,
-    state: 'proposed',
     // Kept as the JSON text the model sent: the store takes it whatever the tool's schema would allow.
     rawArguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
     inputHash,
     idempotencyKey: newIdempotencyKey(),
-    attempts: 0,
-    createdAt: at,
-    updatedAt: at,
-    version: 0,
-    leaseUntil: new Date(now + LEASE_MARGIN_MS).toISOString(),
-    resumes: 0,
     expiresAtEpoch: run.expiresAtEpoch,
-    ...(context.traceparent ? { traceparent: context.traceparent } : {}),
+    traceparent: context.traceparent,
   };
-  const events: NewTraceEvent[] = [
-    {
-      type: 'operation.proposed',
-      operationId,
-      callId: call.callId,
-      to: 'proposed',
-      detail: { toolName: call.name, turn: call.turn, inputHash, requestedBy: caller.id },
-    },
-  ];
-  return { op, events };
 }

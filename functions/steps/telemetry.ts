@@ -1,5 +1,6 @@
 import type { OperationRecord, Outcome } from '../core/model';
 import type { AttemptSpanStart, Deps } from '../core/ports';
+import { replaySafe, upstreamStatusOf } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
 
 /** One attempt, in an `execute_tool` span when telemetry is configured; the attempt runs the same either way. */
@@ -19,17 +20,13 @@ export function tracedAttempt<T extends { outcome: Outcome; call: { latencyMs: n
     attempt,
     risk: tool.risk,
     idempotencyKeySent: tool.supportsIdempotency,
-    replaySafe: tool.risk === 'read' || tool.supportsIdempotency,
+    replaySafe: replaySafe(tool),
     approval: op.approval?.state === 'approved' ? 'approved' : 'not_required',
     traceparent: op.traceparent,
   };
   return deps.telemetry.attemptSpan(start, run, (r) => ({
     outcome: r.outcome,
-    upstreamStatus: r.call.upstreamStatus ?? upstreamOf(r.outcome),
+    upstreamStatus: r.call.upstreamStatus ?? upstreamStatusOf(r.outcome),
     latencyMs: r.call.latencyMs,
   }));
-}
-
-function upstreamOf(outcome: Outcome): number | undefined {
-  return 'upstreamStatus' in outcome ? outcome.upstreamStatus : undefined;
 }

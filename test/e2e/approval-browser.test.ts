@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from '../support/browser';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeWithChromium, launchChromium } from '../support/browser';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack';
 
 let stack: TestStack;
@@ -16,7 +16,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-describe('the approval page in a real browser', () => {
+describeWithChromium('the approval page in a real browser', () => {
   it('shows the exact operation, escapes what the model wrote, works without JavaScript, and approving charges once', async () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent, { maxSpendCents: 1_000_000 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seeded, startTestStack, type TestStack } from '../support/stack';
+import { seeded } from '../support/seeded';
+import { startTestStack, type TestStack } from '../support/stack';
 
 const SEED = Number(process.env.FAULT_SEED ?? 20261130);
 const ROUNDS = Number(process.env.FAULT_ROUNDS ?? 5);

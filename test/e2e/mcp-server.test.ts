@@ -16,6 +16,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
   await stack?.stop();
+  delete process.env.TOOLRUNNER_MCP_WAIT_MS;
 });
 beforeEach(async () => stack.sandbox.reset());
 

@@ -1,6 +1,6 @@
 import { GetExecutionHistoryCommand, SFNClient } from '@aws-sdk/client-sfn';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isActive } from '../../functions/core/lifecycle';
+import { isActive } from '../../functions/core/record-predicates';
 import { isEmbedded } from '../support/target';
 import { shape, startTestStack, type TestStack } from '../support/stack';
 

@@ -2,8 +2,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { launchChromium } from '../support/browser';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeWithChromium, launchChromium } from '../support/browser';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MetricName } from '../../functions/core/metric-names';
 import { formatTimeline } from '../../functions/core/timeline';
 import { startTestStack, type TestStack } from '../support/stack';
@@ -27,7 +27,7 @@ afterAll(async () => {
 const CARD = '4242 4242 4242 4242';
 const charge = { amount: 2500, currency: 'USD', customer: 'cus_ops', description: `paid with ${CARD}` };
 
-describe('the trace page in a real browser: commit then timeout', () => {
+describeWithChromium('the trace page in a real browser: commit then timeout', () => {
   it('shows the story of the run, one line per event, with masked data, replays and conflicts', async () => {
     const { api, keys, sandbox } = stack;
     await sandbox.reset();

@@ -56,8 +56,11 @@ async function finished(executionArn: string) {
 describe('embedded Step Functions behind the real SDK', () => {
   it('enters at Route, then goes Validate → Backoff → Execute → Report as the steps say, and keeps history', async () => {
     calls.length = 0;
+    // Validate holds the execution RUNNING until the duplicate starts below have been answered.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
     script.Validate = async (p) => {
-      await new Promise((r) => setTimeout(r, 200));
+      await held;
       return { operationId: p.operationId, next: 'retry', delaySeconds: 0 };
     };
     script.Execute = (p) => ({ operationId: p.operationId, next: 'report' });
@@ -87,6 +90,7 @@ describe('embedded Step Functions behind the real SDK', () => {
         }),
       ),
     ).rejects.toBeInstanceOf(ExecutionAlreadyExists);
+    release();
     const done = await finished(started.executionArn!);
     expect(done.status).toBe('SUCCEEDED');
     // Closed executions keep their name, as on AWS.

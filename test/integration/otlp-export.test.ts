@@ -16,6 +16,11 @@ const collector = createServer((req: IncomingMessage, res) => {
   });
 });
 afterAll(() => new Promise<void>((r) => collector.close(() => r())));
+// The exporter reads the standard variables from the process: files that share this worker must not inherit them.
+afterAll(() => {
+  delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  delete process.env.OTEL_EXPORTER_OTLP_PROTOCOL;
+});
 
 describe('OTLP export', () => {
   it('registers nothing unless the standard variables ask for it', () => {

@@ -12,12 +12,14 @@ export async function setup(project: TestProject): Promise<void> {
   if (!isEmbedded) return;
   // Built once here, so the test workers find them current instead of each building them at once.
   if (handlerMode === 'bundled') for (const name of FUNCTION_NAMES) await lambdaBundle(name);
-  dynamo = await startDynamoLocal();
+  // The dynamodb and newest-sdks projects share this setup (and so one DynamoDB Local).
+  dynamo ??= await startDynamoLocal();
   project.provide('dynamoEndpoint', dynamo.endpoint);
 }
 
 export async function teardown(): Promise<void> {
   await dynamo?.stop();
+  dynamo = undefined;
 }
 
 declare module 'vitest' {

@@ -1,6 +1,7 @@
 import { admissionHolds, applyAdmission } from '../../functions/core/budgets';
-import { canTransition, isActive, OperationState } from '../../functions/core/lifecycle';
+import { canTransition, OperationState } from '../../functions/core/lifecycle';
 import type { OperationRecord, RunRecord } from '../../functions/core/model';
+import { isActive, isOwnOperation } from '../../functions/core/record-predicates';
 import { OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../../functions/core/ports';
 import type { TraceEvent } from '../../functions/core/trace';
 
@@ -106,8 +107,7 @@ export function memoryStore(clock: () => number = Date.now): Store & {
           (o) =>
             o.state === 'awaiting_approval' &&
             o.approval?.state === 'pending' &&
-            o.principalId !== approverId &&
-            o.requestedBy !== approverId &&
+            !isOwnOperation(approverId, o) &&
             o.approval.expiresAt > now,
         )
         .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.operationId.localeCompare(b.operationId));

@@ -8,6 +8,7 @@ import { createClient, type ToolRunnerClient } from '../../functions/client';
 import type { TraceEvent } from '../../functions/core/trace';
 import type { HandlerMode } from '../../local/handlers';
 import { startStack, type Stack } from '../../local/stack';
+import { seeded } from './seeded';
 import { startStackProcess } from './stack-process';
 import { deployedTarget, handlerMode, isEmbedded, Target } from './target';
 
@@ -122,18 +123,6 @@ export async function startTestStack(options: { seed?: number; handlers?: Handle
     anotherProcess: () => startStackProcess({ ...stackOptions, dataDir: mkdtempSync(join(tmpdir(), 'toolrunner-test-')) }),
   };
   return testStack;
-}
-
-/** Small deterministic PRNG (mulberry32) so jittered delays repeat from a seed. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export interface Reply<T = any> {
