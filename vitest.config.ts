@@ -93,10 +93,7 @@ if (!runsDynamoDb && !noticed.javaNoticeShown) {
 export default defineConfig({
   resolve: { alias: packageNames },
   test: {
-    projects: [
-      ...(runsDynamoDb ? [unit, dynamodb] : [unit]),
-      ...(runsDynamoDb && nodeMajor >= 22 ? [newestSdkProject] : []),
-    ],
+    projects: [...(runsDynamoDb ? [unit, dynamodb] : [unit]), ...(runsDynamoDb && nodeMajor >= 22 ? [newestSdkProject] : [])],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

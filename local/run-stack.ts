@@ -13,8 +13,11 @@ export const Knobs = z.object({
   SANDBOX_PORT: z.coerce.number().int().min(1).max(65535).default(3001),
   TOOLRUNNER_DATA_DIR: z.string().min(1).default('.local/'),
   TOOLRUNNER_CONFIG: z.string().min(1).default('toolrunner.local.json'),
-  /** `bundled` runs every Lambda handler from the bundle CDK deploys (same esbuild options). */
-  TOOLRUNNER_HANDLERS: z.enum(['source', 'bundled']).default('source'),
+  /**
+   * `bundled` runs every Lambda handler from the bundle CDK deploys (same esbuild options); `template` builds the
+   * whole stack from the synthesized CDK app (functions, routes, state machines, tables, IAM).
+   */
+  TOOLRUNNER_HANDLERS: z.enum(['source', 'bundled', 'template']).default('source'),
 });
 
 /**

@@ -8,11 +8,52 @@ import { z } from 'zod';
 /** A Lambda as the embedded stack runs it: in-process, with a JSON round trip at the boundary as on AWS. */
 export type LocalFunction = (payload: unknown) => Promise<unknown>;
 
+/** Step Functions' quota on a state's input, output and a task's result (UTF-8 bytes), enforced where AWS enforces it. */
+export const STATE_PAYLOAD_LIMIT_BYTES = 256 * 1024;
+
+const payloadBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value ?? null));
+
+type EngineExecute = (input: unknown, options: EngineOptions, cleanup: () => void) => Promise<unknown>;
+interface EngineOptions {
+  eventLogger: { dispatch(event: EngineEvent & { state?: { input?: unknown; output?: unknown } }): void };
+  runOptions?: { context?: { Execution?: { Id?: string } } };
+}
+
+/**
+ * The engine checks no payload size. AWS fails the execution with States.DataLimitExceeded, which no Catch
+ * of States.ALL takes, when a state's input or output is over the quota: every state event the engine
+ * dispatches is measured as it happens (synchronously, before the next state starts), and `exceeded` ends
+ * the execution.
+ */
+function enforcePayloadLimit(machine: StateMachine, exceeded: (executionArn: string, cause: string) => void): void {
+  const engine = machine as unknown as { execute: EngineExecute };
+  const execute = engine.execute.bind(machine);
+  engine.execute = (input, options, cleanup) => {
+    const logger = options.eventLogger;
+    const dispatch = logger.dispatch.bind(logger);
+    const executionArn = options.runOptions?.context?.Execution?.Id ?? '';
+    logger.dispatch = (event) => {
+      dispatch(event);
+      if (!event.state || (event.type !== 'StateEntered' && event.type !== 'StateExited')) return;
+      const entered = event.type === 'StateEntered';
+      if (payloadBytes(entered ? event.state.input : event.state.output) <= STATE_PAYLOAD_LIMIT_BYTES) return;
+      exceeded(
+        executionArn,
+        entered
+          ? `The state/task '${event.state.name}' has an input with a size exceeding the maximum number of bytes service limit.`
+          : `The state/task '${event.state.name}' returned a result with a size exceeding the maximum number of bytes service limit.`,
+      );
+    };
+    return execute(input, options, cleanup);
+  };
+}
+
 type Status = 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'ABORTED' | 'TIMED_OUT';
 
 interface Execution {
   name: string;
   arn: string;
+  machineArn: string;
   input: string;
   status: Status;
   startDate: number;
@@ -75,7 +116,15 @@ export interface LocalMachine {
   name: string;
   definition: string;
   type: 'STANDARD' | 'EXPRESS';
+  /** Default: the name in region us-east-1 of account 000000000000. */
+  arn?: string;
 }
+
+/**
+ * May this machine's role invoke this function? `undefined` if so, else AWS's AccessDenied message (the
+ * stack built from the template asks IAM; the others allow every invoke).
+ */
+export type InvokeCheck = (machineArn: string, functionArn: string) => Promise<string | undefined>;
 
 /** What the cost model counts of each finished execution (`npm run cost`). */
 export interface ExecutionSummary {
@@ -103,16 +152,28 @@ export class LocalStepFunctions {
     machines: LocalMachine[],
     private readonly functions: Record<string, LocalFunction>,
     private readonly onFinished?: (summary: ExecutionSummary) => void,
+    private readonly mayInvoke?: InvokeCheck,
   ) {
     for (const m of machines) {
       const definition = JSON.parse(m.definition);
-      this.machines.set(this.arnOf(m.name), {
-        machine: new StateMachine(definition as never, { validationOptions: { checkArn: true, checkPaths: true } }),
-        definition,
-        type: m.type,
-      });
+      const machine = new StateMachine(definition as never, { validationOptions: { checkArn: true, checkPaths: true } });
+      enforcePayloadLimit(machine, (arn, cause) => this.failDataLimit(arn, cause));
+      this.machines.set(m.arn ?? this.arnOf(m.name), { machine, definition, type: m.type });
     }
-    this.stateMachineArn = this.arnOf(machines[0].name);
+    this.stateMachineArn = machines[0].arn ?? this.arnOf(machines[0].name);
+  }
+
+  /** Ends a running execution as AWS does when a payload is over the quota: FAILED, States.DataLimitExceeded. */
+  private failDataLimit(arn: string, cause: string): void {
+    const e = this.executions.get(arn);
+    if (e?.status !== 'RUNNING') return;
+    e.status = 'FAILED';
+    e.error = 'States.DataLimitExceeded';
+    e.cause = cause;
+    e.stopDate = Date.now() / 1000;
+    e.history.push({ timestamp: e.stopDate, type: 'ExecutionFailed', detail: { executionFailedEventDetails: { error: e.error, cause } } });
+    e.controller.abort(new Error(cause));
+    e.abort();
   }
 
   arnOf(name: string): string {
@@ -181,7 +242,7 @@ export class LocalStepFunctions {
         const e = this.find(Inputs.DescribeExecution.parse(body).executionArn);
         return {
           executionArn: e.arn,
-          stateMachineArn: this.stateMachineArn,
+          stateMachineArn: e.machineArn,
           name: e.name,
           status: e.status,
           startDate: e.startDate,
@@ -293,6 +354,7 @@ export class LocalStepFunctions {
     const execution: Execution = {
       name,
       arn,
+      machineArn: req.stateMachineArn,
       input,
       status: 'RUNNING',
       startDate: Date.now() / 1000,
@@ -309,7 +371,7 @@ export class LocalStepFunctions {
       return token;
     };
     const run = target.machine.run(parsedInput, {
-      overrides: { taskResourceLocalHandlers: this.localHandlers(arn, target.definition) as never },
+      overrides: { taskResourceLocalHandlers: this.localHandlers(arn, req.stateMachineArn, target.definition) as never },
       context: {
         Execution: { Id: arn, Name: name },
         Task: {
@@ -356,6 +418,7 @@ export class LocalStepFunctions {
   /** lambda:invoke states call the function and mirror AWS's `{ Payload, StatusCode }`; .waitForTaskToken waits for the token. */
   private localHandlers(
     executionArn: string,
+    machineArn: string,
     definition: { States: Record<string, { Type: string; Resource?: string }> },
   ): Record<string, (input: unknown) => Promise<unknown>> {
     const handlers: Record<string, (input: unknown) => Promise<unknown>> = {};
@@ -363,11 +426,26 @@ export class LocalStepFunctions {
       if (state.Type !== 'Task') continue;
       const waits = state.Resource?.endsWith('.waitForTaskToken');
       handlers[stateName] = async (input) => {
+        const execution = this.executions.get(executionArn);
+        // Failed meanwhile (a payload over the quota): no further state runs.
+        if (execution && execution.status !== 'RUNNING') return new Promise(() => undefined);
         const { FunctionName, Payload } = input as { FunctionName: string; Payload: { taskToken?: string } };
         const fn = this.functions[FunctionName];
         if (!fn) throw Object.assign(new Error(`no function ${FunctionName}`), { name: 'Lambda.ResourceNotFoundException' });
+        const denied = await this.mayInvoke?.(machineArn, FunctionName);
+        if (denied) throw Object.assign(new Error(denied), { name: 'Lambda.AWSLambdaException' });
         const payload = JSON.parse(JSON.stringify(Payload));
-        if (!waits) return { Payload: JSON.parse(JSON.stringify((await fn(payload)) ?? null)), StatusCode: 200 };
+        if (!waits) {
+          const result = (await fn(payload)) ?? null;
+          if (payloadBytes(result) > STATE_PAYLOAD_LIMIT_BYTES) {
+            this.failDataLimit(
+              executionArn,
+              `The state/task '${stateName}' returned a result with a size exceeding the maximum number of bytes service limit.`,
+            );
+            return new Promise(() => undefined);
+          }
+          return { Payload: JSON.parse(JSON.stringify(result)), StatusCode: 200 };
+        }
         const token = payload.taskToken as string;
         const waiting = new Promise<unknown>((resolve, reject) => {
           const pending = this.tokens.get(token) ?? { execution: executionArn, closed: false };

@@ -1,18 +1,14 @@
 import './env-defaults';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { dirname, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { serve } from '@hono/node-server';
 import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../functions/handlers/runtime';
 import type { RunnerConfig } from '../functions/core/config';
 import type { ToolSpec } from '../functions/core/tool-spec';
 import type { Deps } from '../functions/core/ports';
 import { sweep } from '../functions/steps/resume';
-import { createSandbox } from '../sandbox/server';
 import {
   LIFECYCLE_FUNCTIONS,
   placeholderOf,
@@ -21,9 +17,13 @@ import {
   substitute,
   type LifecycleFunction,
 } from '../statemachines/definition';
-import { ensureTables, localClient, startDynamoLocal } from './dynamodb-local';
+import { ensureTables, localClient } from './dynamodb-local';
 import { makeHandlers, type HandlerMode } from './handlers';
 import { LocalStepFunctions, type ExecutionSummary, type LocalFunction } from './sfn-endpoint';
+import { dynamoPart, progressReporter, serveApiPart, startSandboxPart, sweeperPart, type Started } from './stack-parts';
+import type { CfnTemplate } from './template/assembly';
+import type { Denial } from './template/aws-gateway';
+import type { PublishedMessage } from './template/local-services';
 
 export interface StackOptions {
   /** Holds DynamoDB Local's files and the sandbox state; a restart with the same directory keeps them. */
@@ -43,8 +43,13 @@ export interface StackOptions {
   instrument?: { invoked?(fn: LifecycleFunction, durationMs: number): void; executed?(summary: ExecutionSummary): void };
   /** Told each part as it comes up, so a person starting the stack sees where the seconds go. */
   onProgress?(line: string): void;
-  /** `bundled`: every Lambda handler from the bundle CDK deploys (local/handlers.ts); default `source`. */
+  /**
+   * `bundled`: every Lambda handler from the bundle CDK deploys (local/handlers.ts); `template`: the whole stack
+   * from the synthesized cloud assembly (local/template/); default `source`.
+   */
   handlers?: HandlerMode;
+  /** Template mode: changes a copy of the synthesized template before the stack is built from it (tests). */
+  editTemplate?(template: CfnTemplate): void;
 }
 
 export interface Stack {
@@ -54,12 +59,16 @@ export interface Stack {
   deps: Deps;
   /** Operations resumed at boot: after a restart no execution survives, so every active one continues. */
   recovered: string[];
-  /** Which handlers run: the TypeScript sources or the deployed bundles. */
+  /** Which handlers run: the TypeScript sources, the deployed bundles, or the stack built from the synthesized template. */
   handlers: HandlerMode;
   /** The embedded engine's state machine, for Step Functions calls (DescribeExecution, history). */
   stateMachineArn: string;
   /** The DynamoDB tables' names, for readers of their own (measurements, tests). */
   tables: TableNames;
+  /** Template mode: what was published to the stack's SNS topics (recorded, never delivered). */
+  published?: readonly PublishedMessage[];
+  /** Template mode: the AWS calls the IAM check refused. */
+  denials?: readonly Denial[];
   stop(): Promise<void>;
 }
 
@@ -82,13 +91,6 @@ export function ensureConfig(path: string): { created: boolean } {
   return { created: true };
 }
 
-function listen(server: Server, port: number): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolvePort((server.address() as AddressInfo).port));
-  });
-}
-
 /**
  * The embedded stack: DynamoDB Local, the ASL on the embedded engine behind a Step Functions endpoint,
  * the Lambda handlers in-process, the API and the sandbox. Handlers get their endpoints from the same
@@ -96,12 +98,17 @@ function listen(server: Server, port: number): Promise<number> {
  */
 export async function startStack(options: StackOptions): Promise<Stack> {
   // Everything started so far, stopped in reverse order on shutdown or when a later part fails to start.
-  const started: (() => Promise<void>)[] = [];
+  const started: Started = [];
   const stop = async () => {
     for (const stopPart of started.splice(0).reverse()) await stopPart();
   };
   try {
-    return await startParts(options, started, stop);
+    if (options.handlers === 'template') {
+      // Loaded only here: it needs the CDK app and the IAM simulator, which the other modes do not.
+      const { startTemplateParts } = await import('./template/template-stack');
+      return await startTemplateParts(options, started, stop);
+    }
+    return await startParts({ ...options, handlers: options.handlers }, started, stop);
   } catch (error) {
     await stop().catch(() => undefined);
     throw error;
@@ -129,33 +136,16 @@ function timed(
   ) as Record<LifecycleFunction, LocalFunction>;
 }
 
-function closeServer(server: Server): Promise<void> {
-  return new Promise<void>((r) => {
-    server.close(() => r());
-    server.closeAllConnections();
-  });
-}
-
-async function startParts(options: StackOptions, started: (() => Promise<void>)[], stop: () => Promise<void>): Promise<Stack> {
+async function startParts(
+  options: StackOptions & { handlers?: Exclude<HandlerMode, 'template'> },
+  started: Started,
+  stop: () => Promise<void>,
+): Promise<Stack> {
   const progress = progressReporter(options.onProgress);
   mkdirSync(options.dataDir, { recursive: true });
   ensureConfig(options.configPath);
-  let sandboxUrl: string | undefined;
-  if (!options.tools) {
-    const sandbox = createSandbox(options.dataDir);
-    const sandboxPort = await listen(sandbox, options.sandboxPort ?? 0);
-    started.push(() => closeServer(sandbox));
-    sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
-    progress(`sandbox listening on ${sandboxUrl}`);
-  }
-
-  let dynamoEndpoint = options.dynamoEndpoint;
-  if (!dynamoEndpoint) {
-    progress('starting DynamoDB Local (Java; the first start takes a few seconds)…');
-    const dynamo = await startDynamoLocal(join(options.dataDir, 'dynamodb'));
-    started.push(() => dynamo.stop());
-    dynamoEndpoint = dynamo.endpoint;
-  }
+  const sandboxUrl = options.tools ? undefined : await startSandboxPart(options.dataDir, options.sandboxPort ?? 0, started, progress);
+  const dynamoEndpoint = await dynamoPart(options, started, progress);
   const prefix = options.tablePrefix ?? 'toolrunner';
   const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
   progress(`DynamoDB Local answering at ${dynamoEndpoint}; creating tables…`);
@@ -220,30 +210,12 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     inProcessSteps: handlers.mode === 'source',
   });
 
-  const api = serve({ fetch: handlers.api, port, hostname: '127.0.0.1' }) as Server;
-  const apiPort = await new Promise<number>((r, reject) => {
-    api.once('error', reject);
-    api.once('listening', () => r((api.address() as AddressInfo).port));
-  });
-  started.push(() => closeServer(api));
+  const apiPort = await serveApiPart(handlers.api, port, started);
   deps.publicBaseUrl = `http://127.0.0.1:${apiPort}`;
   progress(`API listening on ${deps.publicBaseUrl}; resuming interrupted operations…`);
 
   const recovered = await sweep(deps, 1000, { ignoreLeases: true });
-  let sweeping = false;
-  const timer = setInterval(async () => {
-    if (sweeping) return;
-    sweeping = true;
-    try {
-      await handlers.sweep();
-    } catch (error) {
-      console.error(`sweeper: ${(error as Error).message}`);
-    } finally {
-      sweeping = false;
-    }
-  }, options.sweepIntervalMs ?? 5000);
-  timer.unref();
-  started.push(async () => clearInterval(timer));
+  sweeperPart(handlers.sweep, options.sweepIntervalMs ?? 5000, started);
 
   return {
     apiUrl: `http://127.0.0.1:${apiPort}`,
@@ -255,10 +227,4 @@ async function startParts(options: StackOptions, started: (() => Promise<void>)[
     tables,
     stop,
   };
-}
-
-/** Each line with the seconds since the stack began to start, e.g. `[ 2.4s] tables ready`. */
-function progressReporter(onProgress: ((line: string) => void) | undefined): (line: string) => void {
-  const began = Date.now();
-  return (line) => onProgress?.(`[${((Date.now() - began) / 1000).toFixed(1).padStart(4)}s] ${line}`);
 }

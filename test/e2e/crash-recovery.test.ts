@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../local/dynamodb-local';
 import { Api, Sandbox, shape } from '../support/stack';
 import { npmStart, type NpmStarted } from '../support/npm-start';
-import { isEmbedded } from '../support/target';
+import { handlerMode, isEmbedded } from '../support/target';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-crash-'));
 const configPath = join(dataDir, 'config.json');
@@ -39,7 +39,8 @@ afterAll(async () => {
 describe.runIf(isEmbedded)('crash after the write', () => {
   it('SIGKILL while a charge is in flight; after a restart the operation is reported and the ledger has one charge', async () => {
     const ports = { api: await freePort(), sandbox: await freePort() };
-    await start(ports);
+    // npm start says which handlers it runs (TOOLRUNNER_HANDLERS, from the target) before it is ready.
+    expect((await start(ports)).output()).toMatch(new RegExp(`handlers: ${handlerMode}\n(.*\n)*ready: api=`));
     const api = new Api(`http://127.0.0.1:${ports.api}`);
     const sandbox = new Sandbox(`http://127.0.0.1:${ports.sandbox}`);
     const runId = await api.createRun(agentKey);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { signLink } from '../../functions/core/approval-link';
 import { shape, startTestStack, type TestStack } from '../support/stack';
-import { isEmbedded } from '../support/target';
+import { configEditsApplyAtOnce } from '../support/target';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -139,7 +139,7 @@ describe('approvals by task token', () => {
   });
 
   // Both change the principals file, which only the embedded stack reads.
-  it.runIf(isEmbedded)('a permission revoked while the approval waits stops the approved call before any attempt', async () => {
+  it.runIf(configEditsApplyAtOnce)('a permission revoked while the approval waits stops the approved call before any attempt', async () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent);
     const { opId, approval } = await pendingApproval(runId, 'call_revoked');
@@ -168,7 +168,7 @@ describe('approvals by task token', () => {
     }
   });
 
-  it.runIf(isEmbedded)('an approval nobody decides expires as approval_expired', async () => {
+  it.runIf(configEditsApplyAtOnce)('an approval nobody decides expires as approval_expired', async () => {
     const { api, keys, sandbox } = stack;
     stack.editConfig((c) => (c.approvalTtlSeconds = 2));
     try {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { handlerMode } from './target';
 
 export interface NpmStarted {
   child: ChildProcess;
@@ -8,14 +9,17 @@ export interface NpmStarted {
   alive(): boolean;
 }
 
-/** `npm start` in its own process group with these knobs added to the environment, once it prints `ready:`. */
+/**
+ * `npm start` in its own process group with these knobs added to the environment, once it prints `ready:`.
+ * It runs the handlers the test target names (TOOLRUNNER_HANDLERS), unless `env` says otherwise.
+ */
 export async function npmStart(env: Record<string, string>): Promise<NpmStarted> {
   let output = '';
   const child = spawn('npm', ['start'], {
     cwd: process.cwd(),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...(handlerMode ? { TOOLRUNNER_HANDLERS: handlerMode } : {}), ...env },
   });
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));

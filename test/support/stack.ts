@@ -7,7 +7,7 @@ import type { RunnerConfig } from '../../functions/core/config';
 import { createClient, type ToolRunnerClient } from '../../functions/client';
 import type { TraceEvent } from '../../functions/core/trace';
 import type { HandlerMode } from '../../local/handlers';
-import { startStack, type Stack } from '../../local/stack';
+import { startStack, type Stack, type StackOptions } from '../../local/stack';
 import { seeded } from './seeded';
 import { startStackProcess } from './stack-process';
 import { deployedTarget, handlerMode, isEmbedded, Target } from './target';
@@ -20,7 +20,7 @@ export interface Keys {
   other: string;
 }
 
-export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'> {
+export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials'>, Partial<Pick<Stack, 'tables'>> {
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
   /** Only on the embedded stack: its state machine on the local Step Functions endpoint. */
@@ -45,7 +45,9 @@ export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop'>
  * The stack under test: by default an embedded stack against the run's shared DynamoDB Local, with its own
  * tables and sandbox state; with TARGET=localstack|aws, the deployed stack named by the environment.
  */
-export async function startTestStack(options: { seed?: number; handlers?: HandlerMode } = {}): Promise<TestStack> {
+export async function startTestStack(
+  options: { seed?: number; handlers?: HandlerMode } & Pick<StackOptions, 'editTemplate'> = {},
+): Promise<TestStack> {
   if (!isEmbedded) {
     const target = deployedTarget();
     return {
@@ -83,6 +85,7 @@ export async function startTestStack(options: { seed?: number; handlers?: Handle
     tablePrefix: `t${randomBytes(5).toString('hex')}`,
     sweepIntervalMs: 500,
     handlers: options.handlers ?? handlerMode,
+    editTemplate: options.editTemplate,
   };
   let stack = await startStack(stackOptions);
   if (options.seed !== undefined) stack.deps.random = seeded(options.seed);
@@ -96,6 +99,9 @@ export async function startTestStack(options: { seed?: number; handlers?: Handle
     sandboxUrl: stack.sandboxUrl,
     deps: stack.deps,
     stateMachineArn: stack.stateMachineArn,
+    published: stack.published,
+    denials: stack.denials,
+    tables: stack.tables,
     keys,
     configPath,
     dataDir,
@@ -117,6 +123,9 @@ export async function startTestStack(options: { seed?: number; handlers?: Handle
         stateMachineArn: stack.stateMachineArn,
         api: new Api(stack.apiUrl),
         sandbox: new Sandbox(stack.sandboxUrl!),
+        published: stack.published,
+        denials: stack.denials,
+        tables: stack.tables,
       });
       return stack.recovered;
     },

@@ -1,21 +1,31 @@
 import { z } from 'zod';
+import type { HandlerMode } from '../../local/handlers';
 
 /**
  * Which stack the e2e suite drives. `embedded` (default) starts the local stack in-process; `bundled` is the
  * same stack with every Lambda handler loaded from the bundle CDK deploys (bundling and minification
- * faults show there); `localstack` and `aws` point the same tests at a deployed stack (not reachable from
- * this machine).
+ * faults show there); `template` builds the stack from the synthesized CDK app (functions in workers with
+ * their template environment, IAM checked, routes and state machines from the template); `localstack` and
+ * `aws` point the same tests at a deployed stack (not reachable from this machine).
  */
 export const Target = z
-  .enum(['embedded', 'bundled', 'localstack', 'aws'])
+  .enum(['embedded', 'bundled', 'template', 'localstack', 'aws'])
   .default('embedded')
   .parse(process.env.TARGET || undefined);
 
-/** The tests start the stack themselves (on the run's DynamoDB Local). */
-export const isEmbedded = Target === 'embedded' || Target === 'bundled';
+/** Which handlers the embedded stack runs (`TOOLRUNNER_HANDLERS` of `npm start`). */
+export const handlerMode = ({ embedded: 'source', bundled: 'bundled', template: 'template' } as const)[
+  Target as 'embedded' | 'bundled' | 'template'
+] as HandlerMode | undefined;
 
-/** Which handlers the embedded stack runs. */
-export const handlerMode = Target === 'bundled' ? 'bundled' : 'source';
+/** The tests start the stack themselves (on the run's DynamoDB Local). */
+export const isEmbedded = handlerMode !== undefined;
+
+/**
+ * A changed principals file applies to the very next check. Not so where the functions read the config
+ * secret (template mode, AWS): they keep it up to 30 s, as the construct documents.
+ */
+export const configEditsApplyAtOnce = Target === 'embedded' || Target === 'bundled';
 
 /** For a deployed stack: where it is and the keys of its principals (one per role, plus a second agent). */
 export function deployedTarget() {

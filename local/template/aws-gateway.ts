@@ -1,0 +1,210 @@
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+import type { Caller, IamCheck } from './iam';
+import { type ServiceReply, snsError } from './local-services';
+
+/** One AWS API call the IAM check looked at: which action on which resource. */
+export interface Check {
+  action: string;
+  resource: string;
+}
+
+/** A call the IAM check refused, for tests and the operator. */
+export interface Denial extends Check {
+  role: string;
+  session: string;
+  at: string;
+}
+
+/** Where allowed calls go: the real local backends. */
+export interface Backends {
+  /** DynamoDB Local. */
+  dynamodb: string;
+  /** The embedded Step Functions endpoint. */
+  states: string;
+  secretsmanager(target: string, body: Record<string, unknown>): Promise<ServiceReply>;
+  sns(form: URLSearchParams): ServiceReply;
+}
+
+interface Arns {
+  region: string;
+  account: string;
+  secretArn(id: string): string | undefined;
+}
+
+/** The parts of a DynamoDB request that name resources. */
+const DynamoRequest = z
+  .object({
+    TableName: z.string().optional(),
+    IndexName: z.string().optional(),
+    RequestItems: z.record(z.string(), z.unknown()).optional(),
+    TransactItems: z.array(z.record(z.string(), z.object({ TableName: z.string() }).passthrough())).optional(),
+  })
+  .passthrough();
+/** The parts of a Step Functions request that name resources. */
+const StatesRequest = z
+  .object({ stateMachineArn: z.string().optional(), executionArn: z.string().optional(), activityArn: z.string().optional() })
+  .passthrough();
+
+/**
+ * What IAM checks for one DynamoDB request: each table an operation touches, per item for transactions
+ * (there is no TransactWriteItems action: each item's own Put, Update, Delete or ConditionCheck counts),
+ * and a query on an index names the index.
+ */
+export function dynamoChecks(operation: string, body: z.infer<typeof DynamoRequest>, arns: Arns): Check[] {
+  const table = (name: string) => (name.startsWith('arn:') ? name : `arn:aws:dynamodb:${arns.region}:${arns.account}:table/${name}`);
+  switch (operation) {
+    case 'BatchGetItem':
+    case 'BatchWriteItem':
+      return Object.keys(body.RequestItems ?? {}).map((name) => ({ action: `dynamodb:${operation}`, resource: table(name) }));
+    case 'TransactWriteItems':
+    case 'TransactGetItems':
+      return (body.TransactItems ?? []).flatMap((item) =>
+        Object.entries(item).map(([kind, op]) => ({
+          action: `dynamodb:${kind === 'ConditionCheck' ? 'ConditionCheckItem' : `${kind}Item`}`,
+          resource: table(op.TableName),
+        })),
+      );
+    default: {
+      if (!body.TableName) return [{ action: `dynamodb:${operation}`, resource: '*' }];
+      const arn = table(body.TableName);
+      return [{ action: `dynamodb:${operation}`, resource: body.IndexName ? `${arn}/index/${body.IndexName}` : arn }];
+    }
+  }
+}
+
+/** What IAM checks for one Step Functions request. */
+export function statesChecks(operation: string, body: z.infer<typeof StatesRequest>): Check[] {
+  return [{ action: `states:${operation}`, resource: body.stateMachineArn ?? body.executionArn ?? body.activityArn ?? '*' }];
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `Credential=AKID/20240101/us-east-1/dynamodb/aws4_request` → the key id and the service it was signed for. */
+function credentialOf(req: IncomingMessage): { keyId: string; service: string } | undefined {
+  const m = /Credential=([^/]+)\/[^/]+\/[^/]+\/([^/]+)\/aws4_request/.exec(String(req.headers.authorization ?? ''));
+  return m ? { keyId: m[1], service: m[2] } : undefined;
+}
+
+/** A JSON-protocol service's error, as the SDK reads it (`__type`). */
+function jsonError(contentType: string, status: number, type: string, message: string): ServiceReply {
+  return { status, contentType, body: JSON.stringify({ __type: type, message, Message: message }) };
+}
+
+function send(res: ServerResponse, reply: ServiceReply): void {
+  res.writeHead(reply.status, { 'content-type': reply.contentType, 'x-amzn-requestid': crypto.randomUUID() });
+  res.end(reply.body);
+}
+
+function forward(req: IncomingMessage, body: Buffer, backend: string, res: ServerResponse): void {
+  const url = new URL(req.url ?? '/', backend);
+  const headers = { ...req.headers, host: url.host, 'content-length': String(body.length) };
+  const out = httpRequest(url, { method: req.method, headers }, (answer) => {
+    res.writeHead(answer.statusCode ?? 502, answer.headers);
+    answer.pipe(res);
+  });
+  out.on('error', (error) => {
+    if (!res.headersSent) send(res, jsonError('application/x-amz-json-1.0', 500, 'InternalFailure', error.message));
+    else res.destroy();
+  });
+  out.end(body);
+}
+
+/**
+ * The one endpoint every function's AWS SDK calls: it finds the caller by the access key id its request was
+ * signed with (each function has its own), the action from the request (X-Amz-Target, or SNS's Action), and
+ * the resources from the body; the IAM check decides; a refused call is answered as the service answers
+ * AccessDenied, an allowed one goes on to the real local backend. Signatures are not verified: the key id
+ * says who calls, no one else can reach this loopback endpoint.
+ */
+export async function startAwsGateway(options: {
+  callers: Map<string, Caller>;
+  iam: IamCheck;
+  backends: Backends;
+  arns: Arns;
+  onDenied?(denial: Denial): void;
+}): Promise<{ url: string; denials: Denial[]; close(): Promise<void> }> {
+  const denials: Denial[] = [];
+  const { callers, iam, backends, arns } = options;
+
+  const handle = async (req: IncomingMessage, body: Buffer, res: ServerResponse) => {
+    const credential = credentialOf(req);
+    const caller = credential && callers.get(credential.keyId);
+    const service = credential?.service ?? '';
+    const target = String(req.headers['x-amz-target'] ?? '').replace(/^.*\./, '');
+    const contentType = String(req.headers['content-type'] ?? 'application/x-amz-json-1.0');
+    if (!caller) {
+      if (service === 'sns')
+        return send(res, snsError(403, 'InvalidClientTokenId', 'The security token included in the request is invalid.'));
+      return send(
+        res,
+        jsonError(contentType, 400, 'UnrecognizedClientException', 'The security token included in the request is invalid.'),
+      );
+    }
+    const form = service === 'sns' ? new URLSearchParams(body.toString('utf8')) : undefined;
+    let parsed: Record<string, unknown> = {};
+    if (!form) {
+      const json = z.record(z.string(), z.unknown()).safeParse(safeJson(body.toString('utf8') || '{}'));
+      if (!json.success) return send(res, jsonError(contentType, 400, 'SerializationException', 'the request body is not a JSON object'));
+      parsed = json.data;
+    }
+    let checks: Check[];
+    if (service === 'dynamodb') {
+      const request = DynamoRequest.safeParse(parsed);
+      if (!request.success) return send(res, jsonError(contentType, 400, 'ValidationException', request.error.message));
+      checks = dynamoChecks(target, request.data, arns);
+    } else if (service === 'states') {
+      const request = StatesRequest.safeParse(parsed);
+      if (!request.success) return send(res, jsonError(contentType, 400, 'ValidationException', request.error.message));
+      checks = statesChecks(target, request.data);
+    } else if (service === 'secretsmanager') {
+      const id = String(parsed.SecretId ?? '*');
+      checks = [{ action: `secretsmanager:${target}`, resource: arns.secretArn(id) ?? id }];
+    } else if (service === 'sns') {
+      checks = [{ action: `sns:${form!.get('Action')}`, resource: form!.get('TopicArn') ?? form!.get('TargetArn') ?? '*' }];
+    } else {
+      return send(res, jsonError(contentType, 400, 'UnknownOperationException', `service ${service} is not part of the local stack`));
+    }
+    for (const check of checks) {
+      const decision = await iam.authorize(caller, check.action, check.resource);
+      if (decision.allowed) continue;
+      const denial = { ...check, role: caller.role.name, session: caller.session, at: new Date().toISOString() };
+      denials.push(denial);
+      options.onDenied?.(denial);
+      if (service === 'sns') return send(res, snsError(403, 'AuthorizationError', decision.message));
+      const type = service === 'secretsmanager' ? 'AccessDeniedException' : 'com.amazon.coral.service#AccessDeniedException';
+      return send(res, jsonError(contentType, 400, type, decision.message));
+    }
+    if (service === 'dynamodb') return forward(req, body, backends.dynamodb, res);
+    if (service === 'states') return forward(req, body, backends.states, res);
+    if (service === 'secretsmanager') return send(res, await backends.secretsmanager(target, parsed));
+    return send(res, backends.sns(form!));
+  };
+
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      handle(req, Buffer.concat(chunks), res).catch((error: Error) => {
+        if (!res.headersSent) send(res, jsonError('application/x-amz-json-1.0', 500, 'InternalFailure', error.message));
+      });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    denials,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}

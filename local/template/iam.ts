@@ -1,0 +1,83 @@
+import { getDenialReasons, isWildcardOnlyAction, runSimulation } from '@cloud-copilot/iam-simulate';
+import type { PolicyDocument, RoleModel } from './stack-model';
+
+/** Who makes a call: a role (a function's execution role, a state machine's, a schedule's) in one session. */
+export interface Caller {
+  role: RoleModel;
+  /** The session name: the function's name for a Lambda, as AWS names its sessions. */
+  session: string;
+}
+
+export type Decision = { allowed: true } | { allowed: false; message: string };
+
+/** `arn:aws:sts::<account>:assumed-role/<role>/<session>`: the principal AWS names in an AccessDenied message. */
+export function sessionArn(caller: Caller, account: string): string {
+  return `arn:aws:sts::${account}:assumed-role/${caller.role.name}/${caller.session}`;
+}
+
+/**
+ * IAM as AWS evaluates a call within one account, by `@cloud-copilot/iam-simulate`: the caller's role
+ * policies from the template (identity-based) and the resource's policy (resource-based, e.g. an SNS topic
+ * policy). Requests are made over TLS on AWS, so `aws:SecureTransport` is true. Decisions are cached: the
+ * policies are the template's and do not change while the stack runs.
+ */
+export class IamCheck {
+  private readonly decisions = new Map<string, Promise<Decision>>();
+
+  constructor(
+    private readonly account: string,
+    private readonly region: string,
+    private readonly resourcePolicies: Map<string, PolicyDocument>,
+  ) {}
+
+  authorize(caller: Caller, action: string, resource: string): Promise<Decision> {
+    const key = `${caller.role.arn}\n${action}\n${resource}`;
+    let decision = this.decisions.get(key);
+    if (!decision) {
+      decision = this.evaluate(caller, action, resource);
+      this.decisions.set(key, decision);
+    }
+    return decision;
+  }
+
+  private async evaluate(caller: Caller, action: string, resource: string): Promise<Decision> {
+    const [service, name] = action.split(':');
+    // Actions without resource-level permissions (states:SendTaskSuccess, xray:PutTraceSegments) are evaluated
+    // against "*", as IAM does: a statement naming a specific resource does not grant them.
+    const target = (await isWildcardOnlyAction(service, name)) ? '*' : resource;
+    const principal = sessionArn(caller, this.account);
+    const result = await runSimulation(
+      {
+        request: {
+          principal,
+          action,
+          resource: { resource: target, accountId: this.account },
+          contextVariables: {
+            'aws:SecureTransport': 'true',
+            'aws:PrincipalArn': caller.role.arn,
+            'aws:PrincipalAccount': this.account,
+            'aws:RequestedRegion': this.region,
+          },
+        },
+        identityPolicies: caller.role.policies.map((p) => ({ name: p.name, policy: p.document })),
+        serviceControlPolicies: [],
+        resourceControlPolicies: [],
+        resourcePolicy: this.resourcePolicies.get(resource),
+      },
+      {},
+    );
+    if (result.resultType === 'error')
+      throw new Error(`IAM simulation of ${action} on ${target} failed: ${JSON.stringify(result.errors).slice(0, 500)}`);
+    if (result.overallResult === 'Allowed') return { allowed: true };
+    const start = `User: ${principal} is not authorized to perform: ${action} on resource: ${target}`;
+    if (result.overallResult === 'ExplicitlyDenied') {
+      const analysis = result.resultType === 'single' ? result.result.analysis : undefined;
+      const where = analysis ? getDenialReasons(analysis).find((d) => d.policyType)?.policyType : undefined;
+      return {
+        allowed: false,
+        message: `${start} with an explicit deny in ${where === 'resource' ? 'a resource-based' : 'an identity-based'} policy`,
+      };
+    }
+    return { allowed: false, message: `${start} because no identity-based policy allows the ${action} action` };
+  }
+}

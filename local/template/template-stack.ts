@@ -1,0 +1,213 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { TABLE_ENV, type TableNames } from '../../functions/adapters/tables';
+import { depsFromEnv, parseEnv } from '../../functions/handlers/runtime';
+import { sweep } from '../../functions/steps/resume';
+import { gatewayAnswer } from '../api-gateway-event';
+import { createTables, localClient } from '../dynamodb-local';
+import { LocalStepFunctions } from '../sfn-endpoint';
+import { dynamoPart, progressReporter, serveApiPart, startSandboxPart, sweeperPart, type Started } from '../stack-parts';
+import { ensureConfig, type Stack, type StackOptions } from '../stack';
+import { ensureAssembly, readAssembly } from './assembly';
+import { startAwsGateway } from './aws-gateway';
+import { httpApi } from './http-api';
+import { type Caller, IamCheck } from './iam';
+import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
+import { secretsManager, snsTopics } from './local-services';
+import { bindStack, type RoleModel } from './stack-model';
+
+/**
+ * The variables the local stack adds to a function's own (the template's): where AWS is (the region and the
+ * local endpoints, all one IAM-checking gateway) and who the function is (credentials of its own, so the
+ * gateway knows which role calls). Nothing else: not even the Lambda runtime's AWS_LAMBDA_* variables.
+ */
+export const ADDED_VARIABLES = [
+  'AWS_REGION',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+  'AWS_ENDPOINT_URL_DYNAMODB',
+  'AWS_ENDPOINT_URL_SFN',
+  'AWS_ENDPOINT_URL_SECRETS_MANAGER',
+  'AWS_ENDPOINT_URL_SNS',
+] as const;
+
+/**
+ * The embedded stack built from the synthesized cloud assembly of the repo's CDK app: every function from
+ * its bundle in its own worker threads with exactly its template environment, memory and timeout; every
+ * AWS call it makes checked against its role's policies; the HTTP API's routes, both state machines, the
+ * tables and the sweep schedule as the template declares them; Secrets Manager and SNS served locally.
+ */
+export async function startTemplateParts(options: StackOptions, started: Started, stop: () => Promise<void>): Promise<Stack> {
+  const progress = progressReporter(options.onProgress);
+  if (options.tools)
+    throw new Error('template mode runs the CDK app of the repository with its tools; it takes no tools module of its own');
+  mkdirSync(options.dataDir, { recursive: true });
+  ensureConfig(options.configPath);
+
+  const { dir, synthesizedMs } = await ensureAssembly({ onProgress: progress });
+  progress(synthesizedMs ? `synthesized the CDK app in ${(synthesizedMs / 1000).toFixed(1)} s` : `cloud assembly ${dir} is current`);
+  const assembly = readAssembly(dir);
+  if (options.editTemplate) {
+    assembly.template = structuredClone(assembly.template);
+    options.editTemplate(assembly.template);
+  }
+
+  const sandboxUrl = await startSandboxPart(options.dataDir, options.sandboxPort ?? 0, started, progress);
+  const dynamoEndpoint = await dynamoPart(options, started, progress);
+
+  // The API listens first: its URL is the `ApiEndpoint` the functions' environment names (PUBLIC_BASE_URL).
+  let serve: (request: Request) => Promise<Response> = async () => gatewayAnswer('integrationTimeout');
+  const apiPort = await serveApiPart((request) => serve(request), options.port ?? 0, started);
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const model = bindStack(assembly, { tablePrefix: options.tablePrefix ?? 'toolrunner', apiUrl, sandboxUrl });
+  progress(
+    `template of stack ${model.stackName}: ${model.functions.length} functions, ${model.machines.length} state machines, ${model.tables.length} tables, ${model.routes.length} routes`,
+  );
+
+  const admin = localClient(dynamoEndpoint);
+  await createTables(admin, model.tables);
+  admin.destroy();
+  progress('tables created from the template; starting the state machines…');
+
+  for (const r of model.roles.values())
+    for (const policy of r.unknownManagedPolicies)
+      console.error(`warning: ${r.name}: managed policy ${policy} is not in the template; calls it would allow are denied here`);
+  const role = (arn: string): RoleModel => {
+    const found = model.roles.get(arn);
+    if (!found) throw new Error(`template mode: role ${arn} is not in the template`);
+    return found;
+  };
+  const iam = new IamCheck(model.account, model.region, model.resourcePolicies);
+  const functions = new Map<string, LambdaFunction>();
+  const invokeAs = (caller: Caller) => async (functionArn: string) => {
+    const decision = await iam.authorize(caller, 'lambda:InvokeFunction', functionArn);
+    return decision.allowed ? undefined : decision.message;
+  };
+
+  const machineCallers = new Map(model.machines.map((m) => [m.arn, { role: role(m.roleArn), session: m.name }]));
+  const engine = new LocalStepFunctions(
+    model.machines.map((m) => ({ name: m.name, arn: m.arn, definition: m.definition, type: m.type })),
+    Object.fromEntries(
+      model.functions.map((f) => [
+        f.arn,
+        async (payload: unknown) => {
+          try {
+            return await functions.get(f.arn)!.invoke(payload);
+          } catch (error) {
+            // Lambda's own refusals reach Step Functions as Lambda.<Exception>; function errors by their errorType.
+            if (error instanceof LambdaError && !error.functionError) error.name = `Lambda.${error.name}`;
+            throw error;
+          }
+        },
+      ]),
+    ),
+    options.instrument?.executed,
+    (machineArn, functionArn) => invokeAs(machineCallers.get(machineArn)!)(functionArn),
+  );
+  const sfnEndpoint = await engine.listen();
+  started.push(() => engine.close());
+
+  const configSecrets = new Set(model.functions.map((f) => f.environment.CONFIG_SECRET_ARN).filter(Boolean));
+  const secrets = secretsManager(
+    model.secrets.filter((s) => configSecrets.has(s.arn)),
+    options.configPath,
+  );
+  const topics = snsTopics(model.topics);
+  const callers = new Map<string, Caller>();
+  const gateway = await startAwsGateway({
+    callers,
+    iam,
+    backends: {
+      dynamodb: dynamoEndpoint,
+      states: sfnEndpoint,
+      secretsmanager: (t, b) => secrets.handle(t, b),
+      sns: (f) => topics.handle(f),
+    },
+    arns: { region: model.region, account: model.account, secretArn: (id) => secrets.find(id)?.arn },
+    onDenied: (d) => console.error(`iam: ${d.session} (role ${d.role}) may not ${d.action} on ${d.resource}: AccessDenied`),
+  });
+  started.push(() => gateway.close());
+
+  const instance = randomBytes(8).toString('hex');
+  const logDir = join(options.dataDir, 'logs');
+  for (const f of model.functions) {
+    const keyId = `ASIA${createHash('sha256').update(`${instance}/${f.logicalId}`).digest('hex').slice(0, 16).toUpperCase()}`;
+    callers.set(keyId, { role: role(f.roleArn), session: f.name });
+    const added: Record<(typeof ADDED_VARIABLES)[number], string> = {
+      AWS_REGION: model.region,
+      AWS_ACCESS_KEY_ID: keyId,
+      AWS_SECRET_ACCESS_KEY: randomBytes(30).toString('base64url'),
+      AWS_SESSION_TOKEN: randomBytes(48).toString('base64url'),
+      AWS_ENDPOINT_URL_DYNAMODB: gateway.url,
+      AWS_ENDPOINT_URL_SFN: gateway.url,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: gateway.url,
+      AWS_ENDPOINT_URL_SNS: gateway.url,
+    };
+    functions.set(
+      f.arn,
+      new LambdaFunction({ ...f, environment: { ...f.environment, ...added }, logFile: join(logDir, `${f.logicalId}.log`) }),
+    );
+  }
+  started.push(async () => {
+    await Promise.all([...functions.values()].map((fn) => fn.close()));
+  });
+  progress(`starting ${PREWARMED} execution environments per function (bundles in ${dir}, logs in ${logDir})…`);
+  await Promise.all([...functions.values()].map((fn) => fn.prewarm(1)));
+  // The second ones start while the stack already serves: they compete for the CPU but delay nothing.
+  void Promise.all([...functions.values()].map((fn) => fn.prewarm(PREWARMED)));
+  progress(`functions ready; their AWS calls go through the IAM check at ${gateway.url}`);
+
+  serve = httpApi(model, functions, (line) => console.error(`api gateway: ${line}`));
+
+  // The stack's own view, as an operator's: the API function's tables and state machine, straight to the
+  // backends (not through the IAM check), for the restart sweep and for tests.
+  const api =
+    model.functions.find((f) => f.arn === model.routes[0]?.functionArn) ?? model.functions.find((f) => f.environment.STATE_MACHINE_ARN);
+  if (!api) throw new Error('template mode: no function of the template has STATE_MACHINE_ARN in its environment');
+  const { CONFIG_SECRET_ARN: _secret, APPROVAL_TOPIC_ARN: _topic, ...own } = api.environment;
+  Object.assign(process.env, {
+    AWS_REGION: process.env.AWS_REGION ?? model.region,
+    AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
+    AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
+    AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
+    AWS_ENDPOINT_URL_SFN: sfnEndpoint,
+  });
+  const deps = depsFromEnv(parseEnv({ ...own, TOOLRUNNER_CONFIG: options.configPath }), {
+    abortSignalFor: engine.abortSignalFor,
+    dynamoClient: options.dynamoClient,
+  });
+  const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, api.environment[name]])) as TableNames;
+
+  // No execution survives a restart here (on AWS they would): every active operation is resumed now.
+  const recovered = await sweep(deps, 1000, { ignoreLeases: true });
+  for (const schedule of model.schedules) {
+    const target = functions.get(schedule.targetArn);
+    if (!target) continue;
+    const mayInvoke = invokeAs({ role: role(schedule.roleArn), session: schedule.logicalId });
+    sweeperPart(
+      async () => {
+        const denied = await mayInvoke(schedule.targetArn);
+        if (denied) throw new Error(`schedule ${schedule.logicalId}: ${denied}`);
+        return target.invoke(schedule.input ? JSON.parse(schedule.input) : {});
+      },
+      options.sweepIntervalMs ?? schedule.everyMs,
+      started,
+    );
+  }
+  progress(`API listening on ${apiUrl} (routes of the template)`);
+
+  return {
+    apiUrl,
+    sandboxUrl,
+    deps,
+    recovered,
+    handlers: 'template',
+    stateMachineArn: api.environment.STATE_MACHINE_ARN,
+    tables,
+    published: topics.published,
+    denials: gateway.denials,
+    stop,
+  };
+}
