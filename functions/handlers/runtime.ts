@@ -105,9 +105,11 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
     onceGuard: powertoolsOnceGuard(dynamo, env.TABLE_IDEMPOTENCY),
-    // On Lambda: X-Ray subsegments (Powertools) and EMF metrics; OpenTelemetry spans wherever OTLP is configured.
+    // On Lambda: X-Ray subsegments (Powertools); OpenTelemetry spans wherever OTLP is configured.
     telemetry: onLambda ? bothTelemetries(xrayTelemetry(tracer), otelTelemetry()) : otelTelemetry(),
-    metrics: onLambda ? emfMetrics() : memoryMetrics(),
+    // EMF lines in the log wherever the deployment names the metrics namespace (the construct does, so on AWS
+    // and in the stack built from its template, whose logs then hold what CloudWatch would ingest); else counters.
+    metrics: onLambda || process.env.POWERTOOLS_METRICS_NAMESPACE ? emfMetrics() : memoryMetrics(),
     ...rest,
   };
 }
