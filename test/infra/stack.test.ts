@@ -55,6 +55,11 @@ describe('CDK stack', () => {
     expect(machine.Properties.StateMachineType).toBe('STANDARD');
     expect(machine.Properties.TracingConfiguration).toEqual({ Enabled: true });
     expect(machine.Properties.LoggingConfiguration).toMatchObject({ Level: 'ALL', IncludeExecutionData: false });
+    // The Express machine runs every call that needs no person: at ALL its logs cost more than the rest of a call's.
+    const [express] = Object.values(resources('AWS::StepFunctions::StateMachine')).filter(
+      (m) => m.Properties.StateMachineType === 'EXPRESS',
+    );
+    expect(express.Properties.LoggingConfiguration).toMatchObject({ Level: 'ERROR', IncludeExecutionData: false });
   });
 
   it('runs every Lambda on Node.js 22 or newer, arm64, with X-Ray tracing', () => {
