@@ -64,13 +64,15 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   Handoff: { entry: 'handoff', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: [...STEP_PORTS, 'startExecution'] },
   // API Gateway gives up at 29 s; long-polls stop at 25 s. Submits (start, or a synchronous Express run),
   // cancels and resolves (stop), decides approvals (task response), creates runs once per Idempotency-Key.
+  // Runs the first attempt of a call that waits itself when it fits in the wait (functions/steps/submit.ts),
+  // so it may notify reviewers of an outcome it cannot know.
   Api: {
     entry: 'api',
     timeoutSeconds: 29,
     memoryMb: 512,
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'idempotency'],
-    ports: ['store', 'onceGuard', 'config', 'startExecution', 'startSyncExecution', 'stopExecution', 'taskResponse'],
+    ports: ['store', 'onceGuard', 'config', 'startExecution', 'startSyncExecution', 'stopExecution', 'taskResponse', 'notify'],
   },
   // Resumes operations past their lease: stops the lost execution, starts a fresh one. Reads no config.
   Sweeper: {
