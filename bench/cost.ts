@@ -1,4 +1,5 @@
 import '../local/env-defaults';
+import { randomBytes, randomInt } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { z } from 'zod';
@@ -125,7 +126,13 @@ const sumOf = (c: Record<string, number>) =>
     2,
   );
 
-/** An order whose JSON is `bytes` long (give or take a few), as `get_order` returns it. */
+/** Words for line items: the result compresses as a real order's JSON would (3x), not as repeated filler. */
+const WORDS =
+  'cotton shirt blue large small medium wool sock pack of three leather belt brown black steel water bottle insulated ceramic mug white coffee beans organic roast dark light notebook ruled paper pen gel ink charger usb cable braided wireless earbuds case silicone lamp desk led bulb warm kettle electric glass jar lid towel bath linen pillow cover queen'.split(
+    ' ',
+  );
+
+/** An order whose JSON is `bytes` long (give or take a line item), as `get_order` returns it: random SKUs, prices and descriptions. */
 function orderOfSize(id: string, bytes: number) {
   const order = {
     status: 'paid',
@@ -134,21 +141,28 @@ function orderOfSize(id: string, bytes: number) {
     shippingAddress: { line1: '1 Main Street', city: 'Springfield', postalCode: '10001', country: 'US' },
     items: [] as { sku: string; description: string; quantity: number; unitCents: number }[],
   };
-  const size = () => Buffer.byteLength(JSON.stringify({ id, ...order }));
-  for (let i = 0; size() < bytes; i++) {
-    const room = bytes - size() - 60;
-    order.items.push({ sku: `sku_${i}`, description: 'x'.repeat(Math.max(1, Math.min(200, room))), quantity: 1, unitCents: 100 });
-    order.totalCents += 100;
+  while (Buffer.byteLength(JSON.stringify({ id, ...order })) < bytes) {
+    const description = Array.from({ length: 2 + randomInt(5) }, () => WORDS[randomInt(WORDS.length)]).join(' ');
+    const item = {
+      sku: `sku_${randomBytes(6).toString('base64url')}`,
+      description,
+      quantity: 1 + randomInt(4),
+      unitCents: randomInt(100, 20_000),
+    };
+    order.items.push(item);
+    order.totalCents += item.quantity * item.unitCents;
   }
   return order;
 }
 
-/** Metadata that makes a charge's arguments `bytes` long as JSON. */
+/** Metadata that makes a charge's arguments `bytes` long as JSON: random values, which compress as little as any would. */
 function chargeArguments(amount: number, customer: string, bytes: number) {
   const args = { amount, currency: 'USD', customer, metadata: {} as Record<string, string> };
   for (let i = 0; Buffer.byteLength(JSON.stringify(args)) < bytes; i++) {
     const room = bytes - Buffer.byteLength(JSON.stringify(args)) - 12;
-    args.metadata[`k${i}`] = 'x'.repeat(Math.max(1, Math.min(500, room)));
+    args.metadata[`k${i}`] = randomBytes(375)
+      .toString('base64url')
+      .slice(0, Math.max(1, Math.min(500, room)));
   }
   return args;
 }
@@ -163,6 +177,8 @@ async function main(): Promise<void> {
   let durations = new Map<string, number[]>();
   /** Each path's DynamoDB capacity by function, action and table, for the line that explains `dynamodb`. */
   let units = new Map<string, number>();
+  /** And the bytes of those calls' requests (DynamoDB JSON: item and key sizes, with type tags and names). */
+  let requestBytes = new Map<string, number>();
   let sweeping = false;
   const machineOf = (e: ExecutionSummary) =>
     shape.machines.get(e.machineArn.split(':').pop() ?? '') ?? [...shape.machines.values()].find((m) => m.type === e.machine)!;
@@ -223,6 +239,8 @@ async function main(): Promise<void> {
           const key = `${shortName(call.session)} ${call.operation} ${shortName(c.TableName ?? '?')}`;
           units.set(key, (units.get(key) ?? 0) + (c.CapacityUnits ?? 0));
         }
+        const key = `${shortName(call.session)} ${call.operation}`;
+        requestBytes.set(key, (requestBytes.get(key) ?? 0) + call.requestBytes);
         if (call.operation === 'PutItem' && call.resources.some((r) => r.endsWith(`table/${watchTable}`))) current.watchEntries++;
       } else if (call.service === 's3') {
         if (/^(Put|Copy|Post|List|Create|Upload|Complete)/.test(call.operation)) current.s3Tier1Requests++;
@@ -339,6 +357,7 @@ async function main(): Promise<void> {
       const sum = zero();
       durations = new Map();
       units = new Map();
+      requestBytes = new Map();
       for (let i = 0; i < scenario.callsPerPath; i++) {
         current = zero();
         await path(runId);
@@ -351,7 +370,10 @@ async function main(): Promise<void> {
             `${fn} ${(ms.length / scenario.callsPerPath).toFixed(1)}x ${Math.round(ms.reduce((a, b) => a + b, 0) / ms.length)} ms`,
         )
         .join(', ');
-      dynamoByCall[name] = [...units].map(([call, u]) => `${call} ${round(u / scenario.callsPerPath, 2)}`).join(', ');
+      dynamoByCall[name] = [
+        [...units].map(([call, u]) => `${call} ${round(u / scenario.callsPerPath, 2)}`).join(', '),
+        `(request bytes: ${[...requestBytes].map(([call, b]) => `${call} ${Math.round(b / scenario.callsPerPath)}`).join(', ')})`,
+      ].join(' ');
       results[name] = Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, v / scenario.callsPerPath])) as unknown as Tally;
     }
     // The sweeper's share: one sweep, late enough that every entry is due, over all the entries written.

@@ -7,6 +7,7 @@ import type { OperationRecord, RunRecord } from '../core/model';
 import { ContentionError, OperationConflictError, OperationExistsError, RunChangedError, type RunChange, type Store } from '../core/ports';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { batchRead, makeWatch } from './dynamo-watch';
+import { packResult, unpackResult } from './stored-result';
 import { EVENTS_PER_BLOCK, makeTraceClock } from './trace-clock';
 import { INDEX, RUNS_LIST_KEY, type TableNames } from './tables';
 
@@ -19,7 +20,7 @@ export function makeDocumentClient(client: DynamoDBClient): DynamoDBDocumentClie
 /** Attributes derived from the record for the sparse indexes; computed here, nowhere else. */
 function toItem(op: OperationRecord): Record<string, unknown> {
   return {
-    ...compact(op),
+    ...packResult(compact(op)),
     approvalPendingKey: op.state === 'awaiting_approval' && op.approval?.state === 'pending' ? 'pending' : undefined,
     reviewOpenKey: isOpenReview(op) ? 'open' : undefined,
   };
@@ -28,7 +29,7 @@ function toItem(op: OperationRecord): Record<string, unknown> {
 function fromItem(item: Record<string, unknown>): OperationRecord {
   // `activeKey` put a record written before the watch table in the legacy index; `writeId` names a write.
   const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, writeId: _w, ...op } = item;
-  return expand(op as unknown as OperationRecord);
+  return expand(unpackResult(op as unknown as OperationRecord));
 }
 
 /**
