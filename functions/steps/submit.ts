@@ -190,7 +190,7 @@ function runsInline(tool: ToolSpec, waitSeconds: number): boolean {
  */
 async function executeInline(deps: Deps, op: OperationRecord, name: string, deadline: number): Promise<void> {
   try {
-    const out = await executeStep(deps, op.operationId);
+    const out = await executeStep(deps, op.operationId, op);
     if (out.next === 'done') return;
     if (deps.lifecycle.startSync && deps.now() < deadline) await runSynchronously(deps, out, name, op);
     else await deps.lifecycle.start(out, name, 'express');
