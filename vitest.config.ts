@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { inCi, javaPresent, skipNotice } from './test/support/prerequisites';
 import { isEmbedded } from './test/support/target';
@@ -26,60 +26,55 @@ const newestSdks = [
 const versionOf = (pkg: string) =>
   (JSON.parse(readFileSync(`${root}/node_modules/${pkg}/package.json`, 'utf8')) as { version: string }).version;
 const nodeMajor = Number(process.versions.node.split('.')[0]);
-const oldestSdkVersions = `ai@${versionOf('ai')} @openai/agents@${versionOf('@openai/agents')}`;
+const oldestSdks = { TOOLRUNNER_SDK_VERSIONS: `ai@${versionOf('ai')} @openai/agents@${versionOf('@openai/agents')}` };
+
+/** The integration tier runs on DynamoDB Local, but for these files (the Step Functions engine in-process, files, OTLP). */
+const INTEGRATION_WITHOUT_DYNAMODB = ['config-source.test.ts', 'engine.test.ts', 'otlp-export.test.ts', 'sandbox-state.test.ts'];
 
 /**
- * The test files that need DynamoDB Local (so Java): the end-to-end suite, the store contract and what
- * runs on the real store, and the installed package's `toolrunner start`. Everything else is `unit`:
- * the pure core, CDK templates and bundles, the CLI's refusals, the Step Functions engine in-process.
+ * The test files that need DynamoDB Local (so Java): the end-to-end suite, the integration tier but for the
+ * files above, and the installed package's `toolrunner start`. Every other test file is `unit`: the pure core,
+ * CDK templates and bundles, the CLI's refusals, and those integration files.
  */
 const NEEDS_DYNAMODB = [
   'test/e2e/**/*.test.ts',
-  'test/integration/store.test.ts',
-  'test/integration/store-properties.test.ts',
-  'test/integration/pending-approvals.test.ts',
-  'test/integration/otel-spans.test.ts',
   'test/package/installed-package.test.ts',
+  ...readdirSync(`${root}/test/integration`)
+    .filter((file) => file.endsWith('.test.ts') && !INTEGRATION_WITHOUT_DYNAMODB.includes(file))
+    .map((file) => `test/integration/${file}`),
 ];
+
+/** What a project whose files start stacks needs: the global setup that starts one DynamoDB Local for it. */
+const onDynamoDb = {
+  globalSetup: ['test/support/global-setup.ts'],
+  // Its files start stacks that keep module-level clients and caches: each file gets its own source modules.
+  poolOptions: { forks: { isolate: true } },
+};
 
 const unit: TestProjectInlineConfiguration = {
   extends: true,
-  test: {
-    name: 'unit',
-    include: ['test/**/*.test.ts'],
-    exclude: [...configDefaults.exclude, ...NEEDS_DYNAMODB],
-    env: { TOOLRUNNER_SDK_VERSIONS: oldestSdkVersions },
-  },
+  test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...NEEDS_DYNAMODB], env: oldestSdks },
 };
 
-/** One DynamoDB Local for the whole run, started by this project's global setup only. */
 const dynamodb: TestProjectInlineConfiguration = {
   extends: true,
-  test: {
-    name: 'dynamodb',
-    include: NEEDS_DYNAMODB,
-    globalSetup: ['test/support/global-setup.ts'],
-    // Its files start stacks that keep module-level clients and caches: each file gets its own source modules.
-    poolOptions: { forks: { isolate: true } },
-    env: { TOOLRUNNER_SDK_VERSIONS: oldestSdkVersions },
-  },
+  test: { name: 'dynamodb', include: NEEDS_DYNAMODB, env: oldestSdks, ...onDynamoDb },
 };
 
-/** The adapter tests again against the newest frameworks; they declare Node 22, so on an older Node this project is not defined. */
-const newestSdkProject: TestProjectInlineConfiguration = {
+// The newest frameworks declare Node 22: on an older Node this project is not defined at all.
+const newest = (): TestProjectInlineConfiguration => ({
   extends: true,
   resolve: { alias: newestSdks },
   test: {
     name: 'newest-sdks',
     include: ['test/e2e/adapter-*.test.ts', 'test/e2e/examples.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
-    poolOptions: { forks: { isolate: true } },
     env: {
       TOOLRUNNER_SDKS: 'newest',
       TOOLRUNNER_SDK_VERSIONS: `ai@${versionOf('ai-newest')} @openai/agents@${versionOf('openai-agents-newest')}`,
     },
+    ...onDynamoDb,
   },
-};
+});
 
 // A deployed target (TARGET=localstack|aws) needs no local Java; an embedded one does, and CI requires it.
 const runsDynamoDb = !isEmbedded || inCi || javaPresent();
@@ -93,7 +88,7 @@ if (!runsDynamoDb && !noticed.javaNoticeShown) {
 export default defineConfig({
   resolve: { alias: packageNames },
   test: {
-    projects: [...(runsDynamoDb ? [unit, dynamodb] : [unit]), ...(runsDynamoDb && nodeMajor >= 22 ? [newestSdkProject] : [])],
+    projects: [unit, ...(runsDynamoDb ? [dynamodb, ...(nodeMajor >= 22 ? [newest()] : [])] : [])],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

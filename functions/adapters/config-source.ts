@@ -6,14 +6,19 @@ import { RunnerConfigSchema, type RunnerConfig } from '../core/config';
 export type ResolvedConfig = RunnerConfig & { approvalSecret: string };
 export type ConfigSource = () => Promise<ResolvedConfig>;
 
-/** Without a configured secret, links are signed with a per-process one (they die with the process). */
+/** Locally, without a configured secret, links are signed with a per-process one (they die with the process). */
 const processSecret = randomBytes(32).toString('base64url');
 
-function resolve(raw: unknown, origin: string): ResolvedConfig {
+function resolve(raw: unknown, origin: string, secret: 'required' | 'per-process'): ResolvedConfig {
   const parsed = RunnerConfigSchema.safeParse(raw);
   if (!parsed.success)
     throw new Error(`${origin}: invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  return { ...parsed.data, approvalSecret: parsed.data.approvalSecret ?? processSecret };
+  if (parsed.data.approvalSecret) return { ...parsed.data, approvalSecret: parsed.data.approvalSecret };
+  // Every Lambda container must sign and verify approval links, MCP sessions and console cookies with the same
+  // key: a per-container one would make each of them fail on the next container, so refuse rather than drift.
+  if (secret === 'required')
+    throw new Error(`${origin}: invalid configuration: approvalSecret is required (at least 16 characters, the same for every function)`);
+  return { ...parsed.data, approvalSecret: processSecret };
 }
 
 /** What went wrong with a configuration document, without echoing any of it (it holds keys). */
@@ -61,7 +66,7 @@ export function fileConfigSource(path: string, log: (line: string) => void = (li
     version = current;
     const problem = text === undefined ? 'unreadable' : describeProblem(text);
     if (problem === 'valid') {
-      valid = resolve(JSON.parse(text!), path);
+      valid = resolve(JSON.parse(text!), path, 'per-process');
       return valid;
     }
     if (!valid) throw new Error(`${path}: ${problem}`);
@@ -77,13 +82,16 @@ export function fileConfigSource(path: string, log: (line: string) => void = (li
   };
 }
 
-/** On AWS: the same document in a Secrets Manager secret, cached briefly so revocations apply within a minute. */
+/**
+ * On AWS: the same document in a Secrets Manager secret, cached briefly so revocations apply within a minute.
+ * Its `approvalSecret` is required (the construct's own secret generates one).
+ */
 export function secretConfigSource(client: SecretsManagerClient, secretId: string, maxAgeMs = 30_000): ConfigSource {
   let cached: { at: number; config: ResolvedConfig } | undefined;
   return async () => {
     if (!cached || Date.now() - cached.at > maxAgeMs) {
       const out = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
-      cached = { at: Date.now(), config: resolve(JSON.parse(out.SecretString ?? '{}'), secretId) };
+      cached = { at: Date.now(), config: resolve(JSON.parse(out.SecretString ?? '{}'), secretId, 'required') };
     }
     return cached.config;
   };

@@ -1,7 +1,6 @@
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_BUDGETS, checkCase, describeRead, runCase, type Action, type CaseReport } from '../support/adapter-cases';
-import { isEmbedded } from '../support/target';
+import { approvalCaseSuite } from '../support/approval-case-suite';
 import { toolrunnerAiSdk } from '../../functions/agents/ai-sdk';
 import { startApprover } from '../support/approver';
 import { startTestStack, type TestStack } from '../support/stack';
@@ -116,38 +115,6 @@ describe('Vercel AI SDK adapter', () => {
 });
 
 describe('approval cases: what the model reads matches the trace', () => {
-  const reports: CaseReport[] = [];
   const env = () => ({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl!, agentKey: stack.keys.agent, approverKey: stack.keys.approver });
-  const cases = (actions: readonly Action[]) =>
-    (['pause', 'blocking'] as const).flatMap((mode) =>
-      ALL_BUDGETS.flatMap((budget) => actions.map((action) => ({ mode, budget, action }))),
-    );
-  afterAll(() => console.log(`${process.env.TOOLRUNNER_SDK_VERSIONS}: what the model read\n${reports.map(describeRead).join('\n')}`));
-
-  it.concurrent.each(cases(['approve', 'reject', 'cancel']))(
-    '$mode, $budget budget: $action',
-    async ({ mode, budget, action }) => {
-      const report = await runCase(env(), { framework: 'ai-sdk' as const, mode, budget, action });
-      reports.push(report);
-      checkCase(report);
-    },
-    180_000,
-  );
-
-  describe.runIf(isEmbedded)('an approval nobody decides', () => {
-    // A short approval time for these cases only; the teardown puts the day back.
-    beforeAll(() => {
-      stack.editConfig((c) => (c.approvalTtlSeconds = 3));
-      return () => stack.editConfig((c) => (c.approvalTtlSeconds = 86400));
-    });
-    it.concurrent.each(cases(['expire']))(
-      '$mode, $budget budget: $action',
-      async ({ mode, budget, action }) => {
-        const report = await runCase(env(), { framework: 'ai-sdk' as const, mode, budget, action });
-        reports.push(report);
-        checkCase(report);
-      },
-      180_000,
-    );
-  });
+  approvalCaseSuite('ai-sdk', () => stack, env);
 });

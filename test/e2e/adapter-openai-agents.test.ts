@@ -1,8 +1,8 @@
 import { Agent, setTracingDisabled, Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_BUDGETS, checkCase, describeRead, runCase, type Action, type CaseReport } from '../support/adapter-cases';
+import type { Action } from '../support/adapter-cases';
+import { approvalCaseSuite } from '../support/approval-case-suite';
 import { resumeInNewProcess } from '../support/resume-process';
-import { isEmbedded } from '../support/target';
 import { toolrunnerAgents } from '../../functions/agents/openai-agents';
 import { startApprover } from '../support/approver';
 import { startTestStack, type TestStack } from '../support/stack';
@@ -143,7 +143,6 @@ describe('OpenAI Agents SDK adapter', () => {
 });
 
 describe('approval cases: what the model reads matches the trace', () => {
-  const reports: CaseReport[] = [];
   // A paused run is resumed from its saved state string and the run's id only: by a fresh adapter and agent,
   // and for an approved call (the one that must not run twice) in a new process.
   const env = (action?: Action) => ({
@@ -153,36 +152,5 @@ describe('approval cases: what the model reads matches the trace', () => {
     approverKey: stack.keys.approver,
     ...(action === 'approve' ? { resumeAgents: resumeInNewProcess } : {}),
   });
-  const cases = (actions: readonly Action[]) =>
-    (['pause', 'blocking'] as const).flatMap((mode) =>
-      ALL_BUDGETS.flatMap((budget) => actions.map((action) => ({ mode, budget, action }))),
-    );
-  afterAll(() => console.log(`${process.env.TOOLRUNNER_SDK_VERSIONS}: what the model read\n${reports.map(describeRead).join('\n')}`));
-
-  it.concurrent.each(cases(['approve', 'reject', 'cancel']))(
-    '$mode, $budget budget: $action',
-    async ({ mode, budget, action }) => {
-      const report = await runCase(env(action), { framework: 'openai-agents' as const, mode, budget, action });
-      reports.push(report);
-      checkCase(report);
-    },
-    180_000,
-  );
-
-  describe.runIf(isEmbedded)('an approval nobody decides', () => {
-    // A short approval time for these cases only; the teardown puts the day back.
-    beforeAll(() => {
-      stack.editConfig((c) => (c.approvalTtlSeconds = 3));
-      return () => stack.editConfig((c) => (c.approvalTtlSeconds = 86400));
-    });
-    it.concurrent.each(cases(['expire']))(
-      '$mode, $budget budget: $action',
-      async ({ mode, budget, action }) => {
-        const report = await runCase(env(), { framework: 'openai-agents' as const, mode, budget, action });
-        reports.push(report);
-        checkCase(report);
-      },
-      180_000,
-    );
-  });
+  approvalCaseSuite('openai-agents', () => stack, env);
 });

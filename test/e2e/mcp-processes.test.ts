@@ -2,8 +2,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { derivedCallId } from '../../functions/mcp/tool-calls';
-import { decideApproval } from '../support/people';
 import { startTestStack, type TestStack } from '../support/stack';
+import { approvedChargeTask, hangingChargeTask } from '../support/scenarios';
 
 /**
  * Behind API Gateway + Lambda, consecutive requests of one MCP session reach different processes. Here two
@@ -158,22 +158,7 @@ describe('one MCP session served by two API processes', () => {
     const { client, served } = await routedClient((method) => (method.startsWith('tasks/') ? 'second' : 'first'));
     // The client learns from the list which tools may run as tasks.
     await client.listTools();
-    const statuses: string[] = [];
-    let taskId: string | undefined;
-    let result: any;
-    let approving: Promise<void> | undefined;
-    for await (const message of client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 70_000, currency: 'USD', customer: 'cus_two_processes' },
-    })) {
-      if (message.type === 'taskCreated' || message.type === 'taskStatus') {
-        taskId = message.task.taskId;
-        statuses.push(message.task.status);
-        if (message.task.status === 'input_required') approving ??= decideApproval(stack, taskId, 'approve');
-      } else if (message.type === 'result') result = message.result;
-      else if (message.type === 'error') throw message.error;
-    }
-    await approving;
+    const { statuses, taskId, result } = await approvedChargeTask(stack, client, 'cus_two_processes');
     expect(statuses).toContain('input_required');
     expect(result).toMatchObject({ isError: false, structuredContent: { status: 'succeeded', logical_operation_id: taskId } });
     expect(served).toContain('tools/call@first');
@@ -181,19 +166,7 @@ describe('one MCP session served by two API processes', () => {
     expect(served.some((s) => s.startsWith('tasks/get@'))).toBe(true);
     expect((await client.experimental.tasks.listTasks()).tasks.map((t) => t.taskId)).toContain(taskId);
 
-    await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
-    const stream = client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 300, currency: 'USD', customer: 'c' },
-    });
-    const first = await stream.next();
-    expect(first.value).toMatchObject({ type: 'taskCreated' });
-    const hanging = (first.value as any).task.taskId as string;
-    await stack.api.until(
-      'the attempt to start',
-      () => stack.api.operation(stack.keys.agent, hanging),
-      (op) => op.state === 'executing',
-    );
+    const { stream, taskId: hanging } = await hangingChargeTask(stack, client);
     expect(await client.experimental.tasks.cancelTask(hanging)).toMatchObject({ taskId: hanging, status: 'cancelled' });
     expect(served.at(-1)).toBe('tasks/cancel@second');
     expect(await stack.api.operation(stack.keys.agent, hanging)).toMatchObject({ state: 'reported', envelope: { status: 'cancelled' } });

@@ -1,10 +1,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { operationIdFor } from '../../functions/core/ids';
 import { decideApproval } from '../support/people';
 import { startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded, Target } from '../support/target';
+import { approvedChargeTask, hangingChargeTask } from '../support/scenarios';
 
 let stack: TestStack;
 const clients: Client[] = [];
@@ -205,30 +205,36 @@ describe('MCP server at /mcp', () => {
     expect((await initialize('https://other.example.com')).status).toBe(403);
   });
 
-  // Open in template mode: there this MCP call ends `failed` within the session's wait, while the same call
-  // through POST /v1/runs/{runId}/tool-calls answers 202 pending (README, "The stack from the template").
-  it.skipIf(Target === 'template')('a slow call answers pending after the wait; a cancelled one cancels its operation', async () => {
+  // The session's wait is the test's 8 s only where the API runs in this process's environment: in template
+  // mode the API Lambda has exactly the template's environment, so it waits the deployed 25 s, by which time
+  // all three attempts of this read (5 s each) have ended and the call is `failed`, as it should be.
+  it.skipIf(Target === 'template')('a slow call answers pending after the wait', async () => {
     const { client } = await connect(stack.keys.agent);
     // Three attempts each hang to the read's 5 s timeout, so the call outlives the session's 8 s wait.
     await stack.sandbox.fault({ route: 'GET /v1/orders/ord_99', mode: 'hang', count: 3 });
     const slow = await client.callTool({ name: 'get_order', arguments: { orderId: 'ord_99' } });
     expect(slow).toMatchObject({ isError: false, structuredContent: { status: 'pending', operationId: expect.any(String) } });
+  });
 
+  // No callId in `_meta`: the runner derives it from the session and the request id, so the cancellation finds
+  // the operation in whichever process it reaches (in template mode a Lambda other than the one still waiting).
+  it('a cancelled call cancels its operation', async () => {
+    const { client } = await connect(stack.keys.agent);
+    const first = await client.callTool({ name: 'get_order', arguments: { orderId: 'ord_98' } });
+    const read = (first.structuredContent as any).logical_operation_id as string;
+    const runId = await runOf(read);
     await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
     const controller = new AbortController();
-    const call = client.callTool(
-      { name: 'charge_card', arguments: { amount: 200, currency: 'USD', customer: 'c' }, _meta: { 'toolrunner/callId': 'mcp_cancel_me' } },
-      undefined,
-      { signal: controller.signal },
-    );
-    const runId = await runOf((slow.structuredContent as any).operationId);
-    const operationId = operationIdFor(runId, 'mcp_cancel_me');
-    // The call reaches the runner in its own time: until then the operation does not exist (404).
-    await stack.api.until(
+    const call = client.callTool({ name: 'charge_card', arguments: { amount: 200, currency: 'USD', customer: 'c' } }, undefined, {
+      signal: controller.signal,
+    });
+    // The call reaches the runner in its own time: wait for its attempt to start.
+    const started = await stack.api.until(
       'the attempt to start',
-      () => stack.api.operation(stack.keys.agent, operationId).catch(() => undefined),
-      (op) => op?.state === 'executing',
+      () => stack.api.trace(stack.keys.agent, runId),
+      (events) => events.some((e) => e.type === 'attempt.started' && e.operationId !== read),
     );
+    const operationId = started.find((e) => e.type === 'attempt.started' && e.operationId !== read)!.operationId!;
     controller.abort('the user pressed stop');
     await expect(call).rejects.toThrow();
     const op = await stack.api.until(
@@ -246,24 +252,7 @@ describe('MCP tasks: the operation is the task', () => {
     const { tools } = await client.listTools();
     expect(tools.find((t) => t.name === 'charge_card')!.execution).toEqual({ taskSupport: 'optional' });
 
-    const statuses: string[] = [];
-    let taskId: string | undefined;
-    let result: any;
-    let approving: Promise<void> | undefined;
-    const stream = client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 70_000, currency: 'USD', customer: 'cus_task' },
-    });
-    for await (const message of stream) {
-      if (message.type === 'taskCreated' || message.type === 'taskStatus') {
-        taskId = message.task.taskId;
-        statuses.push(message.task.status);
-        // The approver decides at the runner's link once the task says it needs a person.
-        if (message.task.status === 'input_required') approving ??= decideApproval(stack, taskId, 'approve');
-      } else if (message.type === 'result') result = message.result;
-      else if (message.type === 'error') throw message.error;
-    }
-    await approving;
+    const { statuses, taskId, result } = await approvedChargeTask(stack, client, 'cus_task');
     expect(taskId).toMatch(/^op_/);
     expect(statuses).toContain('input_required');
     expect(statuses).not.toContain('completed');
@@ -285,19 +274,7 @@ describe('MCP tasks: the operation is the task', () => {
   it('tasks/cancel cancels the operation', async () => {
     const { client } = await connect(stack.keys.agent);
     await client.listTools();
-    await stack.sandbox.fault({ route: 'POST /v1/charges', mode: 'hang', count: 3 });
-    const stream = client.experimental.tasks.callToolStream({
-      name: 'charge_card',
-      arguments: { amount: 300, currency: 'USD', customer: 'c' },
-    });
-    const first = await stream.next();
-    expect(first.value).toMatchObject({ type: 'taskCreated' });
-    const taskId = (first.value as any).task.taskId as string;
-    await stack.api.until(
-      'the attempt to start',
-      () => stack.api.operation(stack.keys.agent, taskId),
-      (op) => op.state === 'executing',
-    );
+    const { stream, taskId } = await hangingChargeTask(stack, client);
     expect(await client.experimental.tasks.cancelTask(taskId)).toMatchObject({ taskId, status: 'cancelled' });
     expect(await stack.api.operation(stack.keys.agent, taskId)).toMatchObject({ state: 'reported', envelope: { status: 'cancelled' } });
     await stream.return(undefined);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack';
+import { unknownOutcomeEmail } from '../support/scenarios';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -96,14 +97,8 @@ describe('tool shapes over HTTP', () => {
 
 describe('review queue', () => {
   it('lists an unknown-outcome email until a reviewer resolves it', async () => {
-    const { api, keys, sandbox } = stack;
-    const runId = await api.createRun(keys.agent);
-    await sandbox.fault({ route: 'POST /v1/emails', mode: 'commit_then_timeout', delayMs: 20_000 });
-    const res = await api.call(keys.agent, runId, {
-      callId: 'call_mail',
-      name: 'send_email',
-      arguments: { to: 'a@example.com', subject: 'Hi', body: 'Hello' },
-    });
+    const { api, keys } = stack;
+    const { runId, res } = await unknownOutcomeEmail(stack);
     expect(res.body).toMatchObject({ status: 'outcome_unknown', allowed_next_actions: expect.arrayContaining(['request_human_review']) });
     const opId = res.body.logical_operation_id;
 

@@ -3,6 +3,7 @@ import { openApiDocument } from '../../functions/api/openapi';
 import { ToolRunnerError } from '../../functions/client';
 import { startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded } from '../support/target';
+import { unknownOutcomeEmail } from '../support/scenarios';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -168,14 +169,8 @@ describe('the people’s verbs: approve, reject, resolveReview, listRuns', () =>
   });
 
   it('resolves a review by a person', async () => {
-    const { api, keys, sandbox } = stack;
-    const runId = await api.createRun(keys.agent);
-    await sandbox.fault({ route: 'POST /v1/emails', mode: 'commit_then_timeout', delayMs: 20_000 });
-    const res = await api.call(keys.agent, runId, {
-      callId: 'call_mail',
-      name: 'send_email',
-      arguments: { to: 'a@example.com', subject: 'Hi', body: 'Hello' },
-    });
+    const { api, keys } = stack;
+    const { res } = await unknownOutcomeEmail(stack);
     expect(res.body).toMatchObject({ status: 'outcome_unknown' });
     const operationId = res.body.logical_operation_id as string;
     const reviewer = api.client(keys.reviewer);

@@ -3,6 +3,7 @@ import { sweep } from '../../functions/steps/resume';
 import { submitToolCall } from '../../functions/steps/submit';
 import { shape, startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded } from '../support/target';
+import { unknownOutcomeEmail } from '../support/scenarios';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -243,13 +244,7 @@ describe('error matrix', () => {
 
   it('an email whose outcome is unknown is never retried and goes to a person, who settles it', async () => {
     const { api, keys, sandbox } = stack;
-    const runId = await api.createRun(keys.agent);
-    await sandbox.fault({ route: 'POST /v1/emails', mode: 'commit_then_timeout', delayMs: 20_000 });
-    const res = await api.call(keys.agent, runId, {
-      callId: 'call_mail',
-      name: 'send_email',
-      arguments: { to: 'a@example.com', subject: 'Hi', body: 'Hello' },
-    });
+    const { runId, res } = await unknownOutcomeEmail(stack);
     expect(res.body).toMatchObject({
       status: 'outcome_unknown',
       code: 'timeout_unknown',

@@ -1,8 +1,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { fileConfigSource } from '../../functions/adapters/config-source';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileConfigSource, secretConfigSource } from '../../functions/adapters/config-source';
+import { secretsManager } from '../../local/template/local-services';
 
 const dir = mkdtempSync(join(tmpdir(), 'toolrunner-config-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -43,5 +47,49 @@ describe('the local config file', () => {
     const path = join(dir, 'broken.json');
     writeFileSync(path, '{"principals": [');
     await expect(fileConfigSource(path, () => undefined)()).rejects.toThrow(/not valid JSON/);
+  });
+});
+
+describe('the AWS config secret', () => {
+  // The real Secrets Manager client against the local Secrets Manager the template stack serves.
+  let server: Server;
+  let client: SecretsManagerClient;
+  const path = join(dir, 'secret.json');
+  const secrets = secretsManager([{ arn: 'arn:aws:secretsmanager:us-east-1:000000000000:secret:cfg-AbCdEf', name: 'cfg' }], path);
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => (body += chunk));
+      req.on('end', async () => {
+        const target = String(req.headers['x-amz-target'] ?? '').replace(/^secretsmanager\./, '');
+        const reply = await secrets.handle(target, JSON.parse(body || '{}'));
+        res.writeHead(reply.status, { 'content-type': reply.contentType }).end(reply.body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    client = new SecretsManagerClient({
+      region: 'us-east-1',
+      endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('serves the document with its approvalSecret', async () => {
+    writeFileSync(path, JSON.stringify({ principals: [principal('alice')], approvalSecret: 'a'.repeat(32) }));
+    const config = await secretConfigSource(client, 'cfg', 0)();
+    expect(config).toMatchObject({ approvalSecret: 'a'.repeat(32), principals: [{ id: 'alice' }] });
+  });
+
+  it('refuses a document without approvalSecret: no function may sign links with a key of its own', async () => {
+    writeFileSync(path, JSON.stringify({ principals: [principal('alice')] }));
+    await expect(secretConfigSource(client, 'cfg', 0)()).rejects.toThrow(/cfg: invalid configuration: approvalSecret is required/);
+  });
+
+  it('a local file without approvalSecret still serves, with a key of this process', async () => {
+    const local = join(dir, 'no-secret.json');
+    writeFileSync(local, JSON.stringify({ principals: [principal('alice')] }));
+    const first = await fileConfigSource(local)();
+    expect(first.approvalSecret.length).toBeGreaterThanOrEqual(32);
   });
 });

@@ -115,7 +115,7 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     expect(readme.text).toContain('npx toolrunner notes-api &');
     const notes = background(['notes-api'], { NOTES_PORT: String(await freePort()) });
     [, notesUrl] = await notes.lines.waitFor(/notes api: (\S+)/, 30_000);
-  }, 240_000);
+  }, 480_000);
 
   afterAll(async () => {
     for (const child of children.filter((c) => c.exitCode === null)) {
@@ -397,5 +397,5 @@ describe.runIf(isEmbedded)('the packed package, installed outside the repo', () 
     expect(bundleOf('Sweeper')).not.toContain('save_note');
     const execute = functions.find(([id]) => id.startsWith('RunnerExecuteFunction'))![1];
     expect(execute.Properties.Environment.Variables.NOTES_API).toBe('https://notes.example.com');
-  }, 240_000);
+  }, 480_000);
 });
