@@ -66,11 +66,19 @@ async function main(): Promise<void> {
     { mode: 0o600 },
   );
   const env = { ...knobs(dir, await freePort(), await freePort()), TOOLRUNNER_DYNAMODB_ENDPOINT: dynamo.endpoint };
-  // Profiling: the node command `npm start` execs, run directly (NODE_OPTIONS refuses --cpu-prof).
-  const npm = await npmStart(
-    env,
-    PROFILE_DIR ? ['node', '--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, '--import', 'tsx', 'local/main.ts'] : undefined,
-  );
+  let npm: NpmStarted;
+  try {
+    // Profiling: the node command `npm start` execs, run directly (NODE_OPTIONS refuses --cpu-prof).
+    npm = await npmStart(
+      env,
+      PROFILE_DIR ? ['node', '--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, '--import', 'tsx', 'local/main.ts'] : undefined,
+    );
+  } catch (error) {
+    // Nothing else holds this DynamoDB Local: stop it before failing.
+    await dynamo.stop();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   const ready = npm.output().match(/ready: api=(\S+) sandbox=(\S+)/);
   if (!ready) throw new Error(`npm start printed no api and sandbox URL:\n${npm.output()}`);
   const [, apiUrl, sandboxUrl] = ready;
