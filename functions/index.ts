@@ -9,3 +9,14 @@ export type { Risk } from './core/model';
 export type { TraceEvent, TraceType } from './core/trace';
 export { requestJson, retryAfterSeconds, type JsonRequest } from './tools/http';
 export { TransportError, UpstreamHttpError } from './core/errors';
+/** The one way amounts are shown to people (the approval page, the console): use it in `describeForApproval`. */
+export { formatCents, formatMinorUnits } from './core/format';
+/** For an approver's webhook receiver: checks `Toolrunner-Signature` against the raw body and its `notify.secret`. */
+export {
+  signWebhookBody,
+  verifyWebhookSignature,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TOLERANCE_SECONDS,
+  type WebhookCheck,
+} from './core/webhook-signature';
+export type { ApprovalRequestedPayload } from './core/notices';

@@ -33,15 +33,23 @@ const STEP_PORTS = ['store', 'config'] as const;
 export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   // Where every execution that is resumed enters: routes by the record (and reads the approval TTL).
   Validate: { entry: 'validate', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: STEP_PORTS },
-  // requestApproval hands the token back itself when the operation moved, and notifies approvers.
+  // requestApproval hands the token back itself when the operation moved, and notifies approvers: each
+  // its own link (SNS, webhooks within WEBHOOK_DELIVERY.deadlineMs, adapters/notifier.ts) and everyone a notice.
   RequestApproval: {
     entry: 'request-approval',
     timeoutSeconds: 30,
     tools: false,
     tables: LIFECYCLE_TABLES,
-    ports: [...STEP_PORTS, 'taskResponse', 'notify'],
+    ports: [...STEP_PORTS, 'taskResponse', 'notifyLinks', 'notifyNotices'],
   },
-  ExpireApproval: { entry: 'expire-approval', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: STEP_PORTS },
+  // Tells everyone an approval expired.
+  ExpireApproval: {
+    entry: 'expire-approval',
+    timeoutSeconds: 30,
+    tools: false,
+    tables: LIFECYCLE_TABLES,
+    ports: [...STEP_PORTS, 'notifyNotices'],
+  },
   // One attempt: the longest tool timeout plus the intent and outcome writes. Holds the operation's lock.
   Execute: {
     entry: 'execute',
@@ -49,30 +57,30 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     memoryMb: 512,
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'locks'],
-    ports: [...STEP_PORTS, 'notify'],
+    ports: [...STEP_PORTS, 'notifyNotices'],
   },
   Reconcile: {
     entry: 'reconcile',
     timeoutSeconds: 120,
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'locks'],
-    ports: [...STEP_PORTS, 'notify'],
+    ports: [...STEP_PORTS, 'notifyNotices'],
   },
   // Releases the lock of an operation it reports (records written before reporting was folded in).
   Report: { entry: 'report', timeoutSeconds: 30, tools: true, tables: [...LIFECYCLE_TABLES, 'locks'], ports: STEP_PORTS },
   // Express only: continues an operation on the Standard machine (a person must decide, a long wait).
   Handoff: { entry: 'handoff', timeoutSeconds: 30, tools: false, tables: LIFECYCLE_TABLES, ports: [...STEP_PORTS, 'startExecution'] },
   // API Gateway gives up at 29 s; long-polls stop at 25 s. Submits (start, or a synchronous Express run),
-  // cancels and resolves (stop), decides approvals (task response), creates runs once per Idempotency-Key.
-  // Runs the first attempt of a call that waits itself when it fits in the wait (functions/steps/submit.ts),
-  // so it may notify reviewers of an outcome it cannot know.
+  // cancels and resolves (stop), decides approvals (task response, then a notice), creates runs once per
+  // Idempotency-Key. Serves the console too. Runs the first attempt of a call that waits itself when it fits in
+  // the wait (functions/steps/submit.ts), so it may notify reviewers of an outcome it cannot know, as Execute does.
   Api: {
     entry: 'api',
     timeoutSeconds: 29,
     memoryMb: 512,
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'idempotency'],
-    ports: ['store', 'onceGuard', 'config', 'startExecution', 'startSyncExecution', 'stopExecution', 'taskResponse', 'notify'],
+    ports: ['store', 'onceGuard', 'config', 'startExecution', 'startSyncExecution', 'stopExecution', 'taskResponse', 'notifyNotices'],
   },
   // Resumes operations past their lease: stops the lost execution, starts a fresh one. Reads no config.
   Sweeper: {

@@ -8,6 +8,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { MetricName } from '../functions/core/metric-names';
 
 /**
  * The line the sweeper logs when it resumed operations (`functions/handlers/steps.ts`); a metric filter
@@ -17,11 +18,11 @@ export const SWEEPER_RESUMED_MESSAGE = 'resumed operations past their lease';
 
 /** The runner's own metrics the alarms and dashboard read (`functions/core/metric-names.ts`, plus the sweeper's). */
 export const WATCHED_METRICS = {
-  unknownOutcomes: 'UnknownOutcomes',
-  reviewsOpen: 'ReviewsOpen',
-  approvalsWaiting: 'ApprovalsWaiting',
-  notificationFailures: 'NotificationFailures',
-  toolCalls: 'ToolCalls',
+  unknownOutcomes: MetricName.unknownOutcomes,
+  reviewsOpen: MetricName.reviewsOpen,
+  approvalsWaiting: MetricName.approvalsWaiting,
+  notificationFailures: MetricName.notificationFailures,
+  toolCalls: MetricName.toolCalls,
   operationsResumed: 'OperationsResumed',
 } as const;
 

@@ -47,8 +47,10 @@ export const PORT_COMMANDS = {
   stopExecution: ['StopExecutionCommand'],
   /** `sfn-lifecycle.ts`: handing a task token back (approval decided, or the operation moved). */
   taskResponse: ['SendTaskSuccessCommand', 'SendTaskFailureCommand'],
-  /** `notifier.ts`: approval requests and review notices to the SNS topic. */
-  notify: ['PublishCommand'],
+  /** `notifier.ts`: each approver's link to the links topic (only the construct's `approvers` subscribe, filtered). */
+  notifyLinks: ['PublishCommand'],
+  /** `notifier.ts`: link-free notices (approvals requested, decided, expired; reviews needed) to the notices topic. */
+  notifyNotices: ['PublishCommand'],
 } as const satisfies Record<string, readonly SdkCommand[]>;
 export type Port = keyof typeof PORT_COMMANDS;
 

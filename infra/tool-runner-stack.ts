@@ -29,6 +29,7 @@ export class ToolRunnerStack extends Stack {
     new CfnOutput(this, 'StateMachineArn', { value: this.runner.stateMachine.stateMachineArn });
     new CfnOutput(this, 'ConfigSecretArn', { value: this.runner.configSecret.secretArn });
     new CfnOutput(this, 'ApprovalTopicArn', { value: this.runner.approvalTopic.topicArn });
+    new CfnOutput(this, 'NoticesTopicArn', { value: this.runner.noticesTopic.topicArn });
     new CfnOutput(this, 'SweeperFunctionName', { value: this.runner.functions.Sweeper.functionName });
     new CfnOutput(this, 'SweepScheduleName', { value: this.runner.sweepSchedule.scheduleName });
   }

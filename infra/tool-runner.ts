@@ -15,6 +15,7 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets';
 import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct, type IConstruct } from 'constructs';
 import { TABLE_ENV, TABLES, type TableLayout } from '../functions/adapters/tables';
@@ -44,6 +45,27 @@ export interface ToolRunnerTools {
    * @default - none
    */
   readonly environment?: Readonly<Record<string, string>>;
+}
+
+/**
+ * One approver's subscription to the approval links topic: the principal's `id` and where its links go,
+ * an `email` address or any other SNS subscription (`new SqsSubscription(queue)`, `new UrlSubscription(url)`,
+ * from `aws-cdk-lib/aws-sns-subscriptions`). The construct adds the filter policy on `approverId`.
+ */
+export interface ToolRunnerApprover {
+  /** The principal's `id` in the principals document; its links carry it as the `approverId` attribute. */
+  readonly id: string;
+  /**
+   * An email address that receives this approver's links (SNS sends a confirmation first).
+   * @default - none: give `subscription` instead
+   */
+  readonly email?: string;
+  /**
+   * Any other SNS subscription for this approver's links; its own filter policy is replaced by the one on
+   * `approverId`.
+   * @default - none: give `email` instead
+   */
+  readonly subscription?: sns.ITopicSubscription;
 }
 
 /** API Gateway throttling of the `$default` stage, applied to every route. */
@@ -107,6 +129,37 @@ export interface ToolRunnerProps {
    * @default false
    */
   readonly xrayTracing?: boolean;
+  /**
+   * Who receives approval links over SNS: each a subscription of the links topic filtered on its own
+   * `approverId`, so a signed link reaches only the approver it is signed for. These are the topic's only
+   * subscriptions: its policy refuses every other `sns:Subscribe`. Approvers may instead (or also) have a
+   * webhook in the principals document (`notify`), and every approver sees its pending approvals in the console.
+   * @default - none: links reach approvers by webhook and the console only
+   */
+  readonly approvers?: readonly ToolRunnerApprover[];
+}
+
+/**
+ * The links topic's own rule: nobody subscribes to it except through CloudFormation, which creates exactly
+ * the subscriptions of the `approvers` prop, each with its filter policy. A subscription made by hand would
+ * get every approver's links, and a link decides as its approver.
+ *
+ * Relied on (AWS documentation; not run against AWS from here): CloudFormation makes every resource operation
+ * with a forward access session, with or without a stack service role, so the FAS condition keys are set on
+ * its `sns:Subscribe` ("Forward access sessions (FAS) requests and permission evaluation", CloudFormation User
+ * Guide); `aws:CalledVia` is such a key and supports `cloudformation.amazonaws.com` ("AWS global condition
+ * context keys", IAM User Guide); and `ForAllValues:StringNotEquals` holds when the key is absent, so a direct
+ * call (no `aws:CalledVia` at all) is denied too. The topic's owner can still change this policy.
+ */
+function onlyCloudFormationSubscribes(topic: sns.ITopic): iam.PolicyStatement {
+  return new iam.PolicyStatement({
+    sid: 'OnlyTheConstructsApproversSubscribe',
+    effect: iam.Effect.DENY,
+    principals: [new iam.AnyPrincipal()],
+    actions: ['sns:Subscribe'],
+    resources: [topic.topicArn],
+    conditions: { 'ForAllValues:StringNotEquals': { 'aws:CalledVia': ['cloudformation.amazonaws.com'] } },
+  });
 }
 
 /** Step Functions' limit on a state machine's name. */
@@ -138,8 +191,9 @@ const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
 
 /**
  * The tool runner on AWS: DynamoDB tables, the Standard state machine from the ASL file and its Express
- * variant, one Lambda per lifecycle step plus the API and the sweeper, an API Gateway HTTP API, an SNS
- * topic for approvals, an EventBridge Scheduler schedule for the sweeper, the principals secret, alarms
+ * variant, one Lambda per lifecycle step plus the API and the sweeper, an API Gateway HTTP API, two SNS
+ * topics (approval links for the `approvers` only, link-free notices for anyone), an EventBridge Scheduler
+ * schedule for the sweeper, the principals secret, alarms
  * and a dashboard. IAM is narrowed to the calls each function makes (`infra/permissions.ts`). Any number
  * of instances compose in one stack or app: nothing account-wide is created, every name is unique.
  */
@@ -153,7 +207,16 @@ export class ToolRunner extends Construct {
   /** The Express variant that runs calls needing no person (synchronously when the caller waits). */
   readonly expressStateMachine: sfn.StateMachine;
   readonly tables: Record<TableLayout['id'], dynamodb.Table>;
+  /**
+   * The approval links topic. Each message carries one approver's signed link and that approver's id in the
+   * `approverId` message attribute; its only subscriptions are the `approvers` prop's, each filtered on it.
+   */
   readonly approvalTopic: sns.Topic;
+  /**
+   * Link-free notices anyone may subscribe to (a team channel, an audit queue): approvals requested,
+   * decided and expired, and reviews needed. The message attribute `type` names which.
+   */
+  readonly noticesTopic: sns.Topic;
   readonly configSecret: secrets.ISecret;
   readonly functions: Record<FunctionName, NodejsFunction>;
   readonly sweepSchedule: scheduler.Schedule;
@@ -207,11 +270,21 @@ export class ToolRunner extends Construct {
           passwordLength: 48,
         },
       });
-    // The AWS managed key: messages carry signed approval links, and publishers need no key grant.
-    this.approvalTopic = new sns.Topic(this, 'ApprovalRequests', {
-      displayName: 'Tool runner approval requests',
+    // The AWS managed key: publishers need no key grant.
+    const snsKey = kms.Alias.fromAliasName(this, 'SnsManagedKey', 'alias/aws/sns');
+    // A new construct id, not the earlier single topic's: replacing that topic drops every subscription made to
+    // it by hand, each of which would receive every approver's links.
+    this.approvalTopic = new sns.Topic(this, 'ApprovalLinks', {
+      displayName: 'Tool runner approval links',
       enforceSSL: true,
-      masterKey: kms.Alias.fromAliasName(this, 'SnsManagedKey', 'alias/aws/sns'),
+      masterKey: snsKey,
+    });
+    this.approvalTopic.addToResourcePolicy(onlyCloudFormationSubscribes(this.approvalTopic));
+    for (const [index, approver] of (props.approvers ?? []).entries()) this.subscribeApprover(approver, index);
+    this.noticesTopic = new sns.Topic(this, 'Notices', {
+      displayName: 'Tool runner notices',
+      enforceSSL: true,
+      masterKey: snsKey,
     });
 
     // Names, not references, break the cycle state machine → functions → (env, policies) → state machine.
@@ -262,6 +335,7 @@ export class ToolRunner extends Construct {
       PUBLIC_BASE_URL: props.publicBaseUrl ?? this.apiUrl,
       CONFIG_SECRET_ARN: this.configSecret.secretArn,
       APPROVAL_TOPIC_ARN: this.approvalTopic.topicArn,
+      NOTICES_TOPIC_ARN: this.noticesTopic.topicArn,
       POWERTOOLS_SERVICE_NAME: 'toolrunner',
       // Each instance's metrics apart, so its alarms count its own (functions/adapters/metrics.ts reads it).
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
@@ -423,7 +497,26 @@ export class ToolRunner extends Construct {
     // SendTaskSuccess/Failure have no resource-level permissions (the Service Authorization Reference lists no
     // resource type): IAM evaluates them against "*", so a statement naming the state machine would grant nothing.
     on('taskResponse', ['*']);
-    on('notify', [this.approvalTopic.topicArn]);
+    on('notifyLinks', [this.approvalTopic.topicArn]);
+    on('notifyNotices', [this.noticesTopic.topicArn]);
+  }
+
+  /** One approver's subscription of the links topic, filtered on its `approverId`, whatever its own filter said. */
+  private subscribeApprover(approver: ToolRunnerApprover, index: number): void {
+    if (!approver.id || approver.id.length > 256)
+      throw new Error(`ToolRunner: approvers[${index}].id must be a principal id (1 to 256 characters)`);
+    if (Boolean(approver.email) === Boolean(approver.subscription))
+      throw new Error(`ToolRunner: approvers[${index}] (${approver.id}) needs exactly one of email and subscription`);
+    const filterPolicy = { approverId: sns.SubscriptionFilter.stringFilter({ allowlist: [approver.id] }) };
+    const inner = approver.subscription ?? new subscriptions.EmailSubscription(approver.email!);
+    const subscription = this.approvalTopic.addSubscription({
+      bind: (topic) => ({ ...inner.bind(topic), filterPolicy, filterPolicyWithMessageBody: undefined }),
+    });
+    Validations.of(subscription).acknowledge({
+      id: 'Serverless-SNSRedrivePolicy',
+      reason:
+        'A dead-letter queue would gather undeliverable approval links, each of which decides as its approver, in one queue others can read. An undelivered link is not lost: the approval stays listed for its approver (GET /v1/approvals, the console) until it expires.',
+    });
   }
 
   private table(layout: TableLayout, removalPolicy: RemovalPolicy): dynamodb.Table {

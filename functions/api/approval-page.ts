@@ -1,43 +1,9 @@
 import type { OperationRecord, Risk } from '../core/model';
 import type { ToolSpec } from '../core/tool-spec';
+import { escapeHtml, INVISIBLE_STYLE, visibleText } from './html';
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/**
- * Headers of every approval page. The page needs no script at all; it must not be framed (clickjacking
- * the Approve button) and must not leak its signed URL through a Referer.
- */
-export const PAGE_SECURITY_HEADERS = {
-  'Content-Security-Policy':
-    "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  'X-Frame-Options': 'DENY',
-  'Referrer-Policy': 'no-referrer',
-  'X-Content-Type-Options': 'nosniff',
-} as const;
-
-/** Everything that comes from arguments or records goes through here before it reaches HTML. */
-export function escapeHtml(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (ch) => ESCAPES[ch]);
-}
-
-/**
- * Characters that change how text around them reads without being seen: C0/C1 controls (but tab and
- * newline), bidirectional overrides and isolates, zero-width characters, line/paragraph separators, the
- * byte-order mark, interlinear annotations and tag characters. A right-to-left override can make "gpj.exe" read "exe.jpg".
- */
-const INVISIBLE =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point: they are shown, not rendered.
-  /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\u3164\uFEFF\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/gu;
-
-/** Escapes for HTML and shows invisible and direction-changing characters as `<U+202E>`. */
-export function visibleText(value: unknown): string {
-  return escapeHtml(value).replace(
-    INVISIBLE,
-    (ch) => `<span class="cc">&lt;U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}&gt;</span>`,
-  );
-}
-
-const RISK_TEXT: Record<Risk, string> = {
+/** What each risk class means, in words (the approval page and the console). */
+export const RISK_TEXT: Record<Risk, string> = {
   read: 'reads data; changes nothing',
   reversible_write: 'changes data in a way that can be undone',
   irreversible_write: 'has an effect that cannot be undone',
@@ -50,8 +16,11 @@ function approvalReason(tool: ToolSpec | undefined): string {
   return 'A rule in the policy of this tool asks a person to approve a call with these arguments.';
 }
 
-/** The tool's own summary for people, if it has one; a failing hook must not take the page down. */
-function summaryLines(tool: ToolSpec | undefined, args: unknown): string[] {
+/**
+ * The tool's own summary for people (`describeForApproval`: amounts in their currency), if it has one; a
+ * failing hook must not take the page down. The approval page and the console show the same lines.
+ */
+export function summaryLines(tool: ToolSpec | undefined, args: unknown): string[] {
   if (!tool?.describeForApproval) return [];
   try {
     const parsed = tool.inputSchema.safeParse(args);
@@ -70,7 +39,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-we
 pre{background:#f4f4f4;padding:.75rem;overflow:auto;white-space:pre-wrap;word-break:break-all}
 button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem}.approve{background:#0a7d32;color:#fff;border:0}
 .reject{background:#b3261e;color:#fff;border:0}.risk{font-weight:700;color:#b3261e}
-.cc{background:#fde7a9;color:#7a4b00;font-family:monospace;border-radius:2px}</style></head>
+${INVISIBLE_STYLE}</style></head>
 <body>${body}</body></html>`;
 }
 

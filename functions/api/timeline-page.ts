@@ -1,31 +1,32 @@
 import type { TimelineGroup, TimelineModel } from '../core/timeline';
-import { escapeHtml } from './approval-page';
+import { escapeHtml, INVISIBLE_STYLE, PAGE_SECURITY_HEADERS, visibleText } from './html';
 
-/** The same headers as the approval page: no script, no framing, no referrer, no caching of run data. */
-export const PAGE_HEADERS = {
-  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'",
-  'X-Frame-Options': 'DENY',
-  'Referrer-Policy': 'no-referrer',
-  'Cache-Control': 'no-store',
-} as const;
+/** The approval page's headers, and no caching of run data. */
+export const PAGE_HEADERS = { ...PAGE_SECURITY_HEADERS, 'Cache-Control': 'no-store' } as const;
 
-const STYLE = `body{font:15px/1.45 system-ui,sans-serif;max-width:72rem;margin:1.5rem auto;padding:0 1rem;color:#111}
-h1{font-size:1.3rem}h2{font-size:1.05rem;margin:1.5rem 0 .25rem;font-family:ui-monospace,monospace}
-ol{list-style:none;padding:0;margin:0;font-family:ui-monospace,monospace;font-size:13.5px}
-li{display:grid;grid-template-columns:6.5rem 2.5rem 1fr;gap:.5rem;padding:.1rem .4rem;border-left:3px solid #ddd}
+/** The timeline's own style; the console's run page uses it too. */
+export const TIMELINE_STYLE = `h2{font-size:1.05rem;margin:1.5rem 0 .25rem;font-family:ui-monospace,monospace}
+#timeline ol{list-style:none;padding:0;margin:0;font-family:ui-monospace,monospace;font-size:13.5px}
+#timeline li{display:grid;grid-template-columns:6.5rem 2.5rem 1fr;gap:.5rem;padding:.1rem .4rem;border-left:3px solid #ddd}
 li .at{color:#666;text-align:right}li .n{color:#555}
 li.attempt{border-color:#2b6cb0}li.backoff{border-color:#b7791f}li.approval{border-color:#6b46c1}
 li.reconcile{border-color:#00838f}li.result{border-color:#2f855a}li.replay{border-color:#718096}
 li.notable{background:#fff4e5;border-color:#c05621;font-weight:600}li.conflict,li.late{background:#fde8e8;border-color:#c53030}
 details{margin:.4rem 0 0 .4rem}pre{background:#f4f4f4;padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-all;font-size:13px}
-.meta{color:#555}`;
+.meta{color:#555}${INVISIBLE_STYLE}`;
+
+const PAGE_STYLE = `body{font:15px/1.45 system-ui,sans-serif;max-width:72rem;margin:1.5rem auto;padding:0 1rem;color:#111}
+h1{font-size:1.3rem}${TIMELINE_STYLE}`;
+
+const MAIN_OPEN = '<main id="timeline">';
+const MAIN_CLOSE = '</main>';
 
 function lines(group: TimelineGroup): string {
   return group.lines
     .map((line) => {
       const classes = [line.kind, line.notable ? 'notable' : ''].filter(Boolean).join(' ');
       const attempt = line.attempt !== undefined ? `#${line.attempt}` : '';
-      return `<li class="${classes}" data-type="${escapeHtml(line.type)}" data-seq="${line.seq}"><span class="at" title="${escapeHtml(line.at)}">${escapeHtml(line.offset)}</span><span class="n">${escapeHtml(attempt)}</span><span class="text">${escapeHtml(line.text)}</span></li>`;
+      return `<li class="${classes}" data-type="${escapeHtml(line.type)}" data-seq="${line.seq}"><span class="at" title="${escapeHtml(line.at)}">${escapeHtml(line.offset)}</span><span class="n">${escapeHtml(attempt)}</span><span class="text">${visibleText(line.text)}</span></li>`;
     })
     .join('\n');
 }
@@ -35,24 +36,43 @@ function details(group: TimelineGroup): string {
   const block = (label: string, value: unknown) =>
     value === undefined
       ? ''
-      : `<details open><summary>${escapeHtml(label)}</summary><pre>${escapeHtml(JSON.stringify(value, null, 2))}</pre></details>`;
+      : `<details open><summary>${escapeHtml(label)}</summary><pre>${visibleText(JSON.stringify(value, null, 2))}</pre></details>`;
   return block('Arguments (frozen, secrets masked)', group.details.arguments) + block('Result (secrets masked)', group.details.result);
+}
+
+/**
+ * The timeline itself, one `<main id="timeline">`: every value escaped through `visibleText`, so nothing
+ * inside can close the element early and invisible characters show as `<U+202E>`.
+ */
+export function timelineMain(model: TimelineModel, viewer: string): string {
+  const sections = model.groups
+    .map(
+      (group) =>
+        `<section${group.operationId ? ` id="${escapeHtml(group.operationId)}"` : ''}><h2>${visibleText(group.title)}</h2>\n<ol>\n${lines(group)}\n</ol>${details(group)}</section>`,
+    )
+    .join('\n');
+  return `${MAIN_OPEN}<p class="meta" id="summary">${visibleText(model.summary)} · viewed by ${visibleText(viewer)} · times from the run's first event</p>
+${sections || '<p>No events.</p>'}
+${MAIN_CLOSE}`;
+}
+
+/**
+ * The `<main id="timeline">` of a page `timelinePage` rendered, or undefined. The console shows the API's
+ * own timeline page inside its frame this way, so what a key may see of a run is decided by the API alone.
+ */
+export function timelineMainOf(page: string): string | undefined {
+  const start = page.indexOf(MAIN_OPEN);
+  const end = page.lastIndexOf(MAIN_CLOSE);
+  return start >= 0 && end > start ? page.slice(start, end + MAIN_CLOSE.length) : undefined;
 }
 
 /** The trace page: the timeline model as HTML, no JavaScript, everything escaped. */
 export function timelinePage(model: TimelineModel, viewer: string): string {
-  const sections = model.groups
-    .map(
-      (group) =>
-        `<section${group.operationId ? ` id="${escapeHtml(group.operationId)}"` : ''}><h2>${escapeHtml(group.title)}</h2>\n<ol>\n${lines(group)}\n</ol>${details(group)}</section>`,
-    )
-    .join('\n');
   const title = model.runId ? `Trace of ${model.runId}` : 'Trace';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head>
-<body><h1>${escapeHtml(title)}</h1>
-<p class="meta" id="summary">${escapeHtml(model.summary)} · viewed by ${escapeHtml(viewer)} · times from the run's first event</p>
-${sections || '<p>No events.</p>'}
+<meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title><style>${PAGE_STYLE}</style></head>
+<body><h1>${visibleText(title)}</h1>
+${timelineMain(model, viewer)}
 </body></html>`;
 }

@@ -16,3 +16,11 @@ export function backoffSeconds(nextAttempt: number, policy: BackoffPolicy, rando
   const floor = retryAfterSeconds && retryAfterSeconds > 0 ? Math.ceil(retryAfterSeconds) : 0;
   return Math.min(Math.max(jittered, floor), Math.max(policy.capSeconds, floor));
 }
+
+/**
+ * Milliseconds to wait before attempt `nextAttempt` (2 for the first retry) of a delivery that is retried in
+ * process (a webhook), not by the lifecycle: the same capped exponential backoff with full jitter, unrounded.
+ */
+export function backoffMs(nextAttempt: number, policy: { baseMs: number; capMs: number }, random: () => number): number {
+  return random() * Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, nextAttempt - 2));
+}

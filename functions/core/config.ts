@@ -1,4 +1,21 @@
 import { z } from 'zod';
+import { isLoopbackAddress } from './loopback';
+
+/**
+ * Where an approver's approval requests are POSTed. HTTPS, because each request carries a link that decides
+ * as that approver; plain HTTP only to this machine (a local receiver, the tests).
+ */
+export const WebhookUrlSchema = z.url().refine((text) => {
+  const url = new URL(text);
+  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackAddress(url.hostname));
+}, 'a webhook URL must be https:// (http:// only to localhost, 127.0.0.1 or [::1])');
+
+/** An approver's own channel: `approval.requested` POSTs signed with `secret` (core/webhook-signature.ts). */
+export const NotifySchema = z.strictObject({
+  webhookUrl: WebhookUrlSchema,
+  /** Shared with the receiver only; at least 16 characters. Never the configuration's `approvalSecret`. */
+  secret: z.string().min(16).max(512),
+});
 
 /** The principals file (TOOLRUNNER_CONFIG locally, a secret on AWS), parsed once per change. */
 export const PrincipalSchema = z.object({
@@ -6,6 +23,7 @@ export const PrincipalSchema = z.object({
   key: z.string().min(16),
   roles: z.array(z.enum(['agent', 'approver', 'reviewer', 'admin'])).min(1),
   tools: z.union([z.literal('*'), z.array(z.string())]),
+  notify: NotifySchema.optional(),
 });
 
 /** The policy of one tool served by an upstream MCP server (the runner cannot know it from the upstream). */
@@ -49,17 +67,31 @@ export const OriginSchema = z.string().refine((text) => {
   }
 }, 'an origin is scheme://host[:port], lower case, with no path or trailing slash');
 
-export const RunnerConfigSchema = z.object({
-  principals: z.array(PrincipalSchema),
-  approvalSecret: z.string().min(16).optional(),
-  approvalTtlSeconds: z.number().int().min(1).max(MAX_APPROVAL_TTL_SECONDS).default(86400),
-  /** Days a run, its operations and its trace are kept after the run's wall-clock deadline (DynamoDB TTL). */
-  retentionDays: z.number().int().min(1).max(3650).optional(),
-  mcpUpstreams: z.array(McpUpstreamSchema).optional(),
-  /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; mcp/request-origin.ts). */
-  mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
-});
+export const RunnerConfigSchema = z
+  .object({
+    principals: z.array(PrincipalSchema),
+    approvalSecret: z.string().min(16).optional(),
+    approvalTtlSeconds: z.number().int().min(1).max(MAX_APPROVAL_TTL_SECONDS).default(86400),
+    /** Days a run, its operations and its trace are kept after the run's wall-clock deadline (DynamoDB TTL). */
+    retentionDays: z.number().int().min(1).max(3650).optional(),
+    mcpUpstreams: z.array(McpUpstreamSchema).optional(),
+    /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; mcp/request-origin.ts). */
+    mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
+  })
+  .superRefine((config, ctx) => {
+    // Every webhook receiver holds its approver's notify.secret: it must open nothing else.
+    for (const [index, principal] of config.principals.entries()) {
+      const secret = principal.notify?.secret;
+      if (secret !== undefined && (secret === principal.key || secret === config.approvalSecret))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['principals', index, 'notify', 'secret'],
+          message: "notify.secret must be its own: not the principal's key, not approvalSecret",
+        });
+    }
+  });
 
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
+export type NotifyConfig = z.infer<typeof NotifySchema>;
 export type McpUpstream = z.infer<typeof McpUpstreamSchema>;
 export type UpstreamToolPolicy = z.infer<typeof UpstreamToolPolicySchema>;

@@ -25,6 +25,11 @@ export const MetricName = {
   conflicts: 'CallIdConflicts',
   /** Results that arrived after their call was cancelled, by `tool`. */
   lateResults: 'LateResults',
+  /**
+   * Deliveries to people that failed after their retries, by `channel` (`webhook`, `sns`, `console`): an
+   * approver's webhook, an SNS publish of a link or a notice (adapters/notifier.ts). An alarm watches it.
+   */
+  notificationFailures: 'NotificationFailures',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 

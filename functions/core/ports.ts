@@ -118,18 +118,47 @@ export interface LifecyclePort {
   sendTaskFailure(taskToken: string, error: string, cause: string): Promise<void>;
 }
 
-/** Tells people that an operation waits for them (SNS on AWS, the console locally). */
+/** An approval request: who may decide, each with a link signed for that approver alone. */
+export interface ApprovalRequest {
+  approvalId: string;
+  operationId: string;
+  runId: string;
+  toolName: string;
+  requestedBy: string;
+  /** One line for people (core/notices.ts `approvalSummary`); never a link. */
+  summary: string;
+  expiresAt: string;
+  /** One per approver who may decide; a link is delivered only to the approver it is signed for. */
+  links: { approverId: string; url: string }[];
+}
+
+/** An approval that ended: decided by an approver, or expired. Link-free. */
+export interface ApprovalDecidedNotice {
+  approvalId: string;
+  operationId: string;
+  runId: string;
+  toolName: string;
+  decision: 'approved' | 'rejected' | 'expired';
+  decidedBy?: string;
+}
+
+/** An operation now waits for a reviewer's resolution (its outcome is unknown and cannot be reconciled). */
+export interface ReviewNotice {
+  operationId: string;
+  runId: string;
+  toolName: string;
+  reason: string;
+}
+
+/**
+ * Tells people that an operation waits for them, or that a wait ended: each approver through its own
+ * channels (a webhook, a filtered SNS subscription), everyone else through link-free notices
+ * (adapters/notifier.ts). Never throws for a delivery that failed: it is counted and logged there.
+ */
 export interface Notifier {
-  approvalRequested(message: {
-    approvalId: string;
-    operationId: string;
-    toolName: string;
-    requestedBy: string;
-    expiresAt: string;
-    links: { approverId: string; url: string }[];
-  }): Promise<void>;
-  /** An operation now waits for a reviewer's resolution (its outcome is unknown and cannot be reconciled). */
-  reviewRequired?(notice: { operationId: string; runId: string; toolName: string; reason: string }): Promise<void>;
+  approvalRequested(message: ApprovalRequest): Promise<void>;
+  approvalDecided?(notice: ApprovalDecidedNotice): Promise<void>;
+  reviewRequired?(notice: ReviewNotice): Promise<void>;
 }
 
 /** Current configuration; re-read when it changes, so revoked permissions take effect. */

@@ -1,3 +1,5 @@
+import { formatCents, revealInvisible } from './format';
+
 /**
  * A run's trace as a timeline model: events grouped by operation, one line of text per event, times
  * relative to the run's first event. Pure: the HTML trace page and the terminal (`toolrunner trace`) render
@@ -119,7 +121,10 @@ export function timelineModel(events: readonly TimelineEvent[], details: Readonl
   };
 }
 
-/** The model as terminal text: a summary line, then each group's title and its indented lines. */
+/**
+ * The model as terminal text: a summary line, then each group's title and its indented lines. Invisible and
+ * direction-changing characters show as `<U+202E>`, as on the pages: a terminal would obey them too.
+ */
 export function renderTimelineText(model: TimelineModel): string {
   if (model.eventCount === 0) return 'no events\n';
   const out = [model.summary];
@@ -130,7 +135,7 @@ export function renderTimelineText(model: TimelineModel): string {
       out.push(`  ${line.offset.padStart(9)}  ${attempt.padEnd(3)} ${line.text}`.trimEnd());
     }
   }
-  return `${out.join('\n')}\n`;
+  return `${revealInvisible(out.join('\n'))}\n`;
 }
 
 /** Events straight to terminal text (what `toolrunner trace RUN_ID` prints). */
@@ -208,7 +213,7 @@ export function describe(event: TimelineEvent): string {
         text('code'),
         text('approval') && `approval ${text('approval')}`,
         text('risk'),
-        text('costCents') && `cost ${text('costCents')}¢`,
+        typeof d.costCents === 'number' && `cost ${formatCents(d.costCents)}`,
       );
     case 'approval.requested':
       return parts('approval requested', text('approvalId'), text('expiresAt') && `expires ${text('expiresAt')}`);

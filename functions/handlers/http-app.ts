@@ -1,12 +1,14 @@
 import { Hono } from 'hono';
 import { makeApp } from '../api/app';
+import { consoleRoutes } from '../console/routes';
 import type { Deps } from '../core/ports';
 import { mcpRoutes, mcpWaitMs } from '../mcp/server';
 
 /**
  * Everything the API Lambda (and `npm start`'s HTTP server) serves: the HTTP API v1 and, beside it, the MCP
- * server at `/mcp`, which calls that API in-process with its caller's key, so it behaves exactly as the API
- * does for that key. Composed here, not inside the API, so the API never depends on what is built on it.
+ * server at `/mcp` and the console for people at `/console`, both of which call that API in-process with
+ * their caller's key, so they behave exactly as the API does for that key. Composed here, not inside the
+ * API, so the API never depends on what is built on it.
  */
 export function makeHttpApp(deps: Deps): Hono {
   const api = makeApp(deps);
@@ -17,8 +19,17 @@ export function makeHttpApp(deps: Deps): Hono {
     publicBaseUrl: () => deps.publicBaseUrl,
     waitMs: mcpWaitMs(),
   });
+  const people = consoleRoutes({
+    api: (request) => api.fetch(request),
+    config: () => deps.config(),
+    tools: deps.tools,
+    publicBaseUrl: () => deps.publicBaseUrl,
+    now: () => deps.now(),
+  });
   const root = new Hono();
   root.all('/mcp', (c) => mcp.fetch(c.req.raw, c.env));
+  root.all('/console', (c) => people.fetch(c.req.raw, c.env));
+  root.all('/console/*', (c) => people.fetch(c.req.raw, c.env));
   // `c.env` carries the Lambda event and context (hono/aws-lambda) through to the API's handlers.
   root.all('*', (c) => api.fetch(c.req.raw, c.env));
   return root;

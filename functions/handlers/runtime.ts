@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { fileConfigSource, secretConfigSource } from '../adapters/config-source';
 import { makeDocumentClient, makeDynamoStore } from '../adapters/dynamo-store';
 import { watchedStore } from '../adapters/operation-watch';
-import { consoleNotifier, snsNotifier } from '../adapters/notifier';
+import { consoleChannel, makeNotifier, snsChannel, webhookChannel } from '../adapters/notifier';
 import { sfnLifecycle } from '../adapters/sfn-lifecycle';
 import { powertoolsOnceGuard } from '../adapters/submission-guard';
 import { TABLE_ENV } from '../adapters/tables';
@@ -37,7 +37,10 @@ const EnvSchema = z
     PUBLIC_BASE_URL: z.string().url(),
     TOOLRUNNER_CONFIG: z.string().min(1).optional(),
     CONFIG_SECRET_ARN: z.string().min(1).optional(),
+    /** The approval links topic: only the construct's `approvers` subscribe, each filtered on `approverId`. */
     APPROVAL_TOPIC_ARN: z.string().min(1).optional(),
+    /** The link-free notices topic (approvals requested and decided, reviews needed): anyone may subscribe. */
+    NOTICES_TOPIC_ARN: z.string().min(1).optional(),
   })
   .refine((e) => e.TOOLRUNNER_CONFIG || e.CONFIG_SECRET_ARN, 'set TOOLRUNNER_CONFIG (a file) or CONFIG_SECRET_ARN (a secret)');
 export type RuntimeEnv = z.infer<typeof EnvSchema>;
@@ -87,6 +90,18 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
   const config = env.CONFIG_SECRET_ARN
     ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN)
     : fileConfigSource(env.TOOLRUNNER_CONFIG!);
+  // EMF lines in the log wherever the deployment names the metrics namespace (the construct does, so on AWS
+  // and in the stack built from its template, whose logs then hold what CloudWatch would ingest); else counters.
+  const metrics = rest.metrics ?? (onLambda || process.env.POWERTOOLS_METRICS_NAMESPACE ? emfMetrics() : memoryMetrics());
+  // Each approver's webhook everywhere; beside it SNS where the construct made topics, else the local output.
+  const sns =
+    env.APPROVAL_TOPIC_ARN || env.NOTICES_TOPIC_ARN
+      ? snsChannel(tracer.captureAWSv3Client(new SNSClient({})), {
+          linksTopicArn: env.APPROVAL_TOPIC_ARN,
+          noticesTopicArn: env.NOTICES_TOPIC_ARN,
+        })
+      : undefined;
+  const notifier = makeNotifier([webhookChannel({ config }), sns ?? consoleChannel()], { metrics });
   return {
     store,
     watch,
@@ -98,19 +113,15 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
       env.STATE_MACHINE_ARN,
       env.EXPRESS_STATE_MACHINE_ARN,
     ),
-    notifier: env.APPROVAL_TOPIC_ARN
-      ? snsNotifier(tracer.captureAWSv3Client(new SNSClient({})), env.APPROVAL_TOPIC_ARN)
-      : consoleNotifier(),
+    notifier,
     now: () => Date.now(),
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
     onceGuard: powertoolsOnceGuard(dynamo, env.TABLE_IDEMPOTENCY),
     // On Lambda: X-Ray subsegments (Powertools); OpenTelemetry spans wherever OTLP is configured.
     telemetry: onLambda ? bothTelemetries(xrayTelemetry(tracer), otelTelemetry()) : otelTelemetry(),
-    // EMF lines in the log wherever the deployment names the metrics namespace (the construct does, so on AWS
-    // and in the stack built from its template, whose logs then hold what CloudWatch would ingest); else counters.
-    metrics: onLambda || process.env.POWERTOOLS_METRICS_NAMESPACE ? emfMetrics() : memoryMetrics(),
     ...rest,
+    metrics,
   };
 }
 

@@ -1,3 +1,7 @@
+import { isLoopbackAddress } from '../core/loopback';
+
+export { isLoopbackAddress };
+
 /**
  * DNS-rebinding protection for `/mcp`. A page on another site whose name resolves to this server (or to
  * 127.0.0.1) makes the victim's browser send requests here: its `Host` is the attacker's name and its
@@ -62,8 +66,13 @@ function normalizedOrigin(text: string): string | undefined {
   }
 }
 
-/** True for the names and addresses of this machine's loopback interface. */
-export function isLoopbackAddress(address: string): boolean {
-  const bare = address.replace(/^\[|\]$/g, '').toLowerCase();
-  return bare === 'localhost' || bare === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+/**
+ * Whether this server listens on loopback: the local socket's address where the Node server exposes it
+ * (`npm start`), else whether the public base URL names a loopback host (a Lambda has no socket of its own).
+ * `env` is the Hono context's `env` (the Node server's `incoming`, or the Lambda event and context).
+ */
+export function listensOnLoopback(env: unknown, publicBaseUrl: string): boolean {
+  const local = (env as { incoming?: { socket?: { localAddress?: string } } } | undefined)?.incoming?.socket?.localAddress;
+  if (local) return isLoopbackAddress(local);
+  return isLoopbackAddress(new URL(publicBaseUrl).hostname);
 }

@@ -16,7 +16,7 @@ import { MAX_BODY_BYTES } from '../api/schemas';
 import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client';
 import { operationIdFor } from '../core/ids';
 import type { ConfigSource } from '../core/ports';
-import { checkRequestOrigin, isLoopbackAddress } from './request-origin';
+import { checkRequestOrigin, listensOnLoopback } from './request-origin';
 import { issueSessionId, verifySessionId } from './session-id';
 import { operationTaskStore, submitAsTask } from './tasks';
 import { CHECK_OPERATION, callTool, derivedCallId, type SessionContext } from './tool-calls';
@@ -235,16 +235,6 @@ class InFlightCalls {
     controller?.abort('cancelled by the client');
     return controller !== undefined;
   }
-}
-
-/**
- * Whether this server listens on loopback: the local socket's address where the Node server exposes it
- * (`npm start`), else whether the public base URL names a loopback host (a Lambda has no socket of its own).
- */
-function listensOnLoopback(env: unknown, publicBaseUrl: string): boolean {
-  const local = (env as { incoming?: { socket?: { localAddress?: string } } } | undefined)?.incoming?.socket?.localAddress;
-  if (local) return isLoopbackAddress(local);
-  return isLoopbackAddress(new URL(publicBaseUrl).hostname);
 }
 
 /** Errors outside a JSON-RPC exchange, in JSON-RPC form (what MCP clients read) with the API's code. */

@@ -3,6 +3,7 @@ import { accepts, stepOutput, type StepOutput } from '../core/engine';
 import { ErrorNames } from '../core/errors';
 import { approvalIdFor, operationIdOfApproval } from '../core/ids';
 import { approvalLease } from '../core/leases';
+import { approvalSummary } from '../core/notices';
 import type { OperationRecord, Principal } from '../core/model';
 import { hasRole, mayApprove, principalIn } from '../core/policy';
 import type { Deps } from '../core/ports';
@@ -38,13 +39,16 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
     return;
   }
   if (!requested.value) return;
+  const requester = requesterOf(op);
   const approvers = config.principals.filter((p) => mayApprove(p, op));
   try {
     await deps.notifier.approvalRequested({
       approvalId: op.approval!.approvalId,
       operationId,
+      runId: op.runId,
       toolName: op.toolName,
-      requestedBy: requesterOf(op),
+      requestedBy: requester,
+      summary: approvalSummary(op, requester),
       expiresAt: op.approval!.expiresAt,
       links: approvers.map((p) => ({ approverId: p.id, url: approvalUrl(deps, config.approvalSecret, op, p.id) })),
     });
@@ -137,6 +141,7 @@ export async function decideAs(
     // The waiting execution is gone (a restart, a lost token): the decision is durable, so resume from it.
     await resumeOperation(deps, op.operationId);
   }
+  await tellDecided(deps, op);
   return { ok: true, op };
 }
 
@@ -148,5 +153,20 @@ export async function expireApprovalStep(deps: Deps, operationId: string): Promi
     value: undefined,
     events: accepts(op, 'expire_approval') && due(op) ? [{ type: 'expire_approval' }] : [],
   }));
+  if (out.changed && out.op.approval?.state === 'expired') await tellDecided(deps, out.op);
   return stepOutput(out.op, deps.now());
+}
+
+/** A link-free notice that an approval ended; the notifier counts and logs a failed delivery itself. */
+async function tellDecided(deps: Deps, op: OperationRecord): Promise<void> {
+  const approval = op.approval;
+  if (!approval || approval.state === 'pending') return;
+  await deps.notifier.approvalDecided?.({
+    approvalId: approval.approvalId,
+    operationId: op.operationId,
+    runId: op.runId,
+    toolName: op.toolName,
+    decision: approval.state,
+    decidedBy: approval.decidedBy,
+  });
 }

@@ -1,20 +1,7 @@
 import { z } from 'zod';
+import { formatMinorUnits } from '../core/format';
 import type { ToolSpec } from '../core/tool-spec';
 import { requestJson } from './http';
-
-/**
- * An amount in a currency's minor units (cents) as a person reads it: 123456 EUR is "€1,234.56",
- * 5000 JPY is "¥5,000". An unknown currency code still shows the amount, never throws.
- */
-export function formatMinorUnits(amount: number, currency: string): string {
-  try {
-    const format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
-    const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
-    return format.format(amount / 10 ** digits);
-  } catch {
-    return `${amount} minor units of ${currency}`;
-  }
-}
 
 /** The demo tools over the sandbox upstreams (`docs/sandbox.md`; the tests rely on these names and arguments). */
 export function makeDemoTools(sandboxUrl: string): ToolSpec[] {

@@ -173,7 +173,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
   const api =
     model.functions.find((f) => f.arn === model.routes[0]?.functionArn) ?? model.functions.find((f) => f.environment.STATE_MACHINE_ARN);
   if (!api) throw new Error('template mode: no function of the template has STATE_MACHINE_ARN in its environment');
-  const { CONFIG_SECRET_ARN: _secret, APPROVAL_TOPIC_ARN: _topic, ...own } = api.environment;
+  const { CONFIG_SECRET_ARN: _secret, APPROVAL_TOPIC_ARN: _links, NOTICES_TOPIC_ARN: _notices, ...own } = api.environment;
   Object.assign(process.env, {
     AWS_REGION: process.env.AWS_REGION ?? model.region,
     AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',

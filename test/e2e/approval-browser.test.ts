@@ -1,6 +1,5 @@
-import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { describeWithChromium, launchChromium } from '../support/browser';
+import { describeWithChromium, launchChromium, screenshot, screenshotDir } from '../support/browser';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack';
 
@@ -65,7 +64,7 @@ describeWithChromium('the approval page in a real browser', () => {
     expect(await page.locator('script').count()).toBe(0);
     // Opening the link decided nothing.
     expect((await api.operation(keys.agent, submitted.body.operationId)).approval.state).toBe('pending');
-    if (process.env.SCREENSHOT_DIR) await page.screenshot({ path: join(process.env.SCREENSHOT_DIR, 'approval-page.png'), fullPage: true });
+    await screenshot(screenshotDir('approval-page'), page, 'approval-page');
 
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.waitForLoadState();

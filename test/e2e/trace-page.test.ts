@@ -1,17 +1,16 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { describeWithChromium, launchChromium } from '../support/browser';
+import { describeWithChromium, launchChromium, screenshotDir } from '../support/browser';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MetricName } from '../../functions/core/metric-names';
 import { formatTimeline } from '../../functions/core/timeline';
 import { startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded } from '../support/target';
+import { PAGE_SECURITY_HEADERS } from '../../functions/api/html';
 
 /** Where the screenshot and the printed timeline go, for a person to look at. */
-const OUT_DIR = process.env.SCREENSHOT_DIR ?? mkdtempSync(join(tmpdir(), 'toolrunner-trace-page-'));
-mkdirSync(OUT_DIR, { recursive: true });
+const OUT_DIR = screenshotDir('trace-page');
 let stack: TestStack;
 let browser: Browser;
 
@@ -62,7 +61,7 @@ describeWithChromium('the trace page in a real browser: commit then timeout', ()
     expect(response?.status()).toBe(200);
     const headers = response!.headers();
     expect(headers).toMatchObject({
-      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+      'content-security-policy': PAGE_SECURITY_HEADERS['Content-Security-Policy'],
       'x-frame-options': 'DENY',
       'referrer-policy': 'no-referrer',
       'cache-control': 'no-store',

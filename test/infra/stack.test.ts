@@ -109,7 +109,8 @@ describe('CDK stack', () => {
       ScheduleExpression: 'rate(1 minute)',
       Target: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('SweeperFunction'), 'Arn'] } },
     });
-    template.resourceCountIs('AWS::SNS::Topic', 1);
+    // Approval links (for the construct's approvers only) and link-free notices.
+    template.resourceCountIs('AWS::SNS::Topic', 2);
   });
 
   it('serves the $default stage, deployed on every change and throttled', () => {

@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { describe } from 'vitest';
 import { inCi, skipNotice } from './prerequisites';
 
@@ -37,4 +38,19 @@ export function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+}
+
+/**
+ * Where a browser test's screenshots go for a person to look at: `SCREENSHOT_DIR`, else `test-results/screenshots/`
+ * in the repo (gitignored), one directory per test file and target.
+ */
+export function screenshotDir(group: string): string {
+  const dir = join(process.env.SCREENSHOT_DIR ?? join(import.meta.dirname, '..', '..', 'test-results', 'screenshots'), group);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** A full-page screenshot of `page` as `<dir>/<name>.png`. */
+export async function screenshot(dir: string, page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true });
 }

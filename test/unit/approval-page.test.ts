@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { approvalPage, PAGE_SECURITY_HEADERS, visibleText } from '../../functions/api/approval-page';
+import { approvalPage } from '../../functions/api/approval-page';
+import { PAGE_SECURITY_HEADERS, visibleText } from '../../functions/api/html';
 import type { OperationRecord } from '../../functions/core/model';
-import { formatMinorUnits, makeDemoTools } from '../../functions/tools/demo-tools';
+import { formatMinorUnits } from '../../functions/core/format';
+import { makeDemoTools } from '../../functions/tools/demo-tools';
 
 const chargeCard = makeDemoTools('http://127.0.0.1:1').find((t) => t.name === 'charge_card')!;
 const op = (over: Partial<OperationRecord> = {}): OperationRecord => ({

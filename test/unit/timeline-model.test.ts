@@ -92,7 +92,7 @@ describe('formatTimeline (terminal text from the model)', () => {
     expect(text).toMatch(/reconcile started \(lookup\)/);
     expect(text).toMatch(/reconcile finished found/);
     expect(text).toMatch(/proposed → validated/);
-    expect(text).toMatch(/policy allow approval required irreversible_write cost 60000¢/);
+    expect(text).toMatch(/policy allow approval required irreversible_write cost \$600\.00/);
     expect(text).toMatch(/\+1\.532s\s+run cancelled \(was open\)/);
   });
 

@@ -1,0 +1,82 @@
+import { formatCents } from './format';
+import type { OperationRecord } from './model';
+import type { ApprovalDecidedNotice, ApprovalRequest, ReviewNotice } from './ports';
+
+/**
+ * What approvers and everyone else are told, in words and as payloads, decided once for every channel
+ * (webhooks, SNS, the local console output).
+ */
+
+/**
+ * One line about an approval request, for a notification: who asks, which tool, which run, its risk and
+ * what it counts against the run's spend budget. No arguments (they may hold personal data) and no link:
+ * the page behind each approver's own link shows the exact operation.
+ */
+export function approvalSummary(op: Pick<OperationRecord, 'toolName' | 'runId' | 'risk' | 'costCents'>, requestedBy: string): string {
+  const risk = op.risk ? ` (${op.risk.replaceAll('_', ' ')})` : '';
+  const cost = op.costCents ? `; it counts ${formatCents(op.costCents)} against the run's spend budget` : '';
+  return `${requestedBy} asks to run ${op.toolName}${risk} in run ${op.runId}${cost}.`;
+}
+
+/** The body POSTed to an approver's webhook: its own link only. Field names are part of the contract. */
+export interface ApprovalRequestedPayload {
+  type: 'approval.requested';
+  approvalId: string;
+  operationId: string;
+  runId: string;
+  toolName: string;
+  summary: string;
+  /** The approval page, signed for the receiving approver alone. */
+  url: string;
+  expiresAt: string;
+}
+
+/** The webhook payload for one approver's link of a request. */
+export function approvalRequestedPayload(request: ApprovalRequest, link: { url: string }): ApprovalRequestedPayload {
+  return {
+    type: 'approval.requested',
+    approvalId: request.approvalId,
+    operationId: request.operationId,
+    runId: request.runId,
+    toolName: request.toolName,
+    summary: request.summary,
+    url: link.url,
+    expiresAt: request.expiresAt,
+  };
+}
+
+/** A link-free notice for anyone who follows the runner (the notices topic, the local output). */
+export type Notice =
+  | ({ type: 'approval.requested' } & Omit<ApprovalRequest, 'links'> & { approvers: string[] })
+  | ({ type: 'approval.decided' } & ApprovalDecidedNotice)
+  | ({ type: 'review.required' } & ReviewNotice);
+
+/** The request as a notice: who may decide, never their links. */
+export function approvalRequestedNotice(request: ApprovalRequest): Notice {
+  const { links, ...rest } = request;
+  return { type: 'approval.requested', ...rest, approvers: links.map((l) => l.approverId) };
+}
+
+/** A notice in one line of words (an email subject's worth). */
+export function noticeSubject(notice: Notice): string {
+  switch (notice.type) {
+    case 'approval.requested':
+      return `Approval requested: ${notice.toolName}`;
+    case 'approval.decided':
+      return `Approval ${notice.decision}: ${notice.toolName}`;
+    case 'review.required':
+      return `Review needed: ${notice.toolName}`;
+  }
+}
+
+/** A notice as text for people: what happened and where to act, with no link that decides anything. */
+export function noticeText(notice: Notice): string {
+  switch (notice.type) {
+    case 'approval.requested':
+      return `approval requested: ${notice.summary} Operation ${notice.operationId}, expires ${notice.expiresAt}. Approvers (${notice.approvers.join(', ') || 'none'}) receive their own links; pending approvals are in the console at /console/approvals.`;
+    case 'approval.decided':
+      return `approval ${notice.decision}${notice.decidedBy ? ` by ${notice.decidedBy}` : ''}: ${notice.toolName} ${notice.operationId} (run ${notice.runId}).`;
+    case 'review.required':
+      return `review needed: ${notice.toolName} ${notice.operationId} (run ${notice.runId}): ${notice.reason}. Resolve with POST /v1/operations/${notice.operationId}/resolve or in the console at /console/reviews.`;
+  }
+}
