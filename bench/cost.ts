@@ -1,252 +1,466 @@
 import '../local/env-defaults';
-import { runMain, startBenchStack } from './bench-stack';
+import { randomBytes, randomInt } from 'node:crypto';
+import { parseArgs } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { ExecutionSummary } from '../local/sfn-endpoint';
-import { FUNCTIONS } from '../infra/functions';
-import type { LifecycleFunction } from '../statemachines/definition';
+import { z } from 'zod';
+import { createClient, type Envelope } from '../functions/client';
 import { sweep } from '../functions/steps/resume';
-import { makeDocumentClient, makeDynamoStore } from '../functions/adapters/dynamo-store';
-import { localClient } from '../local/dynamodb-local';
+import type { ExecutionSummary } from '../local/sfn-endpoint';
+import type { StackMeter } from '../local/stack';
+import { ensureAssembly, readAssembly } from '../local/template/assembly';
+import { runMain, startBenchStack } from './bench-stack';
+import {
+  accessLogLine,
+  deployedShape,
+  executionLogLines,
+  ingestedBytes,
+  logLines,
+  platformLines,
+  PRICES,
+  type DeployedShape,
+} from './cost-model';
 
 /**
- * `npm run cost`: AWS cost per million calls for each call path, from what one run on the embedded stack
- * counted (state transitions and Express executions from the engine, Lambda invocations and their
- * duration from the handlers, DynamoDB capacity units as DynamoDB Local reports them), priced at
- * published us-east-1 prices. Nothing here is estimated by hand; API Gateway and SNS are left out (the
- * same for any serverless peer) and named in the output. The sweeper reads each watch entry once, when it
- * comes due, after the call ended: its read units per entry are counted over one sweep of every entry the
- * run wrote, and each path is charged for the entries it wrote.
+ * `npm run cost`: what AWS would bill per call path, counted on the stack built from the synthesized CDK
+ * template (`TOOLRUNNER_HANDLERS=template`): every HTTP API request (the client's status polls too), every
+ * Lambda invocation with its template memory and measured duration, every execution (transitions, or Express
+ * requests and duration), every AWS call a function makes (DynamoDB capacity units as DynamoDB Local reports
+ * them, S3 and SNS requests), the log lines the functions write, the lines Lambda and the state machines add
+ * at the template's log settings, and X-Ray traces at the template's tracing. The calls are real: the tools'
+ * upstream (the sandbox) holds each answer `upstreamMs` and carries the scenario's bytes.
  */
-const PRICES = {
-  standardTransition: 25 / 1e6,
-  expressRequest: 1 / 1e6,
-  /** Express duration, billed in 64 MB steps (the runner's executions carry kilobytes of state). */
-  expressGbSecond: 0.00001667,
-  expressGb: 64 / 1024,
-  lambdaRequest: 0.2 / 1e6,
-  /** arm64. */
-  lambdaGbSecond: 0.0000133334,
-  /** DynamoDB on-demand, per write and read request unit. */
-  write: 0.625 / 1e6,
-  read: 0.125 / 1e6,
-} as const;
-/** What the construct gives a function that names no memory (infra/tool-runner.ts). */
-const DEFAULT_MEMORY_MB = 256;
-const CALLS = Number(process.env.COST_CALLS_PER_PATH ?? 5);
+const Scenario = z.object({
+  /** Bytes of a call's arguments as the agent sends them (JSON), carried by `charge_card`'s metadata. */
+  argsBytes: z.coerce.number().int().min(64).max(16_384).default(1024),
+  /** Bytes of the tool's result (JSON), carried by the order `get_order` reads. */
+  resultBytes: z.coerce.number().int().min(256).max(1_000_000).default(4096),
+  /** How long the tool's upstream takes to answer. */
+  upstreamMs: z.coerce.number().int().min(0).max(20_000).default(200),
+  callsPerPath: z.coerce.number().int().min(1).max(100).default(5),
+});
+type Scenario = z.infer<typeof Scenario>;
+
+function scenarioFromArgs(): Scenario {
+  const { values } = parseArgs({
+    options: {
+      'args-bytes': { type: 'string' },
+      'result-bytes': { type: 'string' },
+      'upstream-ms': { type: 'string' },
+      calls: { type: 'string' },
+    },
+  });
+  const parsed = Scenario.safeParse({
+    argsBytes: values['args-bytes'] ?? process.env.COST_ARGS_BYTES,
+    resultBytes: values['result-bytes'] ?? process.env.COST_RESULT_BYTES,
+    upstreamMs: values['upstream-ms'] ?? process.env.COST_UPSTREAM_MS,
+    callsPerPath: values.calls ?? process.env.COST_CALLS_PER_PATH,
+  });
+  if (!parsed.success) {
+    console.error(`npm run cost: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    process.exit(2);
+  }
+  return parsed.data;
+}
 
 interface Tally {
+  apiRequests: number;
+  apiMeteredRequests: number;
   transitions: number;
   expressExecutions: number;
   expressGbSeconds: number;
   lambdaInvocations: number;
   lambdaGbSeconds: number;
+  lambdaUsd: number;
   dynamoWriteUnits: number;
   dynamoReadUnits: number;
-  /** Entries written for the sweeper, each read once by a later sweep (charged below, then dropped). */
+  s3Tier1Requests: number;
+  s3Tier2Requests: number;
+  snsPublishes: number;
+  logEvents: number;
+  logBytes: number;
+  traces: number;
+  /** Entries written for the sweeper, each read once by a later sweep (charged below). */
   watchEntries: number;
 }
 const zero = (): Tally => ({
+  apiRequests: 0,
+  apiMeteredRequests: 0,
   transitions: 0,
   expressExecutions: 0,
   expressGbSeconds: 0,
   lambdaInvocations: 0,
   lambdaGbSeconds: 0,
+  lambdaUsd: 0,
   dynamoWriteUnits: 0,
   dynamoReadUnits: 0,
+  s3Tier1Requests: 0,
+  s3Tier2Requests: 0,
+  snsPublishes: 0,
+  logEvents: 0,
+  logBytes: 0,
+  traces: 0,
   watchEntries: 0,
 });
 
-function countCapacity(client: DynamoDBClient, tally: () => Tally): void {
-  client.middlewareStack.add(
-    (next, context) => async (args) => {
-      const input = args.input as { ReturnConsumedCapacity?: string; TableName?: string };
-      input.ReturnConsumedCapacity = 'TOTAL';
-      if (context.commandName === 'PutItemCommand' && input.TableName?.endsWith('-watch')) tally().watchEntries++;
-      const out = await next(args);
-      const consumed = (out.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] }).ConsumedCapacity;
-      const units = [consumed ?? []].flat().reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
-      if (/^(Put|Update|Delete)Item|TransactWriteItems|BatchWriteItem/.test(context.commandName ?? '')) tally().dynamoWriteUnits += units;
-      else tally().dynamoReadUnits += units;
-      return out;
-    },
-    { step: 'initialize', name: 'countCapacity' },
+const WRITES = /^(Put|Update|Delete)Item$|^TransactWriteItems$|^BatchWriteItem$/;
+
+/** USD per million calls, by what AWS bills it as. */
+function components(t: Tally, shape: DeployedShape) {
+  const usd = {
+    apiGateway: t.apiMeteredRequests * (shape.api.type === 'HTTP' ? PRICES.httpApiRequest : PRICES.restApiRequest),
+    stepFunctions:
+      t.transitions * PRICES.standardTransition + t.expressExecutions * PRICES.expressRequest + t.expressGbSeconds * PRICES.expressGbSecond,
+    lambda: t.lambdaUsd,
+    dynamodb: t.dynamoWriteUnits * PRICES.dynamoWriteUnit + t.dynamoReadUnits * PRICES.dynamoReadUnit,
+    logs: (t.logBytes / 1e9) * PRICES.logsIngestedGb,
+    xray: t.traces * PRICES.xrayTraceRecorded,
+    s3: t.s3Tier1Requests * PRICES.s3Tier1Request + t.s3Tier2Requests * PRICES.s3Tier2Request,
+    sns: t.snsPublishes * PRICES.snsPublish,
+  };
+  return Object.fromEntries(Object.entries(usd).map(([k, v]) => [k, round(v * 1e6, 3)])) as typeof usd;
+}
+const round = (n: number, digits = 4) => Math.round(n * 10 ** digits) / 10 ** digits;
+const sumOf = (c: Record<string, number>) =>
+  round(
+    Object.values(c).reduce((a, b) => a + b, 0),
+    2,
   );
+
+/** Words for line items: the result compresses as a real order's JSON would (3x), not as repeated filler. */
+const WORDS =
+  'cotton shirt blue large small medium wool sock pack of three leather belt brown black steel water bottle insulated ceramic mug white coffee beans organic roast dark light notebook ruled paper pen gel ink charger usb cable braided wireless earbuds case silicone lamp desk led bulb warm kettle electric glass jar lid towel bath linen pillow cover queen'.split(
+    ' ',
+  );
+
+/** An order whose JSON is `bytes` long (give or take a line item), as `get_order` returns it: random SKUs, prices and descriptions. */
+function orderOfSize(id: string, bytes: number) {
+  const order = {
+    status: 'paid',
+    customer: 'cus_cost',
+    totalCents: 0,
+    shippingAddress: { line1: '1 Main Street', city: 'Springfield', postalCode: '10001', country: 'US' },
+    items: [] as { sku: string; description: string; quantity: number; unitCents: number }[],
+  };
+  while (Buffer.byteLength(JSON.stringify({ id, ...order })) < bytes) {
+    const description = Array.from({ length: 2 + randomInt(5) }, () => WORDS[randomInt(WORDS.length)]).join(' ');
+    const item = {
+      sku: `sku_${randomBytes(6).toString('base64url')}`,
+      description,
+      quantity: 1 + randomInt(4),
+      unitCents: randomInt(100, 20_000),
+    };
+    order.items.push(item);
+    order.totalCents += item.quantity * item.unitCents;
+  }
+  return order;
 }
 
-function usdPerMillion(t: Tally): number {
-  const usd =
-    t.transitions * PRICES.standardTransition +
-    t.expressExecutions * PRICES.expressRequest +
-    t.expressGbSeconds * PRICES.expressGbSecond +
-    t.lambdaInvocations * PRICES.lambdaRequest +
-    t.lambdaGbSeconds * PRICES.lambdaGbSecond +
-    t.dynamoWriteUnits * PRICES.write +
-    t.dynamoReadUnits * PRICES.read;
-  return usd * 1e6;
+/** Metadata that makes a charge's arguments `bytes` long as JSON: random values, which compress as little as any would. */
+function chargeArguments(amount: number, customer: string, bytes: number) {
+  const args = { amount, currency: 'USD', customer, metadata: {} as Record<string, string> };
+  for (let i = 0; Buffer.byteLength(JSON.stringify(args)) < bytes; i++) {
+    const room = bytes - Buffer.byteLength(JSON.stringify(args)) - 12;
+    args.metadata[`k${i}`] = randomBytes(375)
+      .toString('base64url')
+      .slice(0, Math.max(1, Math.min(500, room)));
+  }
+  return args;
 }
 
 async function main(): Promise<void> {
+  const scenario = scenarioFromArgs();
+  const { dir } = await ensureAssembly({ onProgress: (line) => console.log(line) });
+  const shape = deployedShape(readAssembly(dir).template);
+  const apiShape = shape.api;
   let current = zero();
+  /** Each function's invocation durations on the path being counted, for the line that explains `lambda`. */
+  let durations = new Map<string, number[]>();
+  /** Each path's DynamoDB capacity by function, action and table, for the line that explains `dynamodb`. */
+  let units = new Map<string, number>();
+  /** And the bytes of those calls' requests (DynamoDB JSON: item and key sizes, with type tags and names). */
+  let requestBytes = new Map<string, number>();
+  let sweeping = false;
+  const machineOf = (e: ExecutionSummary) =>
+    shape.machines.get(e.machineArn.split(':').pop() ?? '') ?? [...shape.machines.values()].find((m) => m.type === e.machine)!;
+  // A call's trace starts where the API Lambda samples it (Active: Lambda's fixed rule, nearly every call at low traffic).
+  const apiFunctionTraced = {
+    value: shape.api.functionId !== undefined && shape.functions.get(shape.api.functionId)?.tracing === 'Active',
+  };
+
+  const meter: StackMeter = {
+    apiRequest(r) {
+      current.apiRequests++;
+      current.apiMeteredRequests += Math.max(1, Math.ceil((r.requestBytes + r.responseBytes) / PRICES.httpApiMeteredBytes));
+      if (apiShape.accessLogFormat) {
+        const line = [accessLogLine(apiShape.accessLogFormat, r)];
+        current.logEvents++;
+        current.logBytes += ingestedBytes(line);
+      }
+      if (apiFunctionTraced.value) current.traces++;
+    },
+    invoked(fn, ms) {
+      const f = shape.functions.get(fn.logicalId);
+      if (!f) throw new Error(`function ${fn.logicalId} is not in the template`);
+      const gbSeconds = (fn.memoryMb / 1024) * (Math.ceil(ms) / 1000);
+      const key = `${shortName(fn.logicalId)} ${fn.memoryMb} MB`;
+      durations.set(key, [...(durations.get(key) ?? []), ms]);
+      current.lambdaInvocations++;
+      current.lambdaGbSeconds += gbSeconds;
+      current.lambdaUsd += PRICES.lambdaRequest + gbSeconds * PRICES.lambdaGbSecond[f.architecture];
+      const lines = platformLines(f, { durationMs: ms, memoryMb: fn.memoryMb, traced: f.tracing === 'Active' });
+      current.logEvents += lines.length;
+      current.logBytes += ingestedBytes(lines);
+    },
+    logged(_fn, chunk) {
+      const lines = logLines(chunk.toString('utf8'));
+      current.logEvents += lines.length;
+      current.logBytes += ingestedBytes(lines);
+    },
+    executed(e) {
+      const machine = machineOf(e);
+      if (e.machine === 'STANDARD') current.transitions += e.transitions;
+      else {
+        current.expressExecutions++;
+        const seconds = (Math.ceil(e.durationMs / PRICES.expressDurationStepMs) * PRICES.expressDurationStepMs) / 1000;
+        current.expressGbSeconds += (PRICES.expressMemoryMb / 1024) * seconds;
+      }
+      const lines = executionLogLines(machine, e);
+      current.logEvents += lines.length;
+      current.logBytes += ingestedBytes(lines);
+      // An execution started by a traced API invocation joins its trace; on its own it samples like Lambda's rule.
+      if (machine.tracing && !apiFunctionTraced.value) current.traces++;
+    },
+    awsCall(call) {
+      if (call.service === 'dynamodb') {
+        const consumed = (call.consumed ?? []).reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+        if (WRITES.test(call.operation)) current.dynamoWriteUnits += consumed;
+        else current.dynamoReadUnits += consumed;
+        for (const c of call.consumed ?? []) {
+          const key = `${shortName(call.session)} ${call.operation} ${shortName(c.TableName ?? '?')}`;
+          units.set(key, (units.get(key) ?? 0) + (c.CapacityUnits ?? 0));
+        }
+        const key = `${shortName(call.session)} ${call.operation}`;
+        requestBytes.set(key, (requestBytes.get(key) ?? 0) + call.requestBytes);
+        if (call.operation === 'PutItem' && call.resources.some((r) => r.endsWith(`table/${watchTable}`))) current.watchEntries++;
+      } else if (call.service === 's3') {
+        if (/^(Put|Copy|Post|List|Create|Upload|Complete)/.test(call.operation)) current.s3Tier1Requests++;
+        else current.s3Tier2Requests++;
+      } else if (call.service === 'sns' && call.operation === 'Publish') current.snsPublishes++;
+    },
+  };
+
   const agentKey = 'tr_cost_agent_key_0123456789abcdef';
   const approverKey = 'tr_cost_approver_key_0123456789ab';
+  let watchTable: string | undefined;
+  const sweepClient: { client?: DynamoDBClient } = {};
   const bench = await startBenchStack({
     name: 'cost',
     principals: [
       { id: 'agent', key: agentKey, roles: ['agent'], tools: '*' },
       { id: 'approver', key: approverKey, roles: ['approver'], tools: [] },
     ],
-    instrument: (client) => countCapacity(client, () => current),
-    stack: {
-      sweepIntervalMs: 3_600_000,
-      instrument: {
-        invoked(fn: LifecycleFunction, ms: number) {
-          current.lambdaInvocations++;
-          current.lambdaGbSeconds += ((FUNCTIONS[fn].memoryMb ?? DEFAULT_MEMORY_MB) / 1024) * (ms / 1000);
-        },
-        executed(e: ExecutionSummary) {
-          if (e.machine === 'STANDARD') current.transitions += e.transitions;
-          else {
-            current.expressExecutions++;
-            current.expressGbSeconds += PRICES.expressGb * Math.ceil(e.durationMs / 100) * 0.1;
-          }
-        },
-      },
+    // The stack's own client (its restart sweep, and the sweep below): counted only while it sweeps for the bill.
+    instrument: (client) => {
+      sweepClient.client = client;
+      countSweep(
+        client,
+        () => sweeping,
+        () => current,
+      );
     },
+    stack: { handlers: 'template', sweepIntervalMs: 3_600_000, meter, onProgress: (line) => console.log(`  ${line}`) },
   });
   const { stack } = bench;
-  const request = async (path: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const started = performance.now();
-    const res = await fetch(`${stack.apiUrl}${path}`, {
-      method: body === undefined ? 'GET' : 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
+  watchTable = stack.tables.watch;
+
+  const agent = createClient({ baseUrl: stack.apiUrl, apiKey: agentKey });
+  const approver = createClient({ baseUrl: stack.apiUrl, apiKey: approverKey });
+  const sandbox = async (method: string, path: string, body: unknown) => {
+    const res = await fetch(`${stack.sandboxUrl}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
     });
-    const json = (await res.json()) as any;
-    // The API is a Lambda too: one invocation per request, for as long as it waits.
-    current.lambdaInvocations++;
-    current.lambdaGbSeconds += ((FUNCTIONS.Api.memoryMb ?? DEFAULT_MEMORY_MB) / 1024) * ((performance.now() - started) / 1000);
-    return json;
+    if (!res.ok) throw new Error(`sandbox ${method} ${path}: ${res.status} ${await res.text()}`);
   };
-  // The measurement's own reads go through a client of their own, so they are not counted as the call's.
-  const observer = localClient(bench.dynamoEndpoint);
-  const observed = makeDynamoStore(makeDocumentClient(observer), stack.tables);
+  /** The next call on this route answers after `upstreamMs` (the sandbox's commit_then_timeout holds a done answer). */
+  const slowUpstream = (route: string) =>
+    scenario.upstreamMs > 0
+      ? sandbox('POST', '/_sandbox/faults', { route, mode: 'commit_then_timeout', delayMs: scenario.upstreamMs })
+      : undefined;
   const settled = async (operationId: string) => {
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
-      const op = await observed.getOperation(operationId);
-      if (op?.state === 'reported') return;
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
+      if ((await stack.deps.store.getOperation(operationId))?.state === 'reported') return;
       await new Promise((r) => setTimeout(r, 20));
     }
     throw new Error(`${operationId} did not settle`);
   };
-  /** Lets the executions of the last call finish, so their counts land in its path. */
-  const quiet = () => new Promise((r) => setTimeout(r, 300));
+  /** Lets the last call's executions and log lines land in its path. */
+  const quiet = () => new Promise((r) => setTimeout(r, 500));
 
+  const orderId = 'ord_cost';
+  await sandbox('PUT', `/_sandbox/orders/${orderId}`, orderOfSize(orderId, scenario.resultBytes));
   let n = 0;
+  const carried = { argsBytes: new Map<string, number>(), resultBytes: new Map<string, number>() };
+  const envelopeOf = async (runId: string, path: string, name: string, args: Record<string, unknown>): Promise<Envelope> => {
+    carried.argsBytes.set(path, Buffer.byteLength(JSON.stringify(args)));
+    const answer = await agent.callTool(runId, { callId: `c${n++}`, turn: 1, name, arguments: args });
+    // As an agent would: a call that waits for a person is watched (GET, growing pauses) until it has its envelope.
+    const envelope = answer.kind === 'envelope' ? answer.envelope : await agent.waitForOperation(answer.operationId);
+    carried.resultBytes.set(path, Buffer.byteLength(JSON.stringify((envelope as { result?: unknown }).result ?? null)));
+    return envelope;
+  };
+  const charge = (amount: number) => chargeArguments(amount, `cus_${n}`, scenario.argsBytes);
+
   const paths: Record<string, (runId: string) => Promise<void>> = {
     read: async (runId) => {
-      const env = await request(
-        `/v1/runs/${runId}/tool-calls`,
-        agentKey,
-        { callId: `c${n++}`, turn: 1, name: 'get_order', arguments: { orderId: 'ord_3' } },
-        { prefer: 'wait=25' },
-      );
+      await slowUpstream('GET /v1/orders/{id}');
+      const env = await envelopeOf(runId, 'read', 'get_order', { orderId });
       await settled(env.logical_operation_id);
     },
     write: async (runId) => {
-      const env = await request(
-        `/v1/runs/${runId}/tool-calls`,
-        agentKey,
-        { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: { amount: 1000, currency: 'USD', customer: `cus_${n}` } },
-        { prefer: 'wait=25' },
-      );
+      await slowUpstream('POST /v1/charges');
+      const env = await envelopeOf(runId, 'write', 'charge_card', charge(1000));
       await settled(env.logical_operation_id);
     },
     write_with_one_retry: async (runId) => {
-      await fetch(`${stack.sandboxUrl}/_sandbox/faults`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ route: 'POST /v1/charges', mode: 'fail_503', count: 1 }),
-      });
-      const env = await request(
-        `/v1/runs/${runId}/tool-calls`,
-        agentKey,
-        { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: { amount: 1000, currency: 'USD', customer: `cus_${n}` } },
-        { prefer: 'wait=25' },
-      );
+      await sandbox('POST', '/_sandbox/faults', { route: 'POST /v1/charges', mode: 'fail_503', count: 1 });
+      await slowUpstream('POST /v1/charges');
+      const env = await envelopeOf(runId, 'write_with_one_retry', 'charge_card', charge(1000));
       if (env.status !== 'succeeded') throw new Error(`retry path: ${JSON.stringify(env)}`);
       await settled(env.logical_operation_id);
     },
     approval: async (runId) => {
-      const pending = await request(
-        `/v1/runs/${runId}/tool-calls`,
-        agentKey,
-        { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: { amount: 75_000, currency: 'USD', customer: `cus_${n}` } },
-        { prefer: 'wait=25' },
-      );
-      const list = await request('/v1/approvals?status=pending', approverKey);
-      const link = new URL(list.approvals.find((a: { operationId: string }) => a.operationId === pending.operationId).url);
-      await request(link.pathname, approverKey, { decision: 'approve', sig: link.searchParams.get('sig') });
-      await settled(pending.operationId);
+      await slowUpstream('POST /v1/charges');
+      const args = charge(75_000);
+      carried.argsBytes.set('approval', Buffer.byteLength(JSON.stringify(args)));
+      const answer = await agent.callTool(runId, { callId: `c${n++}`, turn: 1, name: 'charge_card', arguments: args });
+      if (answer.kind !== 'pending') throw new Error(`approval path: expected a pending call, got ${JSON.stringify(answer)}`);
+      // The approver acts on the notice the runner sent (its link names the operation): one decision request.
+      await approver.approve(answer.operationId);
+      const envelope = await agent.waitForOperation(answer.operationId);
+      carried.resultBytes.set('approval', Buffer.byteLength(JSON.stringify((envelope as { result?: unknown }).result ?? null)));
+      await settled(answer.operationId);
     },
   };
 
   try {
-    const runId = (await request('/v1/runs', agentKey, { budgets: { maxSpendCents: 100_000_000 } })).runId as string;
+    const runId = (await agent.createRun({ budgets: { maxSpendCents: 100_000_000 } })).runId;
+    // One call first, not counted: every function's first invocation reads the config and warms its clients.
     await paths.read(runId);
+    await paths.approval(runId);
     await quiet();
-    const results: Record<string, Tally & { usdPerMillion: number }> = {};
+    const results: Record<string, Tally> = {};
+    const timings: Record<string, string> = {};
+    const dynamoByCall: Record<string, string> = {};
     for (const [name, path] of Object.entries(paths)) {
       const sum = zero();
-      for (let i = 0; i < CALLS; i++) {
+      durations = new Map();
+      units = new Map();
+      requestBytes = new Map();
+      for (let i = 0; i < scenario.callsPerPath; i++) {
         current = zero();
         await path(runId);
         await quiet();
         for (const key of Object.keys(sum) as (keyof Tally)[]) sum[key] += current[key];
       }
-      const per = Object.fromEntries(
-        Object.entries(sum).map(([k, v]) => [k, Math.round((v / CALLS) * 10_000) / 10_000]),
-      ) as unknown as Tally;
-      results[name] = { ...per, usdPerMillion: Math.round(usdPerMillion(per) * 100) / 100 };
+      timings[name] = [...durations]
+        .map(
+          ([fn, ms]) =>
+            `${fn} ${(ms.length / scenario.callsPerPath).toFixed(1)}x ${Math.round(ms.reduce((a, b) => a + b, 0) / ms.length)} ms`,
+        )
+        .join(', ');
+      dynamoByCall[name] = [
+        [...units].map(([call, u]) => `${call} ${round(u / scenario.callsPerPath, 2)}`).join(', '),
+        `(request bytes: ${[...requestBytes].map(([call, b]) => `${call} ${Math.round(b / scenario.callsPerPath)}`).join(', ')})`,
+      ].join(' ');
+      results[name] = Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, v / scenario.callsPerPath])) as unknown as Tally;
     }
     // The sweeper's share: one sweep, late enough that every entry is due, over all the entries written.
     current = zero();
-    const entries = Object.values(results).reduce((sum, r) => sum + r.watchEntries * CALLS, 0) + 1;
+    const entries = Object.values(results).reduce((sum, r) => sum + r.watchEntries * scenario.callsPerPath, 0) + 2;
+    sweeping = true;
     await sweep({ ...stack.deps, now: () => Date.now() + 24 * 3600_000 }, 10_000);
+    sweeping = false;
     const readsPerEntry = current.dynamoReadUnits / entries;
-    for (const r of Object.values(results)) {
-      r.dynamoReadUnits = Math.round((r.dynamoReadUnits + r.watchEntries * readsPerEntry) * 10_000) / 10_000;
-      r.usdPerMillion = Math.round(usdPerMillion(r) * 100) / 100;
-    }
+    for (const r of Object.values(results)) r.dynamoReadUnits += r.watchEntries * readsPerEntry;
+
+    const report = Object.fromEntries(
+      Object.entries(results).map(([name, t]) => {
+        const c = components(t, shape);
+        return [
+          name,
+          {
+            apiRequests: round(t.apiRequests, 2),
+            transitions: round(t.transitions, 2),
+            expressExecutions: round(t.expressExecutions, 2),
+            lambdaInvocations: round(t.lambdaInvocations, 2),
+            lambdaGbSeconds: round(t.lambdaGbSeconds),
+            dynamoWriteUnits: round(t.dynamoWriteUnits, 2),
+            dynamoReadUnits: round(t.dynamoReadUnits, 2),
+            s3Requests: round(t.s3Tier1Requests + t.s3Tier2Requests, 2),
+            logEvents: round(t.logEvents, 1),
+            logBytes: Math.round(t.logBytes),
+            traces: round(t.traces, 2),
+            argsBytes: carried.argsBytes.get(name) ?? 0,
+            resultBytes: carried.resultBytes.get(name) ?? 0,
+            usdPerMillion: sumOf(c),
+            components: c,
+          },
+        ];
+      }),
+    );
+    console.log(`deployed shape (from ${dir}): ${describeShape(shape)}`);
     console.log(`sweeper: ${readsPerEntry.toFixed(3)} read units per watch entry, over one sweep of ${entries} entries`);
-    console.log('per call, averaged over', CALLS, 'calls each (express = calls that need no person):');
-    console.table(results);
-    console.log('left out: API Gateway (per request, the same for any peer), SNS for approval notices, CloudWatch logs');
+    console.log(`per call, averaged over ${scenario.callsPerPath} calls each; scenario ${JSON.stringify(scenario)}:`);
+    console.table(Object.fromEntries(Object.entries(report).map(([k, { components: _c, ...v }]) => [k, v])));
+    console.log('Lambda per call (invocations, mean duration), by function:');
+    for (const [name, line] of Object.entries(timings)) console.log(`  ${name}: ${line}`);
+    console.log('DynamoDB capacity units per call, by function, action and table:');
+    for (const [name, line] of Object.entries(dynamoByCall)) console.log(`  ${name}: ${line}`);
+    console.log('USD per million calls, by component:');
+    console.table(Object.fromEntries(Object.entries(report).map(([k, v]) => [k, { ...v.components, total: v.usdPerMillion }])));
+    console.log(
+      'not counted: data transfer out (free within the region; $0.09/GB to the internet, about $0.0004 per call at the default scenario), log storage, monthly fixed costs (custom metrics, alarms, the dashboard, the secret), Secrets Manager reads (each warm function re-reads the config at most every 30 s, however many calls it serves)',
+    );
     // The target's subject: calls that need no approval, on the path they take when the upstream answers.
-    // A retry is its own path above: most of its extra is the API Lambda billed while it waits out the backoff.
-    const noApproval = Math.max(results.read.usdPerMillion, results.write.usdPerMillion);
+    const noApproval = Math.max(report.read.usdPerMillion, report.write.usdPerMillion);
     console.log(
       JSON.stringify({
-        paths: Object.fromEntries(
-          Object.entries(results).map(([k, v]) => [
-            k,
-            {
-              transitions: v.transitions,
-              expressExecutions: v.expressExecutions,
-              lambdaInvocations: v.lambdaInvocations,
-              lambdaGbSeconds: v.lambdaGbSeconds,
-              dynamoWriteUnits: v.dynamoWriteUnits,
-              dynamoReadUnits: v.dynamoReadUnits,
-              usdPerMillion: v.usdPerMillion,
-            },
-          ]),
-        ),
+        scenario: { argsBytes: scenario.argsBytes, resultBytes: scenario.resultBytes, upstreamMs: scenario.upstreamMs },
+        paths: report,
         noApprovalUsdPerMillion: noApproval,
       }),
     );
   } finally {
-    observer.destroy();
     await bench.stop();
   }
+}
+
+/** Capacity the stack's own client consumes while `active` (the sweep the bill charges per watch entry). */
+function countSweep(client: DynamoDBClient, active: () => boolean, tally: () => Tally): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (!active()) return next(args);
+      (args.input as { ReturnConsumedCapacity?: string }).ReturnConsumedCapacity = 'TOTAL';
+      const out = await next(args);
+      const consumed = (out.output as { ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] }).ConsumedCapacity;
+      const units = [consumed ?? []].flat().reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+      if (WRITES.test(context.commandName?.replace(/Command$/, '') ?? '')) tally().dynamoWriteUnits += units;
+      else tally().dynamoReadUnits += units;
+      return out;
+    },
+    { step: 'initialize', name: 'countSweep' },
+  );
+}
+
+/** A function's or table's logical id (or role session) without the construct's prefix and CDK's suffixes, e.g. `Api`, `Operations`. */
+const shortName = (logicalId: string) => logicalId.replace(/^(.*-)?Runner/, '').replace(/(Function|Table)[0-9A-F]{8}(-\w+)?$/, '');
+
+function describeShape(shape: DeployedShape): string {
+  const fns = [...shape.functions.entries()].map(([id, f]) => `${shortName(id)} ${f.tracing}/${f.logFormat}`);
+  const machines = [...shape.machines.values()].map((m) => `${m.type} logs ${m.logLevel}${m.tracing ? ', traced' : ''}`);
+  return `${shape.api.type} API${shape.api.accessLogFormat ? ' with access logs' : ''}; functions ${fns.join(', ')}; machines ${machines.join('; ')}`;
 }
 
 runMain(main);

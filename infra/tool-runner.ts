@@ -128,6 +128,15 @@ export interface ToolRunnerProps {
    */
   readonly alarmTopic?: sns.ITopic;
   /**
+   * X-Ray active tracing of every function and both state machines. Lambda then samples by its fixed rule
+   * (the first call each second, then 5%), so at low traffic nearly every call is traced: $5 per million
+   * traces, as much as half of what the rest of a call costs. Off, a call is traced only where its caller's
+   * trace header says sampled; the runner's spans still go to OpenTelemetry wherever
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` is set (README, "Tracing").
+   * @default false
+   */
+  readonly xrayTracing?: boolean;
+  /**
    * Who receives approval links over SNS: each a subscription of the links topic filtered on its own
    * `approverId`, so a signed link reaches only the approver it is signed for. These are the topic's only
    * subscriptions: its policy refuses every other `sns:Subscribe`. Approvers may instead (or also) have a
@@ -227,6 +236,7 @@ export class ToolRunner extends Construct {
   /** This instance's dashboard: API, executions, functions, tables and the runner's own metrics. */
   readonly dashboard: cloudwatch.Dashboard;
   private readonly stateMachineName: string;
+  private readonly xrayTracing: boolean;
   private readonly sweepScheduleRole: iam.Role;
   private readonly apiRoutes: apigw.HttpRoute[];
 
@@ -234,6 +244,8 @@ export class ToolRunner extends Construct {
     super(scope, id);
     const stack = Stack.of(this);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const xrayTracing = props.xrayTracing ?? false;
+    this.xrayTracing = xrayTracing;
     const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
     const logGroup = (logId: string, logGroupName?: string) => new logs.LogGroup(this, logId, { logGroupName, retention, removalPolicy });
 
@@ -374,7 +386,7 @@ export class ToolRunner extends Construct {
           architecture: lambda.Architecture.ARM_64,
           memorySize: spec.memoryMb ?? 256,
           timeout: Duration.seconds(spec.timeoutSeconds),
-          tracing: lambda.Tracing.ACTIVE,
+          tracing: xrayTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.PASS_THROUGH,
           role,
           environment: spec.tools ? { ...props.tools.environment, ...environment } : environment,
           logGroup: logs,
@@ -393,7 +405,7 @@ export class ToolRunner extends Construct {
       stateMachineType: sfn.StateMachineType.STANDARD,
       definitionBody: sfn.DefinitionBody.fromFile(ASL_PATH),
       definitionSubstitutions: this.substitutionsFor(readDefinition()),
-      tracingEnabled: true,
+      tracingEnabled: xrayTracing,
       // Execution data stays out of logs: it carries task tokens in AwaitApproval's payload.
       logs: { destination: vendedLogGroup('InvocationLogs', stateMachineName), level: sfn.LogLevel.ALL, includeExecutionData: false },
     });
@@ -409,10 +421,12 @@ export class ToolRunner extends Construct {
       stateMachineType: sfn.StateMachineType.EXPRESS,
       definitionBody: sfn.DefinitionBody.fromFile(EXPRESS_ASL_PATH),
       definitionSubstitutions: this.substitutionsFor(readExpressDefinition()),
-      tracingEnabled: true,
+      tracingEnabled: xrayTracing,
+      // ERROR, not ALL: ALL writes 13 events (about 4 KB) for a call that succeeds, more than half of what the
+      // rest of its logs cost; the record in DynamoDB and its trace already tell every step of such a call.
       logs: {
         destination: vendedLogGroup('InvocationExpressLogs', expressStateMachineName),
-        level: sfn.LogLevel.ALL,
+        level: sfn.LogLevel.ERROR,
         includeExecutionData: false,
       },
     });
@@ -591,6 +605,20 @@ export class ToolRunner extends Construct {
       'AwsSolutions-IAM5[Resource::*]',
       `${xray} CloudWatch Logs vended log delivery (logs:CreateLogDelivery and friends) has no resource-level permissions either.`,
     );
+    ack(
+      this.expressStateMachine,
+      'AwsSolutions-SF1',
+      'The Express machine logs at ERROR: at ALL a call that succeeds writes 13 events, more than half of its log bill, while its DynamoDB record and trace already tell each step; failures are still logged.',
+    );
+    if (!this.xrayTracing) {
+      const reason =
+        'X-Ray is the xrayTracing prop, off by default: Lambda samples the first call each second and 5% after, so at low traffic it traces nearly every call at $5 per million; OpenTelemetry spans are exported wherever OTEL_EXPORTER_OTLP_ENDPOINT is set.';
+      for (const fn of Object.values(this.functions)) ack(fn, 'Serverless-LambdaTracing', reason);
+      for (const machine of [this.stateMachine, this.expressStateMachine]) {
+        ack(machine, 'Serverless-StepFunctionStateMachineXray', reason);
+        ack(machine, 'AwsSolutions-SF2', reason);
+      }
+    }
     // How cdk-nag prints the executions ARN (infra/tool-runner.ts builds it with formatArn): tokens as <Name>.
     const stack = Stack.of(this);
     const shown = (value: string, token: string) => (Token.isUnresolved(value) ? `<${token}>` : value);

@@ -18,6 +18,8 @@ export const Knobs = z.object({
    * whole stack from the synthesized CDK app (functions, routes, state machines, tables, IAM).
    */
   TOOLRUNNER_HANDLERS: z.enum(['source', 'bundled', 'template']).default('source'),
+  /** A DynamoDB (Local) already running, instead of the one started in the data directory (`npm run bench` shares its own with the peer). */
+  TOOLRUNNER_DYNAMODB_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
 });
 
 /**
@@ -49,6 +51,7 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
       sandboxPort: knobs.SANDBOX_PORT,
       tools: options.tools,
       handlers: knobs.TOOLRUNNER_HANDLERS,
+      dynamoEndpoint: knobs.TOOLRUNNER_DYNAMODB_ENDPOINT,
       onProgress: (line) => console.log(`  ${line}`),
     });
   } catch (error) {

@@ -129,9 +129,13 @@ export type InvokeCheck = (machineArn: string, functionArn: string) => Promise<s
 /** What the cost model counts of each finished execution (`npm run cost`). */
 export interface ExecutionSummary {
   machine: LocalMachine['type'];
+  machineArn: string;
+  executionArn: string;
   /** States entered: what Standard workflows bill as state transitions. */
   transitions: number;
   durationMs: number;
+  /** The execution's history as the engine records it (`ExecutionStarted`, `TaskStateEntered`, ...), in order. */
+  history: { type: string; state?: string }[];
 }
 
 export class LocalStepFunctions {
@@ -304,13 +308,16 @@ export class LocalStepFunctions {
   private retire(arn: string): void {
     const e = this.executions.get(arn);
     if (!e) return;
-    const type =
-      [...this.machines.entries()].find(([machineArn]) => arn.startsWith(machineArn.replace(':stateMachine:', ':execution:')))?.[1].type ??
-      'EXPRESS';
     this.onFinished?.({
-      machine: type,
+      machine: this.machines.get(e.machineArn)?.type ?? 'EXPRESS',
+      machineArn: e.machineArn,
+      executionArn: arn,
       transitions: e.history.filter((h) => h.type.endsWith('StateEntered')).length,
       durationMs: ((e.stopDate ?? Date.now() / 1000) - e.startDate) * 1000,
+      history: e.history.map((h) => {
+        const details = (h.detail?.stateEnteredEventDetails ?? h.detail?.stateExitedEventDetails) as { name?: string } | undefined;
+        return { type: h.type, state: details?.name };
+      }),
     });
     e.abort = () => undefined;
     this.finished.push(arn);

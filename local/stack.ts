@@ -19,7 +19,7 @@ import {
 } from '../statemachines/definition';
 import { ensureTables, localClient } from './dynamodb-local';
 import { makeHandlers, type HandlerMode } from './handlers';
-import { LocalStepFunctions, type ExecutionSummary, type LocalFunction } from './sfn-endpoint';
+import { LocalStepFunctions, type ExecutionSummary } from './sfn-endpoint';
 import { bucketNameFor } from './s3-local';
 import {
   blobPart,
@@ -32,7 +32,9 @@ import {
   type Started,
 } from './stack-parts';
 import type { CfnTemplate } from './template/assembly';
-import type { Denial } from './template/aws-gateway';
+import type { AwsCall, Denial } from './template/aws-gateway';
+import type { ApiRequestRecord } from './template/http-api';
+import type { FunctionModel } from './template/stack-model';
 import type { PublishedMessage } from './template/local-services';
 
 export interface StackOptions {
@@ -49,8 +51,8 @@ export interface StackOptions {
   dynamoClient?: DynamoDBClient;
   /** The tools to run instead of the demo tools; the sandbox (their upstream) is then not started. */
   tools?: ToolSpec[];
-  /** Counting hooks for the cost model: each Lambda invocation and each finished execution. */
-  instrument?: { invoked?(fn: LifecycleFunction, durationMs: number): void; executed?(summary: ExecutionSummary): void };
+  /** Template mode: told of everything AWS bills, as it happens (`npm run cost`). */
+  meter?: StackMeter;
   /** Told each part as it comes up, so a person starting the stack sees where the seconds go. */
   onProgress?(line: string): void;
   /**
@@ -60,6 +62,20 @@ export interface StackOptions {
   handlers?: HandlerMode;
   /** Template mode: changes a copy of the synthesized template before the stack is built from it (tests). */
   editTemplate?(template: CfnTemplate): void;
+}
+
+/** What `npm run cost` counts on the stack built from the template; each hook is told as it happens. */
+export interface StackMeter {
+  /** A Lambda invocation ended (the API's too): the function (its template name) and how long it ran. */
+  invoked?(fn: FunctionModel, durationMs: number): void;
+  /** A function wrote this to its log: what CloudWatch Logs would ingest from it. */
+  logged?(fn: FunctionModel, chunk: Buffer): void;
+  /** An execution of either state machine ended. */
+  executed?(summary: ExecutionSummary): void;
+  /** A function's AWS call that IAM allowed; DynamoDB's with the capacity it consumed. */
+  awsCall?(call: AwsCall): void;
+  /** The HTTP API answered a request. */
+  apiRequest?(request: ApiRequestRecord): void;
 }
 
 export interface Stack {
@@ -125,27 +141,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   }
 }
 
-/** Each handler, timed for the cost model when it asks; unchanged otherwise. */
-function timed(
-  handlers: Record<LifecycleFunction, LocalFunction>,
-  invoked?: (fn: LifecycleFunction, ms: number) => void,
-): Record<LifecycleFunction, LocalFunction> {
-  if (!invoked) return handlers;
-  return Object.fromEntries(
-    Object.entries(handlers).map(([name, fn]) => [
-      name,
-      async (payload: unknown) => {
-        const started = performance.now();
-        try {
-          return await fn(payload);
-        } finally {
-          invoked(name as LifecycleFunction, performance.now() - started);
-        }
-      },
-    ]),
-  ) as Record<LifecycleFunction, LocalFunction>;
-}
-
 async function startParts(
   options: StackOptions & { handlers?: Exclude<HandlerMode, 'template'> },
   started: Started,
@@ -174,7 +169,6 @@ async function startParts(
     // What a Lambda of this stack would get; PUBLIC_BASE_URL once the API's port is known.
     lambdaEnv: () => ({ ...lambdaEnv, PUBLIC_BASE_URL: deps.publicBaseUrl }),
   });
-  const lifecycle = timed(handlers.lifecycle, options.instrument?.invoked);
   const substitutions = Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)]));
   // Both machines, as deployed; TOOLRUNNER_EXPRESS=off runs every call on Standard (the e2e suite checks both paths).
   const express = process.env.TOOLRUNNER_EXPRESS !== 'off';
@@ -191,8 +185,7 @@ async function startParts(
           ]
         : []),
     ],
-    Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), lifecycle[n]])),
-    options.instrument?.executed,
+    Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [arnOf(n), handlers.lifecycle[n]])),
   );
   const sfnEndpoint = await engine.listen();
   started.push(() => engine.close());

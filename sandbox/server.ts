@@ -4,11 +4,16 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { FaultSchema, initialState, StateFile, type Fault, type LedgerEntry } from './state';
 
+/** Stripe's limits on metadata: at most 50 keys of up to 40 characters, values of up to 500. */
+const Metadata = z
+  .record(z.string().min(1).max(40), z.string().max(500))
+  .refine((m) => Object.keys(m).length <= 50, 'metadata has at most 50 keys');
 const ChargeBody = z.strictObject({
   amount: z.number().int().positive(),
   currency: z.string().regex(/^[A-Z]{3}$/),
   customer: z.string().min(1),
   description: z.string().optional(),
+  metadata: Metadata.optional(),
 });
 const EmailBody = z.strictObject({ to: z.string().min(3), subject: z.string().min(1), body: z.string() });
 const AddressBody = z.strictObject({
@@ -16,6 +21,23 @@ const AddressBody = z.strictObject({
   city: z.string().min(1),
   postalCode: z.string().min(1),
   country: z.string().min(2),
+});
+/** An order as `PUT /_sandbox/orders/{id}` puts it (the id comes from the path). */
+const OrderBody = z.strictObject({
+  status: z.string().min(1),
+  customer: z.string().min(1),
+  totalCents: z.number().int().min(0),
+  shippingAddress: AddressBody,
+  items: z
+    .array(
+      z.strictObject({
+        sku: z.string().min(1),
+        description: z.string(),
+        quantity: z.number().int().positive(),
+        unitCents: z.number().int().min(0),
+      }),
+    )
+    .optional(),
 });
 
 const MAX_BODY = 1024 * 1024;
@@ -71,6 +93,17 @@ export function createSandbox(dataDir: string): Server {
       // then kills the process finds it again after a restart.
       await file.durable();
       return send(res, 200, state.ledger);
+    }
+    const seeded = path.match(/^\/_sandbox\/orders\/(ord_[A-Za-z0-9]{1,32})$/);
+    if (method === 'PUT' && seeded) {
+      const parsed = OrderBody.safeParse(body);
+      if (!parsed.success)
+        return send(res, 400, { error: { code: 'invalid_request', message: parsed.error.issues.map((i) => i.message).join('; ') } });
+      const order = { id: seeded[1], ...parsed.data };
+      state.orders[order.id] = order;
+      file.save();
+      await file.durable();
+      return send(res, 200, order);
     }
     if (method === 'POST' && path === '/_sandbox/reset') {
       file.state = initialState();

@@ -28,9 +28,18 @@ export interface Charge {
   currency: string;
   customer: string;
   description?: string;
+  metadata?: Record<string, string>;
   status: 'succeeded';
   idempotencyKey?: string;
   created: string;
+}
+
+/** One line of an order; the seeded orders have none, an order put through `PUT /_sandbox/orders/{id}` may. */
+export interface OrderItem {
+  sku: string;
+  description: string;
+  quantity: number;
+  unitCents: number;
 }
 
 export interface Order {
@@ -39,6 +48,7 @@ export interface Order {
   customer: string;
   totalCents: number;
   shippingAddress: { line1: string; city: string; postalCode: string; country: string };
+  items?: OrderItem[];
 }
 
 export interface SandboxState {

@@ -25,6 +25,7 @@ import {
 import { RESULT_LIMITS, storedResultOf } from '../core/result-record';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { batchRead, makeWatch } from './dynamo-watch';
+import { packResult, unpackResult } from './stored-result';
 import { EVENTS_PER_BLOCK, makeTraceClock } from './trace-clock';
 import { INDEX, RUNS_LIST_KEY, type TableNames } from './tables';
 
@@ -100,7 +101,7 @@ async function toItem(
   before: OperationRecord | undefined,
   blobs: BlobStore | undefined,
 ): Promise<Record<string, unknown>> {
-  return { ...(await compact(op, before, blobs)), ...indexKeys(op) };
+  return { ...packResult(await compact(op, before, blobs)), ...indexKeys(op) };
 }
 
 /** The record an item holds; items of schema version 1 are upgraded on the way (`upgradeV1`). */
@@ -108,7 +109,7 @@ async function fromItem(item: Record<string, unknown>, blobs: BlobStore | undefi
   // `activeKey` put a record written before the watch table in the legacy index; `writeId` names a write.
   const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, writeId: _w, ...rest } = item;
   const stored = ((rest.schemaVersion as number | undefined) ?? 1) < 2 ? upgradeV1(rest) : rest;
-  return expand(stored as unknown as StoredItem, blobs);
+  return expand(unpackResult(stored) as unknown as StoredItem, blobs);
 }
 
 function upgradeOutcome(outcome: unknown): unknown {

@@ -94,7 +94,9 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
   const config = env.CONFIG_SECRET_ARN
     ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN)
     : fileConfigSource(env.TOOLRUNNER_CONFIG!);
-  const metrics = rest.metrics ?? (onLambda ? emfMetrics() : memoryMetrics());
+  // EMF lines in the log wherever the deployment names the metrics namespace (the construct does, so on AWS
+  // and in the stack built from its template, whose logs then hold what CloudWatch would ingest); else counters.
+  const metrics = rest.metrics ?? (onLambda || process.env.POWERTOOLS_METRICS_NAMESPACE ? emfMetrics() : memoryMetrics());
   // Each approver's webhook everywhere; beside it SNS where the construct made topics, else the local output.
   const sns =
     env.APPROVAL_TOPIC_ARN || env.NOTICES_TOPIC_ARN
@@ -121,7 +123,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     random: Math.random,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
     onceGuard: powertoolsOnceGuard(dynamo, env.TABLE_IDEMPOTENCY),
-    // On Lambda: X-Ray subsegments (Powertools) and EMF metrics; OpenTelemetry spans wherever OTLP is configured.
+    // On Lambda: X-Ray subsegments (Powertools); OpenTelemetry spans wherever OTLP is configured.
     telemetry: onLambda ? bothTelemetries(xrayTelemetry(tracer), otelTelemetry()) : otelTelemetry(),
     ...rest,
     metrics,

@@ -22,10 +22,11 @@ type Plan = { kind: 'send'; attempt: number } | { kind: 'route' };
 /**
  * Execute's Lambda: exactly one attempt. Its intent (state `executing`, attempt number, same idempotency
  * key) is committed before the network call, by this step or, for replay-safe tools, with the submission;
- * its outcome is committed before anything reports it.
+ * its outcome is committed before anything reports it. `known`: the record as its caller just wrote it (the
+ * submission running the attempt itself), which saves a read; a stale one only costs a conditional write's retry.
  */
-export async function executeStep(deps: Deps, operationId: string): Promise<StepOutput> {
-  const first = await mustGet(deps, operationId);
+export async function executeStep(deps: Deps, operationId: string, known?: OperationRecord): Promise<StepOutput> {
+  const first = known?.operationId === operationId ? known : await mustGet(deps, operationId);
   const tool = deps.tools.get(first.toolName);
   if (!tool || !first.frozenArguments) return refuseWithoutTool(deps, first);
   const input = deepFreeze(tool.inputSchema.parse(JSON.parse(first.frozenArguments)));

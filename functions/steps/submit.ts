@@ -12,6 +12,14 @@ import type { NewTraceEvent } from '../core/trace';
 import { jitter } from './advance';
 import { countTrace } from './metrics';
 import { executionNameOf } from './deps';
+import { executeStep } from './execute';
+
+/**
+ * What an attempt run in the submitting process needs beyond the tool's own timeout: the writes before and
+ * after it, and the answer. Where the API runs on Lambda the process is frozen once it answers, so an attempt
+ * it starts must end before the caller's wait does.
+ */
+const INLINE_MARGIN_MS = 3000;
 
 /** How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured. */
 export const DEFAULT_RETENTION_DAYS = 30;
@@ -155,20 +163,51 @@ async function startLifecycle(
   }
   if (waitSeconds > 0 && deps.lifecycle.startSync) {
     // Not awaited here: the request waits for it only as long as the caller asked to (Prefer: wait).
-    const finished = deps.lifecycle.startSync(input, name).catch((error: Error) => {
-      console.error(
-        JSON.stringify({
-          level: 'warn',
-          message: 'synchronous execution failed to start or finish',
-          operationId: op.operationId,
-          error: error.message,
-        }),
-      );
-    });
+    const deadline = deps.now() + waitSeconds * 1000;
+    const tool = deps.tools.get(op.toolName);
+    const finished =
+      tool && runsInline(tool, waitSeconds) ? executeInline(deps, op, name, deadline) : runSynchronously(deps, input, name, op);
     return { finished };
   }
   await deps.lifecycle.start(input, name, 'express');
   return {};
+}
+
+/**
+ * Whether the submitting process runs the first attempt itself instead of an Express execution that runs it
+ * in another function: then no second Lambda is billed while the upstream answers, and no execution either.
+ * Only where the whole attempt fits in the caller's wait, and not for a tool that takes a lock (the lock table
+ * is the Execute function's).
+ */
+function runsInline(tool: ToolSpec, waitSeconds: number): boolean {
+  return !tool.lockKey && tool.timeoutMs + INLINE_MARGIN_MS <= waitSeconds * 1000;
+}
+
+/**
+ * The Execute step in this process, then whatever the record says comes next (a retry's backoff, a
+ * reconciliation, a report) on the Express machine, synchronously while the caller still waits. A process
+ * that dies here leaves the operation to its lease, as a lost execution does: the sweeper resumes it.
+ */
+async function executeInline(deps: Deps, op: OperationRecord, name: string, deadline: number): Promise<void> {
+  try {
+    const out = await executeStep(deps, op.operationId, op);
+    if (out.next === 'done') return;
+    if (deps.lifecycle.startSync && deps.now() < deadline) await runSynchronously(deps, out, name, op);
+    else await deps.lifecycle.start(out, name, 'express');
+  } catch (error) {
+    warn('the attempt in the submitting process failed; the sweeper resumes the operation past its lease', op, error as Error);
+  }
+}
+
+/** An Express execution, awaited: the caller learns the outcome when it ends. */
+function runSynchronously(deps: Deps, input: { operationId: string; next: string }, name: string, op: OperationRecord): Promise<void> {
+  return (deps.lifecycle.startSync?.(input, name) ?? Promise.resolve()).catch((error: Error) =>
+    warn('synchronous execution failed to start or finish', op, error),
+  );
+}
+
+function warn(message: string, op: OperationRecord, error: Error): void {
+  console.error(JSON.stringify({ level: 'warn', message, operationId: op.operationId, error: error.message }));
 }
 
 /** The same call again is a replay of the operation it made; the same call id with other arguments, a conflict. */

@@ -14,10 +14,13 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
     customer: z.string(),
     totalCents: z.number().int(),
     shippingAddress: z.record(z.string(), z.string()),
+    items: z
+      .array(z.object({ sku: z.string(), description: z.string(), quantity: z.number().int(), unitCents: z.number().int() }))
+      .optional(),
   });
   const getOrder: ToolSpec<{ orderId: string }, z.infer<typeof Order>> = {
     name: 'get_order',
-    description: 'Look up an order by id: status, customer, total and shipping address.',
+    description: 'Look up an order by id: status, customer, total, shipping address and line items.',
     inputSchema: z.strictObject({ orderId: z.string().regex(/^ord_[A-Za-z0-9]{1,32}$/, 'must look like ord_123') }),
     outputSchema: Order,
     risk: 'read',
@@ -34,11 +37,24 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
     currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD'),
     customer: z.string().min(1).max(200),
     description: z.string().max(500).optional(),
+    // Stripe's limits: at most 50 keys of up to 40 characters, values of up to 500.
+    metadata: z
+      .record(z.string().min(1).max(40), z.string().max(500))
+      .refine((m) => Object.keys(m).length <= 50, 'metadata has at most 50 keys')
+      .optional(),
   });
-  const Charge = z.object({ id: z.string(), amount: z.number().int(), currency: z.string(), customer: z.string(), status: z.string() });
+  const Charge = z.object({
+    id: z.string(),
+    amount: z.number().int(),
+    currency: z.string(),
+    customer: z.string(),
+    status: z.string(),
+    metadata: z.record(z.string(), z.string()).optional(),
+  });
   const chargeCard: ToolSpec<z.infer<typeof ChargeInput>, z.infer<typeof Charge>> = {
     name: 'charge_card',
-    description: 'Charge a customer. Amount in integer cents; charges of 50000 cents or more need a person to approve.',
+    description:
+      'Charge a customer. Amount in integer cents; charges of 50000 cents or more need a person to approve. Optional metadata: your own key-value pairs, kept with the charge.',
     inputSchema: ChargeInput,
     outputSchema: Charge,
     risk: 'irreversible_write',

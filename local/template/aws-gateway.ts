@@ -17,6 +17,35 @@ export interface Denial extends Check {
   at: string;
 }
 
+/** One AWS API call a function made and IAM allowed, as `npm run cost` counts it. */
+export interface AwsCall {
+  /** The service it was signed for: `dynamodb`, `states`, `secretsmanager`, `sns`. */
+  service: string;
+  /** The action, e.g. `TransactWriteItems`, `StartSyncExecution`, `Publish`. */
+  operation: string;
+  /** The calling function's name (its role session). */
+  session: string;
+  requestBytes: number;
+  /** The resources IAM checked it against (tables, state machines, topics). */
+  resources: string[];
+  /** DynamoDB only: the capacity the call consumed, as DynamoDB reports it (`ReturnConsumedCapacity: TOTAL`). */
+  consumed?: { TableName?: string; CapacityUnits?: number }[];
+}
+
+/** The DynamoDB actions that report the capacity they consume. */
+const METERED_DYNAMO = new Set([
+  'GetItem',
+  'PutItem',
+  'UpdateItem',
+  'DeleteItem',
+  'Query',
+  'Scan',
+  'BatchGetItem',
+  'BatchWriteItem',
+  'TransactGetItems',
+  'TransactWriteItems',
+]);
+
 /** Where allowed calls go: the real local backends. */
 export interface Backends {
   /** DynamoDB Local. */
@@ -115,12 +144,20 @@ function send(res: ServerResponse, reply: ServiceReply): void {
   res.end(reply.body);
 }
 
-function forward(req: IncomingMessage, body: Buffer, backend: string, res: ServerResponse): void {
+/** Sends the call on to its backend; with `answered`, the answer is read whole and handed to it before it is passed on. */
+function forward(req: IncomingMessage, body: Buffer, backend: string, res: ServerResponse, answered?: (answer: Buffer) => void): void {
   const url = new URL(req.url ?? '/', backend);
   const headers = { ...req.headers, host: url.host, 'content-length': String(body.length) };
   const out = httpRequest(url, { method: req.method, headers }, (answer) => {
     res.writeHead(answer.statusCode ?? 502, answer.headers);
-    answer.pipe(res);
+    if (!answered) return answer.pipe(res);
+    const chunks: Buffer[] = [];
+    answer.on('data', (c: Buffer) => chunks.push(c));
+    answer.on('end', () => {
+      const whole = Buffer.concat(chunks);
+      answered(whole);
+      res.end(whole);
+    });
   });
   out.on('error', (error) => {
     if (!res.headersSent) send(res, jsonError('application/x-amz-json-1.0', 500, 'InternalFailure', error.message));
@@ -142,6 +179,11 @@ export async function startAwsGateway(options: {
   backends: Backends;
   arns: Arns;
   onDenied?(denial: Denial): void;
+  /**
+   * Told of every allowed call. DynamoDB calls are then made with `ReturnConsumedCapacity: TOTAL` (the SDK
+   * ignores what it did not ask for), so their capacity units can be counted.
+   */
+  onCall?(call: AwsCall): void;
 }): Promise<{ url: string; denials: Denial[]; close(): Promise<void> }> {
   const denials: Denial[] = [];
   const { callers, iam, backends, arns } = options;
@@ -214,6 +256,24 @@ export async function startAwsGateway(options: {
       const type = service === 'secretsmanager' ? 'AccessDeniedException' : 'com.amazon.coral.service#AccessDeniedException';
       return send(res, jsonError(contentType, 400, type, decision.message));
     }
+    const onCall = options.onCall;
+    const call = {
+      service,
+      operation: target || (form?.get('Action') ?? ''),
+      session: caller.session,
+      requestBytes: body.length,
+      resources: checks.map((c) => c.resource),
+    };
+    if (service === 'dynamodb' && onCall && METERED_DYNAMO.has(target)) {
+      const metered = Buffer.from(JSON.stringify({ ...parsed, ReturnConsumedCapacity: 'TOTAL' }));
+      return forward(req, metered, backends.dynamodb, res, (answer) => {
+        const consumed = (
+          safeJson(answer.toString('utf8')) as { ConsumedCapacity?: AwsCall['consumed'] | NonNullable<AwsCall['consumed']>[number] }
+        )?.ConsumedCapacity;
+        onCall({ ...call, consumed: consumed ? [consumed].flat() : [] });
+      });
+    }
+    onCall?.(call);
     if (service === 'dynamodb') return forward(req, body, backends.dynamodb, res);
     if (service === 'states') return forward(req, body, backends.states, res);
     if (service === 'secretsmanager') return send(res, await backends.secretsmanager(target, parsed));

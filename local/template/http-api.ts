@@ -17,6 +17,16 @@ function globMatches(pattern: string, value: string): boolean {
   return re.test(value);
 }
 
+/** One request the HTTP API answered, as `npm run cost` counts it. */
+export interface ApiRequestRecord {
+  method: string;
+  path: string;
+  status: number;
+  requestBytes: number;
+  responseBytes: number;
+  latencyMs: number;
+}
+
 /**
  * The template's HTTP API on the local port: the route keys of its AWS::ApiGatewayV2::Route resources, each to
  * its integration's function with a payload-format-2.0 event. As API Gateway: an unrouted path is its 404, a
@@ -27,10 +37,12 @@ export function httpApi(
   model: StackModel,
   functions: Map<string, LambdaFunction>,
   log: (line: string) => void,
+  onRequest?: (record: ApiRequestRecord) => void,
 ): (request: Request) => Promise<Response> {
   const routeKeys = model.routes.map((r) => r.routeKey);
   const apiId = model.api?.id ?? 'local';
-  return async (request) => {
+  const answer = onRequest ? metered(onRequest) : (handle: (request: Request) => Promise<Response>) => handle;
+  return answer(async (request) => {
     const url = new URL(request.url);
     const length = Number(request.headers.get('content-length') ?? 0);
     if (length > HTTP_API_PAYLOAD_LIMIT_BYTES) return gatewayAnswer('tooLarge');
@@ -70,5 +82,25 @@ export function httpApi(
     } finally {
       clearTimeout(timer);
     }
+  });
+}
+
+/** Tells `onRequest` of each request with its body's and its answer's size, once answered. */
+function metered(onRequest: (record: ApiRequestRecord) => void) {
+  return (handle: (request: Request) => Promise<Response>) => async (request: Request) => {
+    const started = performance.now();
+    const requestBytes = request.body ? (await request.clone().arrayBuffer()).byteLength : 0;
+    const response = await handle(request);
+    const responseBytes = (await response.clone().arrayBuffer()).byteLength;
+    const { pathname } = new URL(request.url);
+    onRequest({
+      method: request.method,
+      path: pathname,
+      status: response.status,
+      requestBytes,
+      responseBytes,
+      latencyMs: performance.now() - started,
+    });
+    return response;
   };
 }

@@ -49,6 +49,8 @@ export interface LambdaSpec {
   logFile: string;
   /** Execution environments at once; more invocations wait for one to be free. */
   maxConcurrency?: number;
+  /** Told of each invocation's duration and of everything the function writes to its log (`npm run cost`). */
+  meter?: { invoked?(durationMs: number): void; logged?(chunk: Buffer): void };
 }
 
 /**
@@ -141,6 +143,7 @@ export class LambdaFunction {
     }
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
+    const started = performance.now();
     const reply = await new Promise<Reply | Error>((settle) => {
       env.pending = { id, settle };
       const timer = setTimeout(() => {
@@ -160,6 +163,7 @@ export class LambdaFunction {
       };
       env.worker.postMessage({ id, event: payload, deadline: Date.now() + timeoutMs });
     });
+    this.spec.meter?.invoked?.(performance.now() - started);
     if (reply instanceof Error) throw reply;
     this.release(env);
     if (reply.error) throw new LambdaError(reply.error.errorType, reply.error.errorMessage);
@@ -249,8 +253,12 @@ export class LambdaFunction {
     });
     worker.unref();
     // Not pipe(): every pipe into the one log stream would add listeners to it.
-    worker.stdout.on('data', (chunk: Buffer) => this.log.write(chunk));
-    worker.stderr.on('data', (chunk: Buffer) => this.log.write(chunk));
+    const logged = (chunk: Buffer) => {
+      this.log.write(chunk);
+      spec.meter?.logged?.(chunk);
+    };
+    worker.stdout.on('data', logged);
+    worker.stderr.on('data', logged);
     let initDone!: (error?: LambdaError) => void;
     const env: Environment = {
       worker,

@@ -122,7 +122,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
         },
       ]),
     ),
-    options.instrument?.executed,
+    options.meter?.executed,
     (machineArn, functionArn) => invokeAs(machineCallers.get(machineArn)!)(functionArn),
   );
   const sfnEndpoint = await engine.listen();
@@ -147,6 +147,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
     },
     arns: { region: model.region, account: model.account, secretArn: (id) => secrets.find(id)?.arn },
     onDenied: (d) => console.error(`iam: ${d.session} (role ${d.role}) may not ${d.action} on ${d.resource}: AccessDenied`),
+    onCall: options.meter?.awsCall,
   });
   started.push(() => gateway.close());
 
@@ -166,9 +167,15 @@ export async function startTemplateParts(options: StackOptions, started: Started
       AWS_ENDPOINT_URL_SNS: gateway.url,
       AWS_ENDPOINT_URL_S3: gateway.url,
     };
+    const meter = options.meter;
     functions.set(
       f.arn,
-      new LambdaFunction({ ...f, environment: { ...f.environment, ...added }, logFile: join(logDir, `${f.logicalId}.log`) }),
+      new LambdaFunction({
+        ...f,
+        environment: { ...f.environment, ...added },
+        logFile: join(logDir, `${f.logicalId}.log`),
+        meter: meter && { invoked: (ms) => meter.invoked?.(f, ms), logged: (chunk) => meter.logged?.(f, chunk) },
+      }),
     );
   }
   started.push(async () => {
@@ -180,7 +187,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
   void Promise.all([...functions.values()].map((fn) => fn.prewarm(PREWARMED)));
   progress(`functions ready; their AWS calls go through the IAM check at ${gateway.url}`);
 
-  serve = httpApi(model, functions, (line) => console.error(`api gateway: ${line}`));
+  serve = httpApi(model, functions, (line) => console.error(`api gateway: ${line}`), options.meter?.apiRequest);
 
   // The stack's own view, as an operator's: the API function's tables and state machine, straight to the
   // backends (not through the IAM check), for the restart sweep and for tests.

@@ -122,7 +122,7 @@ describe.runIf(isEmbedded && process.env.TOOLRUNNER_CHAOS === '1')('charges unde
         await started!.signalGroup('SIGKILL');
         const t = Date.now();
         // Ready comes after every interrupted operation was resumed: minutes on a busy two-core machine.
-        started = await npmStart(env, 300_000);
+        started = await npmStart(env, { readyWithinMs: 300_000 });
         stats.restartsMs.push(Date.now() - t);
       }
     };

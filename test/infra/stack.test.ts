@@ -55,17 +55,22 @@ describe('CDK stack', () => {
       expect(functionIds).toContain(value['Fn::GetAtt'][0]);
     }
     expect(machine.Properties.StateMachineType).toBe('STANDARD');
-    expect(machine.Properties.TracingConfiguration).toEqual({ Enabled: true });
+    expect(machine.Properties.TracingConfiguration).toEqual({ Enabled: false });
     expect(machine.Properties.LoggingConfiguration).toMatchObject({ Level: 'ALL', IncludeExecutionData: false });
+    // The Express machine runs every call that needs no person: at ALL its logs cost more than the rest of a call's.
+    const [express] = Object.values(resources('AWS::StepFunctions::StateMachine')).filter(
+      (m) => m.Properties.StateMachineType === 'EXPRESS',
+    );
+    expect(express.Properties.LoggingConfiguration).toMatchObject({ Level: 'ERROR', IncludeExecutionData: false });
   });
 
-  it('runs every Lambda on Node.js 22 or newer, arm64, with X-Ray tracing', () => {
+  it('runs every Lambda on Node.js 22 or newer, arm64, X-Ray tracing only where the caller samples (xrayTracing off)', () => {
     const fns = Object.values(resources('AWS::Lambda::Function'));
     expect(fns.length).toBe(LIFECYCLE_FUNCTIONS.length + 2);
     for (const fn of fns) {
       expect(Number(String(fn.Properties.Runtime).match(/^nodejs(\d+)\.x$/)?.[1])).toBeGreaterThanOrEqual(22);
       expect(fn.Properties.Architectures).toEqual(['arm64']);
-      expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+      expect(fn.Properties.TracingConfig).toEqual({ Mode: 'PassThrough' });
     }
   });
 

@@ -11,11 +11,16 @@ export interface NpmStarted {
 
 /**
  * `npm start` in its own process group with these knobs added to the environment, once it prints `ready:`.
- * It runs the handlers the test target names (TOOLRUNNER_HANDLERS), unless `env` says otherwise.
+ * It runs the handlers the test target names (TOOLRUNNER_HANDLERS), unless `env` says otherwise. `command` is
+ * what runs instead of `npm start` (the bench runs the node command it execs, with V8 flags NODE_OPTIONS refuses);
+ * it must print `ready:` within `readyWithinMs`.
  */
-export async function npmStart(env: Record<string, string>, readyWithinMs = 90_000): Promise<NpmStarted> {
+export async function npmStart(
+  env: Record<string, string>,
+  { readyWithinMs = 90_000, command = ['npm', 'start'] }: { readyWithinMs?: number; command?: readonly string[] } = {},
+): Promise<NpmStarted> {
   let output = '';
-  const child = spawn('npm', ['start'], {
+  const child = spawn(command[0], command.slice(1), {
     cwd: process.cwd(),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import {
+  accessLogLine,
+  awsHistory,
+  deployedShape,
+  executionLogLines,
+  ingestedBytes,
+  platformLines,
+  type FunctionShape,
+  type MachineShape,
+} from '../../bench/cost-model';
+import type { CfnTemplate } from '../../local/template/assembly';
+
+/** An Express execution of a call that needs no person, as the embedded engine records it. */
+const happyPath = [
+  { type: 'ExecutionStarted' },
+  { type: 'ChoiceStateEntered', state: 'Route' },
+  { type: 'ChoiceStateExited', state: 'Route' },
+  { type: 'TaskStateEntered', state: 'Execute' },
+  { type: 'TaskStateExited', state: 'Execute' },
+  { type: 'ChoiceStateEntered', state: 'Route' },
+  { type: 'ChoiceStateExited', state: 'Route' },
+  { type: 'SucceedStateEntered', state: 'Done' },
+  { type: 'SucceedStateExited', state: 'Done' },
+  { type: 'ExecutionSucceeded' },
+];
+const express = (logLevel: MachineShape['logLevel']): MachineShape => ({
+  name: 'm-express',
+  type: 'EXPRESS',
+  logLevel,
+  includeExecutionData: false,
+  tracing: false,
+});
+const arn = 'arn:aws:states:us-east-1:000000000000:express:m-express:op_1:0123456789abcdef';
+
+describe('the cost model', () => {
+  it('reads the API type, the function the API invokes, and each machine and function setting from the template', () => {
+    const template: CfnTemplate = {
+      Resources: {
+        Api: { Type: 'AWS::ApiGatewayV2::Api', Properties: { ProtocolType: 'HTTP' } },
+        Stage: { Type: 'AWS::ApiGatewayV2::Stage', Properties: { AccessLogSettings: { Format: '{"s":"$context.status"}' } } },
+        Integration: { Type: 'AWS::ApiGatewayV2::Integration', Properties: { IntegrationUri: { 'Fn::GetAtt': ['ApiFn', 'Arn'] } } },
+        ApiFn: {
+          Type: 'AWS::Lambda::Function',
+          Properties: {
+            Architectures: ['arm64'],
+            TracingConfig: { Mode: 'Active' },
+            LoggingConfig: { LogFormat: 'JSON', SystemLogLevel: 'WARN' },
+          },
+        },
+        Other: { Type: 'AWS::Lambda::Function', Properties: {} },
+        Machine: {
+          Type: 'AWS::StepFunctions::StateMachine',
+          Properties: { StateMachineName: 'm-express', StateMachineType: 'EXPRESS', LoggingConfiguration: { Level: 'ERROR' } },
+        },
+      },
+    };
+    const shape = deployedShape(template);
+    expect(shape.api).toEqual({ type: 'HTTP', accessLogFormat: '{"s":"$context.status"}', functionId: 'ApiFn' });
+    expect(shape.functions.get('ApiFn')).toEqual({ architecture: 'arm64', tracing: 'Active', logFormat: 'JSON', systemLogLevel: 'WARN' });
+    expect(shape.functions.get('Other')).toEqual({
+      architecture: 'x86_64',
+      tracing: 'PassThrough',
+      logFormat: 'Text',
+      systemLogLevel: 'INFO',
+    });
+    expect(shape.machines.get('m-express')).toMatchObject({ type: 'EXPRESS', logLevel: 'ERROR', tracing: false });
+  });
+
+  it('refuses a template without exactly one API', () => {
+    expect(() => deployedShape({ Resources: {} })).toThrow(/exactly one/);
+  });
+
+  it('adds the task events Step Functions records: 13 log events for a call at level ALL, none at ERROR', () => {
+    expect(awsHistory(happyPath).map((e) => e.type)).toEqual([
+      'ExecutionStarted',
+      'ChoiceStateEntered',
+      'ChoiceStateExited',
+      'TaskStateEntered',
+      'TaskScheduled',
+      'TaskStarted',
+      'TaskSucceeded',
+      'TaskStateExited',
+      'ChoiceStateEntered',
+      'ChoiceStateExited',
+      'SucceedStateEntered',
+      'SucceedStateExited',
+      'ExecutionSucceeded',
+    ]);
+    const all = executionLogLines(express('ALL'), { executionArn: arn, history: happyPath });
+    expect(all).toHaveLength(13);
+    expect(JSON.parse(all[0])).toMatchObject({ id: '1', type: 'ExecutionStarted', execution_arn: arn });
+    expect(executionLogLines(express('ERROR'), { executionArn: arn, history: happyPath })).toEqual([]);
+    expect(executionLogLines(express('OFF'), { executionArn: arn, history: happyPath })).toEqual([]);
+  });
+
+  it('writes failures at ERROR, only the execution’s own at FATAL', () => {
+    const failed = [...happyPath.slice(0, 4), { type: 'StateFailed', state: 'Execute' }, { type: 'ExecutionFailed' }];
+    const types = (level: MachineShape['logLevel']) =>
+      executionLogLines(express(level), { executionArn: arn, history: failed }).map((l) => JSON.parse(l).type);
+    expect(types('ERROR')).toEqual(['TaskFailed', 'ExecutionFailed']);
+    expect(types('FATAL')).toEqual(['ExecutionFailed']);
+  });
+
+  it('writes START, END and REPORT per invocation in text format, nothing of its own in JSON format at WARN', () => {
+    const text: FunctionShape = { architecture: 'arm64', tracing: 'PassThrough', logFormat: 'Text', systemLogLevel: 'INFO' };
+    const lines = platformLines(text, { durationMs: 12.3, memoryMb: 256, traced: false });
+    expect(lines.map((l) => l.split(' ')[0])).toEqual(['START', 'END', 'REPORT']);
+    expect(lines[2]).toContain('Billed Duration: 13 ms\tMemory Size: 256 MB');
+    expect(platformLines({ ...text, tracing: 'Active' }, { durationMs: 1, memoryMb: 256, traced: true })[2]).toContain('XRAY TraceId');
+    expect(platformLines({ ...text, logFormat: 'JSON', systemLogLevel: 'WARN' }, { durationMs: 1, memoryMb: 256, traced: false })).toEqual(
+      [],
+    );
+    expect(
+      platformLines({ ...text, logFormat: 'JSON' }, { durationMs: 1, memoryMb: 256, traced: false }).map((l) => JSON.parse(l).type),
+    ).toEqual(['platform.start', 'platform.report']);
+  });
+
+  it('fills an access log format from the request and counts 26 bytes per event beside the message', () => {
+    const line = accessLogLine('{"m":"$context.httpMethod","p":"$context.path","s":"$context.status","x":"$context.unknown"}', {
+      method: 'POST',
+      path: '/v1/runs/r/tool-calls',
+      status: 200,
+      responseBytes: 5000,
+      latencyMs: 250,
+    });
+    expect(JSON.parse(line)).toEqual({ m: 'POST', p: '/v1/runs/r/tool-calls', s: '200', x: '-' });
+    expect(ingestedBytes(['abc', 'é'])).toBe(3 + 26 + 2 + 26);
+  });
+});
