@@ -157,12 +157,15 @@ function orderOfSize(id: string, bytes: number) {
 
 /** Metadata that makes a charge's arguments `bytes` long as JSON: random values, which compress as little as any would. */
 function chargeArguments(amount: number, customer: string, bytes: number) {
-  const args = { amount, currency: 'USD', customer, metadata: {} as Record<string, string> };
+  const args = { amount, currency: 'USD', customer, metadata: [] as { key: string; value: string }[] };
   for (let i = 0; Buffer.byteLength(JSON.stringify(args)) < bytes; i++) {
-    const room = bytes - Buffer.byteLength(JSON.stringify(args)) - 12;
-    args.metadata[`k${i}`] = randomBytes(375)
-      .toString('base64url')
-      .slice(0, Math.max(1, Math.min(500, room)));
+    const room = bytes - Buffer.byteLength(JSON.stringify(args)) - 30;
+    args.metadata.push({
+      key: `k${i}`,
+      value: randomBytes(375)
+        .toString('base64url')
+        .slice(0, Math.max(1, Math.min(500, room))),
+    });
   }
   return args;
 }

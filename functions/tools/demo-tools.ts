@@ -37,10 +37,12 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
     currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD'),
     customer: z.string().min(1).max(200),
     description: z.string().max(500).optional(),
-    // Stripe's limits: at most 50 keys of up to 40 characters, values of up to 500.
+    // Stripe's metadata as key-value pairs (at most 50 keys of up to 40 characters, values of up to 500): a
+    // list of pairs, not an open map, so OpenAI's strict mode can still be promised for this tool.
     metadata: z
-      .record(z.string().min(1).max(40), z.string().max(500))
-      .refine((m) => Object.keys(m).length <= 50, 'metadata has at most 50 keys')
+      .array(z.strictObject({ key: z.string().min(1).max(40), value: z.string().max(500) }))
+      .max(50)
+      .refine((pairs) => new Set(pairs.map((p) => p.key)).size === pairs.length, 'metadata keys must be unique')
       .optional(),
   });
   const Charge = z.object({
@@ -54,7 +56,7 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
   const chargeCard: ToolSpec<z.infer<typeof ChargeInput>, z.infer<typeof Charge>> = {
     name: 'charge_card',
     description:
-      'Charge a customer. Amount in integer cents; charges of 50000 cents or more need a person to approve. Optional metadata: your own key-value pairs, kept with the charge.',
+      'Charge a customer. Amount in integer cents; charges of 50000 cents or more need a person to approve. Optional metadata: your own key-value pairs ({ key, value }), kept with the charge.',
     inputSchema: ChargeInput,
     outputSchema: Charge,
     risk: 'irreversible_write',
@@ -72,7 +74,7 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
       requestJson(ctx, {
         method: 'POST',
         url: url('/v1/charges'),
-        body: input,
+        body: { ...input, metadata: input.metadata && Object.fromEntries(input.metadata.map((p) => [p.key, p.value])) },
         headers: { 'Idempotency-Key': ctx.idempotencyKey },
       }) as Promise<z.infer<typeof Charge>>,
     reconcile: async (ctx, _input) => {

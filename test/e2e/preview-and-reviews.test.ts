@@ -85,7 +85,7 @@ describe('tool shapes over HTTP', () => {
     expect(responses.body.tools.find((t: any) => t.name === 'charge_card')).toMatchObject({
       type: 'function',
       strict: true,
-      parameters: { required: ['amount', 'currency', 'customer', 'description'] },
+      parameters: { required: ['amount', 'currency', 'customer', 'description', 'metadata'] },
     });
     const chat = await api.request('GET', '/v1/tools?format=openai', { key: keys.agent });
     expect(chat.body.tools.find((t: any) => t.function.name === 'charge_card').function.parameters.properties.description.type).toEqual([

@@ -34,7 +34,7 @@ describe('provider shapes', () => {
     expect(typed).toMatchObject({ type: 'function', function: { name: 'charge_card', strict: true } });
     const parameters = tool.function.parameters as any;
     assertStrictAccepted(parameters);
-    expect(parameters.required).toEqual(['amount', 'currency', 'customer', 'description']);
+    expect(parameters.required).toEqual(['amount', 'currency', 'customer', 'description', 'metadata']);
     expect(parameters.properties.description.type).toEqual(['string', 'null']);
     expect(parameters.properties.amount.type).toBe('integer');
     for (const spec of demo) assertStrictAccepted(openAIChatTool(spec).function.parameters);
