@@ -44,6 +44,7 @@ const INTEGRATION_WITHOUT_DYNAMODB = [
  */
 const NEEDS_DYNAMODB = [
   'test/e2e/**/*.test.ts',
+  // Runs only under `npm run test:package` (TOOLRUNNER_PACKAGE_TEST=1).
   'test/package/installed-package.test.ts',
   // Runs only under `npm run test:chaos` (TOOLRUNNER_CHAOS=1); npm start brings its own DynamoDB Local.
   'test/chaos/**/*.test.ts',
