@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { decodeJson, encodeJson } from '../core/signed-token';
 
 /** Where the next page of pending approvals starts: the index key and table key of the last item given. */
 export const PendingApprovalKeySchema = z.strictObject({
@@ -20,18 +21,10 @@ const MAX_CURSOR_CHARS = 512;
 
 /** Opaque to clients: base64url of the key, so they cannot depend on the table's layout. */
 export function encodeCursor(key: PendingApprovalKey | RunListKey): string {
-  return Buffer.from(JSON.stringify(key)).toString('base64url');
+  return encodeJson(key);
 }
 
 /** The key a cursor names, or undefined for anything this API did not hand out for this list. */
 export function decodeCursor<S extends z.ZodType>(cursor: string, schema: S): z.infer<S> | undefined {
-  if (cursor.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  const parsed = schema.safeParse(raw);
-  return parsed.success ? parsed.data : undefined;
+  return decodeJson(cursor, schema, MAX_CURSOR_CHARS);
 }

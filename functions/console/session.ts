@@ -1,7 +1,8 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { RunnerConfig } from '../core/config';
 import { deriveKey, KeyPurpose } from '../core/keys';
+import { macOf, signToken, verifyToken } from '../core/signed-token';
 
 /**
  * A console session is a signed cookie, kept in no process's memory (behind API Gateway each request may
@@ -25,8 +26,6 @@ export interface Session {
 
 const VERSION = 1;
 const MAX_COOKIE_CHARS = 2048;
-const MAC_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-const PAYLOAD_PATTERN = /^[A-Za-z0-9_-]+$/;
 
 const PayloadSchema = z.strictObject({
   v: z.literal(VERSION),
@@ -37,8 +36,10 @@ const PayloadSchema = z.strictObject({
   e: z.number().int().min(0),
 });
 
+const key = (configSecret: string) => deriveKey(configSecret, KeyPurpose.consoleSessions);
+
 function hmac(configSecret: string, label: string, value: string): string {
-  return createHmac('sha256', deriveKey(configSecret, KeyPurpose.consoleSessions)).update(`${label}\n${value}`).digest('base64url');
+  return macOf(key(configSecret), label, value);
 }
 
 /** Which key a session was opened with, without the key: an HMAC under the console-sessions key. */
@@ -49,17 +50,14 @@ function keyFingerprint(configSecret: string, key: string): string {
 /** A new session cookie value for the principal whose key is `key`. */
 export function issueSession(configSecret: string, principal: { id: string; key: string }, nowMs: number): string {
   const t = Math.floor(nowMs / 1000);
-  const payload = Buffer.from(
-    JSON.stringify({
-      v: VERSION,
-      p: principal.id,
-      f: keyFingerprint(configSecret, principal.key),
-      n: randomBytes(16).toString('base64url'),
-      t,
-      e: t + SESSION_LIFETIME_SECONDS,
-    }),
-  ).toString('base64url');
-  return `${payload}.${hmac(configSecret, 'session', payload)}`;
+  return signToken(key(configSecret), 'session', {
+    v: VERSION,
+    p: principal.id,
+    f: keyFingerprint(configSecret, principal.key),
+    n: randomBytes(16).toString('base64url'),
+    t,
+    e: t + SESSION_LIFETIME_SECONDS,
+  });
 }
 
 /**
@@ -71,27 +69,15 @@ export function verifySession(
   value: string | undefined,
   nowMs: number,
 ): { session: Session; principal: RunnerConfig['principals'][number] } | undefined {
-  if (!value || value.length > MAX_COOKIE_CHARS) return undefined;
-  const parts = value.split('.');
-  if (parts.length !== 2) return undefined;
-  const [payload, given] = parts;
-  if (!PAYLOAD_PATTERN.test(payload) || !MAC_PATTERN.test(given)) return undefined;
-  if (!timingSafeEqual(Buffer.from(hmac(config.approvalSecret, 'session', payload)), Buffer.from(given))) return undefined;
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  const claims = PayloadSchema.safeParse(decoded);
-  if (!claims.success || claims.data.e * 1000 <= nowMs) return undefined;
-  const principal = config.principals.find((p) => p.id === claims.data.p);
+  const claims = value ? verifyToken(key(config.approvalSecret), 'session', value, PayloadSchema, MAX_COOKIE_CHARS) : undefined;
+  if (!claims || claims.e * 1000 <= nowMs) return undefined;
+  const principal = config.principals.find((p) => p.id === claims.p);
   if (!principal) return undefined;
   const current = Buffer.from(keyFingerprint(config.approvalSecret, principal.key));
-  const signedIn = Buffer.from(claims.data.f);
+  const signedIn = Buffer.from(claims.f);
   if (current.length !== signedIn.length || !timingSafeEqual(current, signedIn)) return undefined;
   return {
-    session: { principalId: principal.id, nonce: claims.data.n, issuedAt: claims.data.t, expiresAt: claims.data.e },
+    session: { principalId: principal.id, nonce: claims.n, issuedAt: claims.t, expiresAt: claims.e },
     principal,
   };
 }

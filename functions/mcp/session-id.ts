@@ -1,6 +1,7 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { deriveKey, KeyPurpose } from '../core/keys';
+import { signToken, verifyToken } from '../core/signed-token';
 
 /**
  * An `Mcp-Session-Id` is the session itself: a signed reference to the session's run and principal, so any
@@ -21,9 +22,6 @@ export interface SessionClaims {
 const VERSION = 1;
 /** Far above any id this module issues (run ids and principal ids are short); anything longer is refused unread. */
 const MAX_ID_CHARS = 2048;
-/** An SHA-256 HMAC in base64url is always 43 characters. */
-const MAC_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-const PAYLOAD_PATTERN = /^[A-Za-z0-9_-]+$/;
 
 const PayloadSchema = z.strictObject({
   v: z.literal(VERSION),
@@ -33,22 +31,17 @@ const PayloadSchema = z.strictObject({
   t: z.number().int().min(0),
 });
 
-function mac(configSecret: string, payload: string): string {
-  return createHmac('sha256', deriveKey(configSecret, KeyPurpose.mcpSessions)).update(payload).digest('base64url');
-}
+const key = (configSecret: string) => deriveKey(configSecret, KeyPurpose.mcpSessions);
 
 /** A new session id for a run and its principal, signed with the MCP-sessions key of `configSecret`. */
 export function issueSessionId(configSecret: string, session: { runId: string; principalId: string }, now: number): string {
-  const payload = Buffer.from(
-    JSON.stringify({
-      v: VERSION,
-      r: session.runId,
-      p: session.principalId,
-      n: randomBytes(12).toString('base64url'),
-      t: Math.floor(now / 1000),
-    }),
-  ).toString('base64url');
-  return `${payload}.${mac(configSecret, payload)}`;
+  return signToken(key(configSecret), 'mcp-session', {
+    v: VERSION,
+    r: session.runId,
+    p: session.principalId,
+    n: randomBytes(12).toString('base64url'),
+    t: Math.floor(now / 1000),
+  });
 }
 
 /**
@@ -56,20 +49,6 @@ export function issueSessionId(configSecret: string, session: { runId: string; p
  * another key or for another purpose, malformed). Never throws; the MAC is compared in constant time.
  */
 export function verifySessionId(configSecret: string, id: string): SessionClaims | undefined {
-  if (id.length > MAX_ID_CHARS) return undefined;
-  const parts = id.split('.');
-  if (parts.length !== 2) return undefined;
-  const [payload, given] = parts;
-  if (!PAYLOAD_PATTERN.test(payload) || !MAC_PATTERN.test(given)) return undefined;
-  const want = Buffer.from(mac(configSecret, payload));
-  if (!timingSafeEqual(want, Buffer.from(given))) return undefined;
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  const claims = PayloadSchema.safeParse(decoded);
-  if (!claims.success) return undefined;
-  return { runId: claims.data.r, principalId: claims.data.p, nonce: claims.data.n, issuedAt: claims.data.t };
+  const claims = verifyToken(key(configSecret), 'mcp-session', id, PayloadSchema, MAX_ID_CHARS);
+  return claims && { runId: claims.r, principalId: claims.p, nonce: claims.n, issuedAt: claims.t };
 }

@@ -65,7 +65,8 @@ describe('MCP session ids', () => {
     const linkMac = createHmac('sha256', deriveKey(SECRET, KeyPurpose.approvalLinks)).update(payload).digest('base64url');
     expect(verifySessionId(SECRET, `${payload}.${linkMac}`)).toBeUndefined();
     // A correctly signed payload that is not exactly the claims object is refused too.
-    const sign = (p: string) => `${p}.${createHmac('sha256', deriveKey(SECRET, KeyPurpose.mcpSessions)).update(p).digest('base64url')}`;
+    const sign = (p: string) =>
+      `${p}.${createHmac('sha256', deriveKey(SECRET, KeyPurpose.mcpSessions)).update(`mcp-session\n${p}`).digest('base64url')}`;
     expect(verifySessionId(SECRET, sign(reencode({ ...decoded, extra: 1 })))).toBeUndefined();
     expect(verifySessionId(SECRET, sign(reencode({ ...decoded, v: 2 })))).toBeUndefined();
     expect(verifySessionId(SECRET, sign(Buffer.from('not json').toString('base64url')))).toBeUndefined();
