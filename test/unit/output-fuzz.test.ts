@@ -88,7 +88,7 @@ describe('tool outputs, fuzzed', () => {
   it.each(Object.keys(largeHazards))('%s: invalid_output within seconds', (name) => {
     const started = performance.now();
     expect(checkOutput(spec('read'), largeHazards[name]({ a: 1 }))).toMatchObject({ kind: 'failed_permanent', code: 'invalid_output' });
-    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(performance.now() - started).toBeLessThan(30_000);
   });
 
   it(`${RUNS} seeded outputs (seed ${SEED}): plain JSON recorded canonically, hazards invalid_output, nothing thrown or slow`, () => {
@@ -117,7 +117,7 @@ describe('tool outputs, fuzzed', () => {
           const started = performance.now();
           const outcome = checkOutput(spec(risk), value);
           const took = performance.now() - started;
-          expect(took, `${kind} took ${took} ms`).toBeLessThan(5_000);
+          expect(took, `${kind} took ${took} ms`).toBeLessThan(20_000);
           const label = `${kind}:${outcome.kind}${'code' in outcome ? `/${outcome.code}` : ''}`;
           counts[label] = (counts[label] ?? 0) + 1;
           if (kind === 'plain') {
