@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { deriveKey, KeyPurpose } from './keys';
+import { decodeJson, encodeJson } from './signed-token';
 
 /**
  * Approval links are signed per approver: HMAC over approvalId, approver, expiry and the frozen-args hash.
@@ -31,7 +32,6 @@ export type LinkCheck =
   | { ok: true; approverId: string; expiresAt: number }
   | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
-const BASE64URL = /^[A-Za-z0-9_-]+$/;
 /** A SHA-256 HMAC in base64url is always 43 characters. */
 const MAC_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 const MAX_PAYLOAD_CHARS = 1024;
@@ -40,7 +40,7 @@ const MAX_PAYLOAD_CHARS = 1024;
 const ClaimsSchema = z.strictObject({ a: z.string().min(1), e: z.number().int().refine(Number.isSafeInteger) });
 
 function encodeClaims(claims: z.infer<typeof ClaimsSchema>): string {
-  return Buffer.from(JSON.stringify({ a: claims.a, e: claims.e })).toString('base64url');
+  return encodeJson({ a: claims.a, e: claims.e });
 }
 
 /**
@@ -49,16 +49,8 @@ function encodeClaims(claims: z.infer<typeof ClaimsSchema>): string {
  * link has one spelling.
  */
 function decodeClaims(payload: string): { a: string; e: number } | undefined {
-  if (payload.length > MAX_PAYLOAD_CHARS || !BASE64URL.test(payload)) return undefined;
-  let decoded: unknown;
-  try {
-    decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  const claims = ClaimsSchema.safeParse(decoded);
-  if (!claims.success || encodeClaims(claims.data) !== payload) return undefined;
-  return claims.data;
+  const claims = decodeJson(payload, ClaimsSchema, MAX_PAYLOAD_CHARS);
+  return claims && encodeClaims(claims) === payload ? claims : undefined;
 }
 
 /**
