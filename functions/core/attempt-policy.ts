@@ -1,12 +1,14 @@
 import { backoffSeconds } from './backoff';
-import type { OperationRecord, Outcome } from './model';
-import { replaySafe } from './record-predicates';
+import type { Failure, OperationRecord, Outcome } from './model';
+import { replaySafe, unansweredBefore } from './record-predicates';
 import { backoffOf, type ToolSpec } from './tool-spec';
 
 export type AfterAttempt =
   | { next: 'record'; outcome: Outcome }
   | { next: 'retry'; delaySeconds: number; reason: string }
-  | { next: 'reconcile' };
+  | { next: 'reconcile' }
+  /** A failure while an earlier attempt may still take effect: settled by a status lookup, or by a person. */
+  | { next: 'confirm'; outcome: Failure; by: DoubtSettlement };
 
 /**
  * The retry decision, made once, here: retry a retryable failure only while the tool's maxAttempts and the
@@ -21,19 +23,39 @@ export function decideAfterAttempt(tool: ToolSpec, op: OperationRecord, outcome:
       const fits = !op.deadlineAt || now + delaySeconds * 1000 + tool.timeoutMs <= Date.parse(op.deadlineAt);
       if (op.attempts < tool.maxAttempts && fits) return { next: 'retry', delaySeconds, reason: outcome.code };
       const why = op.attempts >= tool.maxAttempts ? `after ${op.attempts} attempt(s)` : 'before the operation deadline';
-      return {
-        next: 'record',
-        outcome: {
-          kind: 'failed_permanent',
-          code: outcome.code,
-          message: `${outcome.message}; gave up ${why}`,
-          upstreamStatus: outcome.upstreamStatus,
-        },
-      };
+      return failure(tool, op, {
+        kind: 'failed_permanent',
+        code: outcome.code,
+        message: `${outcome.message}; gave up ${why}`,
+        upstreamStatus: outcome.upstreamStatus,
+      });
     }
+    case 'failed_permanent':
+      return failure(tool, op, outcome);
     default:
       return { next: 'record', outcome };
   }
+}
+
+function failure(tool: ToolSpec, op: OperationRecord, outcome: Failure): AfterAttempt {
+  const by = settleFailureBy(tool, op, op.attempts);
+  return by ? { next: 'confirm', outcome, by } : { next: 'record', outcome };
+}
+
+export type DoubtSettlement = 'lookup' | 'review';
+
+/**
+ * How a failure of attempt `attempt` (or a refusal to start it) is settled when an earlier attempt went
+ * unanswered and may still take effect: a status lookup confirms that nothing did, or, without one, a
+ * person decides. Undefined when there is no such doubt, or for a read, which has no effect to doubt.
+ */
+export function settleFailureBy(
+  tool: Pick<ToolSpec, 'reconcile' | 'risk'> | undefined,
+  op: OperationRecord,
+  attempt: number,
+): DoubtSettlement | undefined {
+  if (!unansweredBefore(op, attempt) || (tool?.risk ?? op.risk) === 'read') return undefined;
+  return tool?.reconcile ? 'lookup' : 'review';
 }
 
 export type ReconcilePlan = 'lookup' | 'replay' | 'review';

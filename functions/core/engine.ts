@@ -1,8 +1,8 @@
-import type { AfterAttempt, ReconcilePlan } from './attempt-policy';
+import type { AfterAttempt, DoubtSettlement, ReconcilePlan } from './attempt-policy';
 import { type Envelope, envelopeFor } from './envelope';
 import { stepLease } from './leases';
 import { moveTo, OperationState } from './lifecycle';
-import { type ApprovalInfo, type NextStep, type OperationRecord, type Outcome, SCHEMA_VERSION } from './model';
+import { type ApprovalInfo, type Failure, type NextStep, type OperationRecord, type Outcome, SCHEMA_VERSION } from './model';
 import {
   approvalPending,
   attemptPresumedLost,
@@ -72,9 +72,8 @@ export type LifecycleEvent =
   | {
       type: 'refuse_attempt';
       outcome: Exclude<Outcome, { kind: 'succeeded' }>;
-      reviewReason?: string;
-      /** The tool's status lookup found nothing before this retry was scheduled: refusing it settles the call. */
-      lookedUpNothing?: boolean;
+      /** An earlier attempt may still take effect: how the refusal is settled (core/attempt-policy.ts). */
+      inDoubt?: DoubtSettlement;
     }
   | {
       type: 'finish_attempt';
@@ -342,23 +341,40 @@ const startAttempt: Handler<'start_attempt'> = (op, event, { ids }) => {
   return { op: moved.op, events: [...moved.events, { type: 'attempt.started', ...ids, attempt }] };
 };
 
-const refuseAttempt: Handler<'refuse_attempt'> = (op, event, { ids }) => {
-  if (op.state === S.outcomeUnknown && !event.lookedUpNothing) {
-    // An earlier attempt may have committed: nothing can be concluded, so a person decides.
-    // (With a status lookup, the retry was scheduled because the lookup found nothing: refusing it settles it.)
-    const reason = event.reviewReason ?? event.outcome.message;
-    return {
-      op: { ...op, review: { required: true, reason }, plan: { next: 'report' } },
-      events: [{ type: 'reconcile.finished', ...ids, detail: { result: 'needs_review', reason } }],
-    };
-  }
-  if (op.state === S.outcomeUnknown && event.outcome.kind !== 'failed_permanent') {
-    // From doubt a call settles as recorded or failed only: a refusal (cancelled, budget, forbidden) after a
-    // lookup found nothing is a failure that says why.
-    return recordOutcome(op, { kind: 'failed_permanent', code: 'permanent_failure', message: event.outcome.message });
-  }
-  return recordOutcome(op, event.outcome);
+const refuseAttempt: Handler<'refuse_attempt'> = (op, event, ctx) => {
+  const refused = event.outcome;
+  // From doubt a call settles as recorded or failed only: a refusal (cancelled, budget, forbidden) is a
+  // failure that says why.
+  const failure: Failure | undefined =
+    refused.kind === 'failed_permanent'
+      ? refused
+      : op.state === S.outcomeUnknown || event.inDoubt
+        ? { kind: 'failed_permanent', code: 'permanent_failure', message: refused.message }
+        : undefined;
+  if (failure && event.inDoubt) return failInDoubt(op, failure, event.inDoubt, {}, ctx);
+  return recordOutcome(op, failure ?? refused);
 };
+
+/**
+ * A failure while an earlier attempt went unanswered: that request may still take effect (even after a
+ * lookup found nothing), so the failure is not recorded on this word alone. With a status lookup the
+ * operation looks once more and records the failure only if nothing is found; without one, a person decides.
+ */
+function failInDoubt(
+  op: OperationRecord,
+  failure: Failure,
+  by: DoubtSettlement,
+  patch: Partial<OperationRecord>,
+  { ids }: Context,
+): Transition {
+  const doubtful = moveTo(op, S.outcomeUnknown, patch, { reason: 'failure_in_doubt' });
+  if (by === 'lookup') return { op: { ...doubtful.op, failureToConfirm: failure, plan: { next: 'reconcile' } }, events: doubtful.events };
+  const reason = `${failure.message}; an earlier attempt went unanswered and may have taken effect`;
+  return {
+    op: { ...doubtful.op, review: { required: true, reason }, plan: { next: 'report' } },
+    events: [...doubtful.events, { type: 'reconcile.finished', ...ids, detail: { result: 'needs_review', reason } }],
+  };
+}
 
 function withoutResult(outcome: Outcome): Outcome {
   if (outcome.kind !== 'succeeded' || !outcome.result) return outcome;
@@ -427,20 +443,32 @@ const finishAttempt: Handler<'finish_attempt'> = (op, event, ctx) => {
       };
     }
     case 'reconcile': {
-      if (op.state === S.outcomeUnknown) return { op: { ...op, lastAttempt, plan: { next: 'reconcile' } }, events: [finished] };
+      const unansweredSince = op.unansweredSince ?? event.attempt;
+      if (op.state === S.outcomeUnknown)
+        return { op: { ...op, lastAttempt, unansweredSince, plan: { next: 'reconcile' } }, events: [finished] };
       const moved = moveTo(op, S.outcomeUnknown, {
         lastAttempt,
+        unansweredSince,
         plan: { next: 'reconcile' },
         leaseUntil: event.leaseUntil ?? op.leaseUntil,
       });
       return { op: moved.op, events: [finished, ...moved.events] };
+    }
+    case 'confirm': {
+      const settled = failInDoubt(op, after.outcome, after.by, { lastAttempt, leaseUntil: event.leaseUntil ?? op.leaseUntil }, ctx);
+      return { op: settled.op, events: [finished, ...settled.events] };
     }
   }
 };
 
 // The worker of this attempt vanished after the intent write: the request may have gone out.
 const loseAttempt: Handler<'lose_attempt'> = (op, event) =>
-  moveTo(op, S.outcomeUnknown, { plan: { next: 'reconcile' }, leaseUntil: event.leaseUntil }, { reason: 'attempt_lost' });
+  moveTo(
+    op,
+    S.outcomeUnknown,
+    { plan: { next: 'reconcile' }, unansweredSince: op.unansweredSince ?? op.attempts, leaseUntil: event.leaseUntil },
+    { reason: 'attempt_lost' },
+  );
 
 const lockBusy: Handler<'lock_busy'> = (op, event, ctx) => {
   const waiting =
@@ -521,12 +549,15 @@ function notFound(
   const result = event.plan === 'replay' ? 'replay' : 'not_found';
   if (!f.retry && event.plan === 'lookup' && op.outcome?.kind !== 'cancelled') {
     // The status lookup is the upstream's own word (README, "Status lookups"): nothing took effect. With no
-    // attempts left the call failed, as any exhausted retry fails; no person is needed to say so.
-    const settled = recordOutcome(op, {
-      kind: 'failed_permanent',
-      code: 'upstream_unavailable',
-      message: 'the upstream has no record of the call and no attempts are left; nothing took effect',
-    });
+    // attempts left (or a failure waiting for this word) the call failed; no person is needed to say so.
+    const settled = recordOutcome(
+      { ...op, failureToConfirm: undefined },
+      op.failureToConfirm ?? {
+        kind: 'failed_permanent',
+        code: 'upstream_unavailable',
+        message: 'the upstream has no record of the call and no attempts are left; nothing took effect',
+      },
+    );
     return { op: settled.op, events: [finished({ result: 'not_found', action: 'fail' }), ...settled.events] };
   }
   if (!f.retry) {

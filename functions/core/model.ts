@@ -79,6 +79,9 @@ export type Outcome =
 
 export type OutcomeKind = Outcome['kind'];
 
+/** An outcome that says the call did not take effect and will not be tried again. */
+export type Failure = Extract<Outcome, { kind: 'failed_permanent' }>;
+
 /** The step the lifecycle takes next; Step Functions routes on it. */
 export type NextStep =
   | 'validate'
@@ -150,6 +153,14 @@ export interface OperationRecord {
   plan?: { next: NextStep; notBefore?: string };
   outcome?: Outcome;
   reconcileAttempts?: number;
+  /**
+   * The first attempt that went unanswered (it timed out, or its worker vanished). Its request may still
+   * take effect after a status lookup found nothing (it can be overtaken on its way), so from then on a
+   * failure is recorded only on a later lookup's word, or a person's.
+   */
+  unansweredSince?: number;
+  /** A failure reached while in doubt, waiting for that lookup: recorded if it finds nothing, else the effect is. */
+  failureToConfirm?: Failure;
   review?: { required: boolean; reason: string; resolvedBy?: string; note?: string };
   envelope?: import('./envelope').Envelope;
   /** A result that arrived after the operation was cancelled: recorded, never reported. */

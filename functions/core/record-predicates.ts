@@ -14,6 +14,15 @@ function lastAttemptUnanswered(op: OperationRecord): boolean {
   return op.lastAttempt?.attempt !== op.attempts;
 }
 
+/**
+ * An attempt before `attempt` went unanswered and may still take effect. (A record from before
+ * `unansweredSince` existed shows it only by its state.)
+ */
+export function unansweredBefore(op: OperationRecord, attempt: number): boolean {
+  const since = op.unansweredSince ?? (op.state === S.outcomeUnknown ? 0 : undefined);
+  return since !== undefined && since < attempt;
+}
+
 /** An attempt is in flight: `executing`, and the attempt started last has not finished. */
 export function attemptUnfinished(op: OperationRecord): boolean {
   return op.state === S.executing && lastAttemptUnanswered(op);

@@ -1,4 +1,4 @@
-import { decideAfterAttempt, reconcilePlanOf } from '../core/attempt-policy';
+import { decideAfterAttempt, settleFailureBy } from '../core/attempt-policy';
 import { mayContinue } from '../core/budgets';
 import { deepFreeze } from '../core/canonical';
 import { classifyAttempt } from '../core/classify';
@@ -117,9 +117,8 @@ function preAttemptStop(
       message: op.lastAttempt ? 'the operation reached its deadline' : 'the operation reached its deadline before its first attempt',
     };
   }
-  // Where the tool looks effects up, a retry in doubt was scheduled only because the lookup found nothing.
-  const lookedUpNothing = op.state === 'outcome_unknown' && reconcilePlanOf(tool) === 'lookup';
-  return outcome && { type: 'refuse_attempt', outcome, ...(lookedUpNothing ? { lookedUpNothing } : {}) };
+  const inDoubt = settleFailureBy(tool, op, op.attempts + 1);
+  return outcome && { type: 'refuse_attempt', outcome, ...(inDoubt ? { inDoubt } : {}) };
 }
 
 /** The tool is gone from the registry (a redeploy without it): no attempt can start; an unknown one goes to a person. */
@@ -130,7 +129,10 @@ async function refuseWithoutTool(deps: Deps, first: OperationRecord): Promise<St
     message: `the tool ${first.toolName} is no longer registered`,
   } as const;
   const out = await advance(deps, first, (op) => {
-    if (readyToAttempt(op)) return { value: undefined, events: [{ type: 'refuse_attempt', outcome }] };
+    if (readyToAttempt(op)) {
+      const inDoubt = settleFailureBy(undefined, op, op.attempts + 1);
+      return { value: undefined, events: [{ type: 'refuse_attempt', outcome, ...(inDoubt ? { inDoubt } : {}) }] };
+    }
     if (accepts(op, 'lose_attempt')) return { value: undefined, events: [{ type: 'lose_attempt', leaseUntil: stepLease(deps.now()) }] };
     return { value: undefined };
   });

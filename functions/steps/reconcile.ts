@@ -85,6 +85,8 @@ function findingOf(
     result: 'not_found',
     retry: op.attempts < tool.maxAttempts ? { delaySeconds } : undefined,
   });
+  // A failure waits for a lookup's word; a tool without one (re-registered since) leaves it to a person.
+  if (op.failureToConfirm && plan !== 'lookup') return { result: 'needs_review', reason: op.failureToConfirm.message };
   if (plan === 'replay') return retrySameKey(backoffSeconds(op.attempts + 1, backoffOf(tool), deps.random));
   if (!lookup?.ok) {
     const lookups = (op.reconcileAttempts ?? 0) + 1;
@@ -93,7 +95,8 @@ function findingOf(
       retryInSeconds: lookups >= MAX_RECONCILE_LOOKUPS ? undefined : backoffSeconds(lookups + 1, backoffOf(tool), deps.random),
     };
   }
-  if (!lookup.found) return op.outcome?.kind === 'cancelled' ? { result: 'not_found', retry: undefined } : retrySameKey(0);
+  if (!lookup.found)
+    return op.outcome?.kind === 'cancelled' || op.failureToConfirm ? { result: 'not_found', retry: undefined } : retrySameKey(0);
   if (lookup.outcome.kind !== 'succeeded')
     return {
       result: 'needs_review',

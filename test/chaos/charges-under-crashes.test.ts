@@ -150,6 +150,20 @@ describe.runIf(isEmbedded && process.env.TOOLRUNNER_CHAOS === '1')('charges unde
         `${ledger.length} charges in the ledger, ${duplicated} duplicated, ${lost.length} lost, ${phantom.length} phantom, ${toPerson.length} sent to a person; ` +
         `outcomes ${JSON.stringify(outcomes)}; restarts ${stats.restartsMs.map((ms) => (ms / 1000).toFixed(1)).join(' ')} s; ${((Date.now() - begun) / 1000).toFixed(0)} s in all`,
     );
+    // What a failure needs to be understood: each wrong operation's lifecycle, beside the upstream's ledger.
+    for (const op of [...lost.map((e) => byKey.get(e.idempotencyKey!)), ...phantom]) {
+      if (!op) continue;
+      const events = (await api.trace(reviewerKey, op.runId)).filter((e) => e.operationId === op.operationId);
+      const charges = chargesByKey.get(op.idempotencyKey)?.map((e) => `${e.id} at ${e.at}`) ?? [];
+      console.log(
+        `${op.operationId} (${op.envelope?.status}/${op.envelope?.code ?? '-'}; ledger: ${charges.join(', ') || 'none'}):\n` +
+          events
+            .map(
+              (e) => `  ${e.at} ${e.type} ${e.from ?? ''}${e.to ? `->${e.to}` : ''} ${e.attempt ?? ''} ${JSON.stringify(e.detail ?? {})}`,
+            )
+            .join('\n'),
+      );
+    }
     const again = `(rerun with CHAOS_SEED=${SEED})`;
     expect(duplicated, `duplicated charges ${again}`).toBe(0);
     expect(

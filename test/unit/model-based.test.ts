@@ -27,16 +27,28 @@ import { memoryStore } from '../support/memory-store';
 const SEED = Number(process.env.MODEL_SEED ?? 20261130);
 const RUNS = Number(process.env.MODEL_RUNS ?? 10_000);
 
-type Fault = 'ok' | 'fail_503' | 'commit_then_lost' | 'lost_before' | 'rate_limited';
-const FAULTS: Fault[] = ['ok', 'ok', 'ok', 'fail_503', 'commit_then_lost', 'lost_before', 'rate_limited'];
+type Fault = 'ok' | 'fail_503' | 'commit_then_lost' | 'lost_before' | 'rate_limited' | 'commit_late';
+const FAULTS: Fault[] = ['ok', 'ok', 'ok', 'fail_503', 'commit_then_lost', 'lost_before', 'rate_limited', 'commit_late'];
 
-/** The upstream: effects by operation, deduplicated by idempotency key where the tool sends one. */
+/**
+ * The upstream: effects by operation, deduplicated by idempotency key where the tool sends one. A request
+ * may be overtaken: `commit_late` times out at once and takes effect only when the upstream gets its
+ * second request after it, so the next one (a status lookup, say) finds nothing.
+ */
 class Upstream {
   effects = new Map<string, number>();
   byKey = new Map<string, { id: string }>();
   faults: Fault[] = [];
+  late: { opKey: string; idempotencyKey?: string; overtakenBy: number }[] = [];
   next(): Fault {
     return this.faults.shift() ?? 'ok';
+  }
+  /** A request arrives: the late ones it is the second to overtake take effect first. */
+  receive(): void {
+    for (const request of this.late) request.overtakenBy++;
+    const landing = this.late.filter((r) => r.overtakenBy >= 2);
+    this.late = this.late.filter((r) => r.overtakenBy < 2);
+    for (const r of landing) this.commit(r.opKey, r.idempotencyKey);
   }
   commit(opKey: string, idempotencyKey?: string): { id: string } {
     if (idempotencyKey && this.byKey.has(idempotencyKey)) return this.byKey.get(idempotencyKey)!;
@@ -55,7 +67,12 @@ const Move = z.object({ ref: z.string(), to: z.string() });
 
 function tools(up: Upstream): ToolSpec[] {
   const act = (opKey: (input: any) => string, keyed: boolean) => async (ctx: { idempotencyKey: string }, input: any) => {
+    up.receive();
     const fault = up.next();
+    if (fault === 'commit_late') {
+      up.late.push({ opKey: opKey(input), idempotencyKey: keyed ? ctx.idempotencyKey : undefined, overtakenBy: 0 });
+      throw new TransportError('timeout', true, 'no answer yet');
+    }
     if (fault === 'lost_before') throw new TransportError('reset', true, 'connection reset');
     if (fault === 'fail_503') throw new UpstreamHttpError(503, undefined, undefined, 'unavailable');
     if (fault === 'rate_limited') throw new UpstreamHttpError(429, undefined, 1, 'slow down');
@@ -75,8 +92,10 @@ function tools(up: Upstream): ToolSpec[] {
       supportsIdempotency: true,
       approval: (i: { amount: number }) => i.amount >= 50,
       execute: act((i) => i.ref, true),
-      reconcile: async (ctx) =>
-        up.byKey.has(ctx.idempotencyKey) ? { found: true, result: up.byKey.get(ctx.idempotencyKey)! } : { found: false },
+      reconcile: async (ctx) => {
+        up.receive();
+        return up.byKey.has(ctx.idempotencyKey) ? { found: true, result: up.byKey.get(ctx.idempotencyKey)! } : { found: false };
+      },
     },
     {
       name: 'mail',
