@@ -1,6 +1,6 @@
 import { backoffSeconds } from './backoff';
 import type { Failure, OperationRecord, Outcome } from './model';
-import { replaySafe, unansweredBefore } from './record-predicates';
+import { replaySafe, inDoubtBefore } from './record-predicates';
 import { backoffOf, type ToolSpec } from './tool-spec';
 
 export type AfterAttempt =
@@ -54,7 +54,7 @@ export function settleFailureBy(
   op: OperationRecord,
   attempt: number,
 ): DoubtSettlement | undefined {
-  if (!unansweredBefore(op, attempt) || (tool?.risk ?? op.risk) === 'read') return undefined;
+  if (!inDoubtBefore(op, attempt) || (tool?.risk ?? op.risk) === 'read') return undefined;
   return tool?.reconcile ? 'lookup' : 'review';
 }
 

@@ -6,6 +6,7 @@ import { type ApprovalInfo, type Failure, type NextStep, type OperationRecord, t
 import {
   approvalPending,
   attemptPresumedLost,
+  inDoubtBefore,
   attemptUnfinished,
   lateAttemptUnsettled,
   requesterOf,
@@ -58,7 +59,8 @@ export type Validation =
 
 export type ReconcileFinding =
   | { result: 'found'; outcome: Outcome }
-  | { result: 'not_found'; retry: { delaySeconds: number } | undefined }
+  /** `lookAgainInSeconds`: nothing found, but too soon to conclude (steps/reconcile.ts); look again then. */
+  | { result: 'not_found'; retry: { delaySeconds: number } | undefined; lookAgainInSeconds?: number }
   | { result: 'lookup_failed'; retryInSeconds: number | undefined }
   | { result: 'needs_review'; reason: string };
 
@@ -337,7 +339,12 @@ const expireApproval: Handler<'expire_approval'> = (op, _event, { ids }) => {
 
 const startAttempt: Handler<'start_attempt'> = (op, event, { ids }) => {
   const attempt = op.attempts + 1;
-  const moved = moveTo(op, S.executing, { attempts: attempt, leaseUntil: event.leaseUntil, plan: { next: 'execute' } });
+  const moved = moveTo(op, S.executing, {
+    attempts: attempt,
+    leaseUntil: event.leaseUntil,
+    plan: { next: 'execute' },
+    failureToConfirm: undefined,
+  });
   return { op: moved.op, events: [...moved.events, { type: 'attempt.started', ...ids, attempt }] };
 };
 
@@ -351,16 +358,16 @@ const refuseAttempt: Handler<'refuse_attempt'> = (op, event, ctx) => {
       : op.state === S.outcomeUnknown || event.inDoubt
         ? { kind: 'failed_permanent', code: 'permanent_failure', message: refused.message }
         : undefined;
-  if (failure && event.inDoubt) return failInDoubt(op, failure, event.inDoubt, {}, ctx);
+  if (failure && event.inDoubt) return deferFailure(op, failure, event.inDoubt, {}, ctx);
   return recordOutcome(op, failure ?? refused);
 };
 
 /**
- * A failure while an earlier attempt went unanswered: that request may still take effect (even after a
- * lookup found nothing), so the failure is not recorded on this word alone. With a status lookup the
- * operation looks once more and records the failure only if nothing is found; without one, a person decides.
+ * A failure while an earlier attempt's outcome is unknown: that request may still take effect (even after
+ * a lookup found nothing), so the failure is not recorded on this word alone. With a status lookup it waits
+ * for one more lookup and is recorded only if that finds nothing; without one, a person decides.
  */
-function failInDoubt(
+function deferFailure(
   op: OperationRecord,
   failure: Failure,
   by: DoubtSettlement,
@@ -368,11 +375,17 @@ function failInDoubt(
   { ids }: Context,
 ): Transition {
   const doubtful = moveTo(op, S.outcomeUnknown, patch, { reason: 'failure_in_doubt' });
-  if (by === 'lookup') return { op: { ...doubtful.op, failureToConfirm: failure, plan: { next: 'reconcile' } }, events: doubtful.events };
-  const reason = `${failure.message}; an earlier attempt went unanswered and may have taken effect`;
+  const decided: NewTraceEvent = {
+    type: 'policy.decision',
+    ...ids,
+    detail: { decision: 'failure_in_doubt', code: failure.code, settledBy: by },
+  };
+  if (by === 'lookup')
+    return { op: { ...doubtful.op, failureToConfirm: failure, plan: { next: 'reconcile' } }, events: [...doubtful.events, decided] };
+  const reason = `${failure.message}; an earlier attempt's outcome is unknown and it may have taken effect`;
   return {
     op: { ...doubtful.op, review: { required: true, reason }, plan: { next: 'report' } },
-    events: [...doubtful.events, { type: 'reconcile.finished', ...ids, detail: { result: 'needs_review', reason } }],
+    events: [...doubtful.events, decided, { type: 'reconcile.finished', ...ids, detail: { result: 'needs_review', reason } }],
   };
 }
 
@@ -400,8 +413,15 @@ const finishAttempt: Handler<'finish_attempt'> = (op, event, ctx) => {
   const { ids, at } = ctx;
   const finished = attemptFinished(event, ctx);
   if (op.outcome?.kind === 'cancelled') {
+    const o = event.outcome;
+    if (o.kind === 'outcome_unknown' || (o.kind !== 'succeeded' && inDoubtBefore(op, event.attempt))) {
+      // This answer proves nothing (or an earlier attempt may still land): the operation stays watched, and a
+      // reconciliation settles what happened.
+      const unanswered = o.kind === 'outcome_unknown' ? { inDoubtSince: op.inDoubtSince ?? event.attempt, lastUnansweredAt: at } : {};
+      return { op: { ...op, ...unanswered, leaseUntil: event.leaseUntil ?? op.leaseUntil }, events: [finished] };
+    }
     // The turn is closed: the result happened and is kept, but it never replaces the cancelled envelope.
-    const late = recordLate(op, event.outcome, event.attempt);
+    const late = recordLate(op, o, event.attempt);
     return { op: late.op, events: [finished, ...late.events] };
   }
   if (event.attempt !== op.attempts) throw new InvalidEventError(op.state, event.type);
@@ -443,30 +463,28 @@ const finishAttempt: Handler<'finish_attempt'> = (op, event, ctx) => {
       };
     }
     case 'reconcile': {
-      const unansweredSince = op.unansweredSince ?? event.attempt;
-      if (op.state === S.outcomeUnknown)
-        return { op: { ...op, lastAttempt, unansweredSince, plan: { next: 'reconcile' } }, events: [finished] };
+      const unanswered = { lastAttempt, inDoubtSince: op.inDoubtSince ?? event.attempt, lastUnansweredAt: at };
+      if (op.state === S.outcomeUnknown) return { op: { ...op, ...unanswered, plan: { next: 'reconcile' } }, events: [finished] };
       const moved = moveTo(op, S.outcomeUnknown, {
-        lastAttempt,
-        unansweredSince,
+        ...unanswered,
         plan: { next: 'reconcile' },
         leaseUntil: event.leaseUntil ?? op.leaseUntil,
       });
       return { op: moved.op, events: [finished, ...moved.events] };
     }
     case 'confirm': {
-      const settled = failInDoubt(op, after.outcome, after.by, { lastAttempt, leaseUntil: event.leaseUntil ?? op.leaseUntil }, ctx);
-      return { op: settled.op, events: [finished, ...settled.events] };
+      const deferred = deferFailure(op, after.outcome, after.by, { lastAttempt, leaseUntil: event.leaseUntil ?? op.leaseUntil }, ctx);
+      return { op: deferred.op, events: [finished, ...deferred.events] };
     }
   }
 };
 
 // The worker of this attempt vanished after the intent write: the request may have gone out.
-const loseAttempt: Handler<'lose_attempt'> = (op, event) =>
+const loseAttempt: Handler<'lose_attempt'> = (op, event, { at }) =>
   moveTo(
     op,
     S.outcomeUnknown,
-    { plan: { next: 'reconcile' }, unansweredSince: op.unansweredSince ?? op.attempts, leaseUntil: event.leaseUntil },
+    { plan: { next: 'reconcile' }, inDoubtSince: op.inDoubtSince ?? op.attempts, lastUnansweredAt: at, leaseUntil: event.leaseUntil },
     { reason: 'attempt_lost' },
   );
 
@@ -503,6 +521,19 @@ const finishReconcile: Handler<'finish_reconcile'> = (op, event, ctx) => {
     attempt: op.attempts,
     detail: { plan: event.plan, ...detail },
   });
+  if (f.result === 'not_found' && f.lookAgainInSeconds !== undefined) {
+    return {
+      op: {
+        ...op,
+        plan: { next: 'reconcile_later', notBefore: notBeforeIn(ctx, f.lookAgainInSeconds) },
+        leaseUntil: event.leaseUntil ?? op.leaseUntil,
+      },
+      events: [
+        finished({ result: 'not_found', action: 'look_again' }),
+        { type: 'backoff.scheduled', ...ctx.ids, detail: { delaySeconds: f.lookAgainInSeconds, reason: 'late_request_grace' } },
+      ],
+    };
+  }
   if (op.state === S.reported) return settleLateAttempt(op, f, finished, ctx);
   switch (f.result) {
     case 'found': {
@@ -548,8 +579,8 @@ function notFound(
 ): Transition {
   const result = event.plan === 'replay' ? 'replay' : 'not_found';
   if (!f.retry && event.plan === 'lookup' && op.outcome?.kind !== 'cancelled') {
-    // The status lookup is the upstream's own word (README, "Status lookups"): nothing took effect. With no
-    // attempts left (or a failure waiting for this word) the call failed; no person is needed to say so.
+    // A conclusive lookup (steps/reconcile.ts) is the upstream's own word: nothing took effect. With no attempts
+    // left (or a failure waiting for this word) the call failed; no person is needed to say so.
     const settled = recordOutcome(
       { ...op, failureToConfirm: undefined },
       op.failureToConfirm ?? {

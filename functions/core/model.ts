@@ -154,11 +154,16 @@ export interface OperationRecord {
   outcome?: Outcome;
   reconcileAttempts?: number;
   /**
-   * The first attempt that went unanswered (it timed out, or its worker vanished). Its request may still
-   * take effect after a status lookup found nothing (it can be overtaken on its way), so from then on a
-   * failure is recorded only on a later lookup's word, or a person's.
+   * The first attempt whose outcome was unknown (no answer, an answer that proves nothing, or a worker
+   * that vanished). Its request may still take effect after a status lookup found nothing (it can be
+   * overtaken on its way), so from then on a failure is recorded only on a later lookup's word, or a person's.
    */
-  unansweredSince?: number;
+  inDoubtSince?: number;
+  /**
+   * When the runner last gave up on an attempt's answer. A lookup that finds nothing is conclusive only once
+   * the request has had as long again as the tool's timeout to land (steps/reconcile.ts).
+   */
+  lastUnansweredAt?: string;
   /** A failure reached while in doubt, waiting for that lookup: recorded if it finds nothing, else the effect is. */
   failureToConfirm?: Failure;
   review?: { required: boolean; reason: string; resolvedBy?: string; note?: string };

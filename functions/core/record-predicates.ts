@@ -15,11 +15,12 @@ function lastAttemptUnanswered(op: OperationRecord): boolean {
 }
 
 /**
- * An attempt before `attempt` went unanswered and may still take effect. (A record from before
- * `unansweredSince` existed shows it only by its state.)
+ * The outcome of an attempt before `attempt` is unknown, so its request may still take effect. (A record
+ * written before `inDoubtSince` existed shows it by its state or its last attempt.)
  */
-export function unansweredBefore(op: OperationRecord, attempt: number): boolean {
-  const since = op.unansweredSince ?? (op.state === S.outcomeUnknown ? 0 : undefined);
+export function inDoubtBefore(op: OperationRecord, attempt: number): boolean {
+  const legacy = op.state === S.outcomeUnknown || op.lastAttempt?.outcome.kind === 'outcome_unknown' ? 0 : undefined;
+  const since = op.inDoubtSince ?? legacy;
   return since !== undefined && since < attempt;
 }
 
@@ -37,11 +38,13 @@ export function attemptPresumedLost(op: OperationRecord): boolean {
 }
 
 /**
- * A cancelled operation whose last attempt was sent and never answered: its effect may exist, so it stays
- * watched (by its lease) until the late result arrives or a reconciliation settles what happened.
+ * A cancelled operation whose last attempt was sent and never answered, or one of whose attempts had an
+ * unknown outcome: its effect may exist, so it stays watched (by its lease) until a late result or a
+ * reconciliation settles what happened.
  */
 export function lateAttemptUnsettled(op: OperationRecord): boolean {
-  return op.outcome?.kind === 'cancelled' && op.attempts > 0 && lastAttemptUnanswered(op) && !op.lateOutcome && !op.review?.required;
+  const mayHaveActed = lastAttemptUnanswered(op) || op.inDoubtSince !== undefined;
+  return op.outcome?.kind === 'cancelled' && op.attempts > 0 && mayHaveActed && !op.lateOutcome && !op.review?.required;
 }
 
 /**

@@ -95,8 +95,14 @@ function findingOf(
       retryInSeconds: lookups >= MAX_RECONCILE_LOOKUPS ? undefined : backoffSeconds(lookups + 1, backoffOf(tool), deps.random),
     };
   }
-  if (!lookup.found)
-    return op.outcome?.kind === 'cancelled' || op.failureToConfirm ? { result: 'not_found', retry: undefined } : retrySameKey(0);
+  if (!lookup.found) {
+    const sendsAgain = op.outcome?.kind !== 'cancelled' && !op.failureToConfirm && op.attempts < tool.maxAttempts;
+    if (sendsAgain) return retrySameKey(0);
+    // Nothing found and nothing sent again: conclusive only once the request last given up on has had as
+    // long again as the tool's timeout to land (it may have been overtaken on its way).
+    const tooSoonMs = op.lastUnansweredAt ? Date.parse(op.lastUnansweredAt) + tool.timeoutMs - deps.now() : 0;
+    return { result: 'not_found', retry: undefined, ...(tooSoonMs > 0 ? { lookAgainInSeconds: Math.ceil(tooSoonMs / 1000) } : {}) };
+  }
   if (lookup.outcome.kind !== 'succeeded')
     return {
       result: 'needs_review',
@@ -108,7 +114,7 @@ function findingOf(
 function leaseAfter(deps: Deps, tool: ToolSpec | undefined, finding: ReconcileFinding): string {
   const waitSeconds =
     finding.result === 'not_found'
-      ? (finding.retry?.delaySeconds ?? 0)
+      ? (finding.retry?.delaySeconds ?? finding.lookAgainInSeconds ?? 0)
       : finding.result === 'lookup_failed'
         ? (finding.retryInSeconds ?? 0)
         : 0;

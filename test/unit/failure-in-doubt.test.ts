@@ -6,6 +6,7 @@ import type { Principal } from '../../functions/core/model';
 import type { Deps } from '../../functions/core/ports';
 import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
 import type { TraceEvent } from '../../functions/core/trace';
+import { cancelOperation } from '../../functions/steps/cancel';
 import { executeStep } from '../../functions/steps/execute';
 import { reconcileStep } from '../../functions/steps/reconcile';
 import { reportStep, routeStep } from '../../functions/steps/report';
@@ -99,14 +100,15 @@ function harness(withLookup: boolean) {
   };
 
   /** Submits one charge and runs the steps its record names, as the state machine would, to its envelope. */
-  async function run(answers: Answer[]) {
+  async function run(answers: Answer[], cancelAfterAttempt?: number) {
     up.answers = answers;
     const created = await createRun(deps, agent, { maxToolCalls: 5, maxTurns: 5, maxSpendCents: 1_000_000, maxWallClockSeconds: 3600 });
     const submitted = await submitToolCall(deps, created, agent, { callId: 'call_1', turn: 1, name: 'charge', arguments: { amount: 500 } });
     if (submitted.kind !== 'created') throw new Error(`submission ${submitted.kind}`);
     const id = submitted.op.operationId;
     for (let i = 0; i < 30; i++) {
-      const op = (await store.getOperation(id))!;
+      let op = (await store.getOperation(id))!;
+      if (op.attempts === cancelAfterAttempt && op.plan?.next === 'retry' && !op.envelope) op = (await cancelOperation(deps, op)).op;
       const next = nextStep(op, clock);
       if (op.plan?.notBefore) clock = Math.max(clock, Date.parse(op.plan.notBefore));
       if (next === 'validate') await routeStep(deps, id);
@@ -126,7 +128,7 @@ function harness(withLookup: boolean) {
 function brief(e: TraceEvent): string {
   if (e.type === 'state.transition') return `${e.from}->${e.to}`;
   const d = e.detail ?? {};
-  const said = [d.outcome, d.code, d.result, d.action].filter(Boolean).join('/');
+  const said = [d.decision, d.outcome, d.code, d.result, d.action].filter(Boolean).join('/');
   return said ? `${e.type}(${said})` : e.type;
 }
 
@@ -153,6 +155,7 @@ describe('a failure after an unanswered attempt', () => {
       'attempt.finished(failed_retryable/rate_limited)',
       // Out of attempts: not failed yet, because the first attempt may still land.
       'executing->outcome_unknown',
+      'policy.decision(failure_in_doubt/rate_limited)',
       'reconcile.started',
       'reconcile.finished(found)',
       'outcome_unknown->recorded',
@@ -171,6 +174,7 @@ describe('a failure after an unanswered attempt', () => {
       'attempt.started',
       'attempt.finished(failed_retryable/rate_limited)',
       'executing->outcome_unknown',
+      'policy.decision(failure_in_doubt/rate_limited)',
       'reconcile.started',
       'reconcile.finished(not_found/fail)',
       'outcome_unknown->failed_permanent',
@@ -185,9 +189,50 @@ describe('a failure after an unanswered attempt', () => {
     const { op, events } = await run(['late', '503', '503']);
     expect(up.charges.size).toBe(1);
     expect(op.review).toMatchObject({ required: true });
-    expect(op.review!.reason).toContain('an earlier attempt went unanswered');
+    expect(op.review!.reason).toContain("an earlier attempt's outcome is unknown");
     expect(op.envelope).toMatchObject({ status: 'outcome_unknown' });
     expect(events).toContain('reconcile.finished(needs_review)');
     expect(events).not.toContain('result.recorded(failed_permanent/upstream_unavailable)');
+  });
+
+  it('when the last attempt goes unanswered: a lookup that finds nothing at once is looked at again after the timeout', async () => {
+    const { up, run } = harness(true);
+    const { op, events } = await run(['429', '429', 'late']);
+    expect(up.requests).toEqual(['POST', 'POST', 'POST', 'GET', 'GET']);
+    expect(op.outcome).toMatchObject({ kind: 'succeeded', result: { json: '{"id":"ch_1"}' } });
+    expect(events.slice(events.lastIndexOf('attempt.started'))).toEqual([
+      'attempt.started',
+      'attempt.finished(outcome_unknown/timeout_unknown)',
+      'executing->outcome_unknown',
+      'reconcile.started',
+      // No attempts left, but the request given up on may still be on its way: not failed yet.
+      'reconcile.finished(not_found/look_again)',
+      'backoff.scheduled',
+      'reconcile.started',
+      'reconcile.finished(found)',
+      'outcome_unknown->recorded',
+      'result.recorded(succeeded)',
+      'recorded->reported',
+      'result.reported',
+    ]);
+  });
+
+  it('cancelled between retries after an unanswered attempt: stays watched, and the charge that landed is recorded late', async () => {
+    const { up, run } = harness(true);
+    const { op, events } = await run(['late', '429'], 2);
+    expect(up.charges.size).toBe(1);
+    expect(op.envelope).toMatchObject({ status: 'cancelled' });
+    expect(op.lateOutcome).toMatchObject({ kind: 'succeeded', result: { json: '{"id":"ch_1"}' } });
+    expect(events.slice(events.indexOf('attempt.finished(failed_retryable/rate_limited)'))).toEqual([
+      'attempt.finished(failed_retryable/rate_limited)',
+      'backoff.scheduled',
+      'executing->cancelled',
+      'result.recorded(cancelled/cancelled)',
+      'cancelled->reported',
+      'result.reported',
+      'reconcile.started',
+      'reconcile.finished(found)',
+      'result.late(succeeded)',
+    ]);
   });
 });

@@ -27,28 +27,47 @@ import { memoryStore } from '../support/memory-store';
 const SEED = Number(process.env.MODEL_SEED ?? 20261130);
 const RUNS = Number(process.env.MODEL_RUNS ?? 10_000);
 
-type Fault = 'ok' | 'fail_503' | 'commit_then_lost' | 'lost_before' | 'rate_limited' | 'commit_late';
-const FAULTS: Fault[] = ['ok', 'ok', 'ok', 'fail_503', 'commit_then_lost', 'lost_before', 'rate_limited', 'commit_late'];
+type Fault = 'ok' | 'fail_503' | 'commit_then_lost' | 'lost_before' | 'rate_limited' | 'commit_late' | 'commit_much_later';
+const FAULTS: Fault[] = [
+  'ok',
+  'ok',
+  'ok',
+  'fail_503',
+  'commit_then_lost',
+  'lost_before',
+  'rate_limited',
+  'commit_late',
+  'commit_much_later',
+];
+/** A late request lands within this long of being sent: less than the tools' timeout (1 s). */
+const LANDS_WITHIN_MS = 900;
 
 /**
  * The upstream: effects by operation, deduplicated by idempotency key where the tool sends one. A request
- * may be overtaken: `commit_late` times out at once and takes effect only when the upstream gets its
- * second request after it, so the next one (a status lookup, say) finds nothing.
+ * may be overtaken on its way: it times out at once and takes effect later, when the upstream gets its
+ * second request after it (`commit_late`) or only once LANDS_WITHIN_MS have passed (`commit_much_later`),
+ * so the lookups and retries between find nothing. What is still on its way at the end lands then.
  */
 class Upstream {
   effects = new Map<string, number>();
   byKey = new Map<string, { id: string }>();
   faults: Fault[] = [];
-  late: { opKey: string; idempotencyKey?: string; overtakenBy: number }[] = [];
+  late: { opKey: string; idempotencyKey?: string; sentAt: number; overtakenBy: number; overtakable: boolean }[] = [];
+  constructor(readonly now: () => number) {}
   next(): Fault {
     return this.faults.shift() ?? 'ok';
   }
-  /** A request arrives: the late ones it is the second to overtake take effect first. */
+  /** A request arrives: the late ones due by now take effect first. */
   receive(): void {
     for (const request of this.late) request.overtakenBy++;
-    const landing = this.late.filter((r) => r.overtakenBy >= 2);
-    this.late = this.late.filter((r) => r.overtakenBy < 2);
+    const due = (r: (typeof this.late)[number]) => (r.overtakable && r.overtakenBy >= 2) || this.now() >= r.sentAt + LANDS_WITHIN_MS;
+    const landing = this.late.filter(due);
+    this.late = this.late.filter((r) => !due(r));
     for (const r of landing) this.commit(r.opKey, r.idempotencyKey);
+  }
+  landAll(): void {
+    for (const r of this.late) this.commit(r.opKey, r.idempotencyKey);
+    this.late = [];
   }
   commit(opKey: string, idempotencyKey?: string): { id: string } {
     if (idempotencyKey && this.byKey.has(idempotencyKey)) return this.byKey.get(idempotencyKey)!;
@@ -69,8 +88,9 @@ function tools(up: Upstream): ToolSpec[] {
   const act = (opKey: (input: any) => string, keyed: boolean) => async (ctx: { idempotencyKey: string }, input: any) => {
     up.receive();
     const fault = up.next();
-    if (fault === 'commit_late') {
-      up.late.push({ opKey: opKey(input), idempotencyKey: keyed ? ctx.idempotencyKey : undefined, overtakenBy: 0 });
+    if (fault === 'commit_late' || fault === 'commit_much_later') {
+      const idempotencyKey = keyed ? ctx.idempotencyKey : undefined;
+      up.late.push({ opKey: opKey(input), idempotencyKey, sentAt: up.now(), overtakenBy: 0, overtakable: fault === 'commit_late' });
       throw new TransportError('timeout', true, 'no answer yet');
     }
     if (fault === 'lost_before') throw new TransportError('reset', true, 'connection reset');
@@ -200,7 +220,7 @@ const SECRET = 'model-secret-0123456789abcdef';
 async function scenario(actions: Action[]): Promise<void> {
   let clock = Date.parse('2026-11-30T12:00:00Z');
   const store = memoryStore(() => clock);
-  const up = new Upstream();
+  const up = new Upstream(() => clock);
   /** Operations with a live execution (Step Functions would be driving them). */
   const driven = new Set<string>();
   const lifecycle: LifecyclePort = {
@@ -344,6 +364,8 @@ async function scenario(actions: Action[]): Promise<void> {
     }
   }
 
+  // Whatever is still on its way lands now: the runner must already have said so, or left it to a person.
+  up.landAll();
   const ops = [...store.ops.values()];
   const events = store.events.get(run.runId) ?? [];
   const finalRun = store.runs.get(run.runId)!;
