@@ -11,6 +11,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { createHash, randomBytes } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Envelope } from '../core/envelope';
 import type { OperationRecord, RunRecord } from '../core/model';
 import {
@@ -25,6 +26,7 @@ import {
 import { RESULT_LIMITS, storedResultOf } from '../core/result-record';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { batchRead, makeWatch } from './dynamo-watch';
+import { packHash, unpackHash } from './stored-hash';
 import { packResult, unpackResult } from './stored-result';
 import { EVENTS_PER_BLOCK, makeTraceClock } from './trace-clock';
 import { INDEX, RUNS_LIST_KEY, type TableNames } from './tables';
@@ -43,15 +45,40 @@ function indexKeys(op: OperationRecord): Record<string, unknown> {
   };
 }
 
-/** Arguments over this size live in the blob store; the record keeps `{ bytes, sha256, ref }`. */
+/** Arguments over this size live in the blob store (where there is one); the record keeps `{ bytes, sha256, ref }`. */
 const INLINE_ARGUMENTS_BYTES = RESULT_LIMITS.inlineBytes;
+/**
+ * Arguments of this size or more live in an item of their own, written once (gzipped where that is
+ * smaller), beside the operation in its table. With them inline a record of about 600 bytes crosses 1 KB,
+ * and it is written twice (in the creating transaction, where items count double, and with its result):
+ * 1 KB of arguments costs 3 write units there, 1 in an item of their own.
+ */
+const SEPARATE_ARGUMENTS_BYTES = 512;
 
-/** Where an item's large arguments went: which field, its size and hash, and the blob key. */
+/** Where an item's large arguments went: which field, its size and hash, and the key they are kept under. */
 interface ArgumentsRef {
   field: 'frozenArguments' | 'rawArguments';
   bytes: number;
   sha256: string;
   ref: string;
+  /** `item`: an item of the operations table keyed `ref`; absent: the blob store. */
+  in?: 'item';
+}
+
+/** Arguments kept in items of their own, expiring with their operation. */
+interface ArgumentItems {
+  put(ref: string, text: string, expiresAtEpoch: number | undefined): Promise<void>;
+  get(ref: string): Promise<string | undefined>;
+}
+
+/**
+ * Where an item's arguments are kept and read back from; and, for each record this store handed out, where
+ * its arguments were (null: inline), so a write of the same arguments again is skipped.
+ */
+interface ArgumentSources {
+  blobs: BlobStore | undefined;
+  items: ArgumentItems;
+  placed: WeakMap<OperationRecord, ArgumentsRef | null>;
 }
 
 type StoredItem = Omit<OperationRecord, 'envelope'> & {
@@ -60,56 +87,104 @@ type StoredItem = Omit<OperationRecord, 'envelope'> & {
 };
 
 /**
- * Every write unit counts (items in a transaction cost double, and each index holds a copy): the envelope
- * need not repeat the ids the record carries, and arguments over 64 KiB go to the blob store (written
- * once, when they first appear), so no item can reach DynamoDB's 400 KB. `expand` reverses it.
+ * Where a record's arguments are kept: inline when small, else in an item of their own, or over 64 KiB in
+ * the blob store, so no item can reach DynamoDB's 400 KB. Written once, when they first appear (the key
+ * names their hash, so other arguments never overwrite them), before the record that points at them.
  */
-async function compact(op: OperationRecord, before: OperationRecord | undefined, blobs: BlobStore | undefined): Promise<StoredItem> {
+function placeArguments(
+  op: OperationRecord,
+  before: OperationRecord | undefined,
+  sources: ArgumentSources,
+): { ref?: ArgumentsRef; write: () => Promise<void> } {
+  const none = { write: async () => undefined };
+  const field = op.frozenArguments !== undefined ? 'frozenArguments' : op.rawArguments !== undefined ? 'rawArguments' : undefined;
+  const text = field && op[field];
+  if (!field || text === undefined) return none;
+  const bytes = Buffer.byteLength(text);
+  if (bytes < SEPARATE_ARGUMENTS_BYTES) return none;
+  const sha256 = `sha256:${createHash('sha256').update(text).digest('hex')}`;
+  const kind = field === 'frozenArguments' ? 'frozen' : 'raw';
+  const ref: ArgumentsRef =
+    bytes > INLINE_ARGUMENTS_BYTES && sources.blobs
+      ? { field, bytes, sha256, ref: `arguments/${op.operationId}/${kind}-${sha256.slice(7, 23)}.json` }
+      : { field, bytes, sha256, ref: `${op.operationId}#arguments-${kind}-${sha256.slice(7, 23)}`, in: 'item' };
+  const write = () => (ref.in === 'item' ? sources.items.put(ref.ref, text, op.expiresAtEpoch) : sources.blobs!.put(ref.ref, text));
+  // Already where they belong only if the record written before put them there (not an older layout).
+  const stored = before && sources.placed.get(before)?.ref === ref.ref;
+  return { ref, write: stored ? none.write : write };
+}
+
+/**
+ * Every write unit counts (items in a transaction cost double, and each index holds a copy): the envelope
+ * need not repeat the ids the record carries, nor a record the requester when it is the run's owner;
+ * hashes are kept as bytes (stored-hash.ts) and large arguments apart (`placeArguments`). `expand`
+ * reverses it.
+ */
+function compact(op: OperationRecord, argumentsRef: ArgumentsRef | undefined): StoredItem {
   const out: StoredItem = { ...op };
   if (op.envelope && op.envelope.call_id === op.callId && op.envelope.logical_operation_id === op.operationId) {
     const { call_id: _c, logical_operation_id: _l, ...rest } = op.envelope;
     out.envelope = rest;
   }
-  const field = op.frozenArguments !== undefined ? 'frozenArguments' : op.rawArguments !== undefined ? 'rawArguments' : undefined;
-  const text = field && op[field];
-  if (field && text !== undefined && Buffer.byteLength(text) > INLINE_ARGUMENTS_BYTES && blobs) {
-    const sha256 = `sha256:${createHash('sha256').update(text).digest('hex')}`;
-    const ref = `arguments/${op.operationId}/${field === 'frozenArguments' ? 'frozen' : 'raw'}-${sha256.slice(7, 23)}.json`;
-    if (before?.[field] !== text) await blobs.put(ref, text);
-    out[field] = undefined;
-    out.argumentsRef = { field, bytes: Buffer.byteLength(text), sha256, ref };
+  if (op.requestedBy === op.principalId) out.requestedBy = undefined;
+  (out as { inputHash: unknown }).inputHash = packHash(op.inputHash);
+  if (argumentsRef) {
+    out[argumentsRef.field] = undefined;
+    out.argumentsRef = argumentsRef;
   }
   return out;
 }
 
-async function expand(item: StoredItem, blobs: BlobStore | undefined): Promise<OperationRecord> {
+async function expand(item: StoredItem, sources: ArgumentSources): Promise<OperationRecord> {
   const { argumentsRef, ...rest } = item;
   const op = rest as OperationRecord;
   const stored = item.envelope;
   if (stored && stored.call_id === undefined) op.envelope = { ...stored, call_id: op.callId, logical_operation_id: op.operationId };
+  op.requestedBy ??= op.principalId;
+  op.inputHash = unpackHash(op.inputHash);
   if (argumentsRef) {
-    const text = await blobs?.get(argumentsRef.ref);
-    if (text === undefined) throw new Error(`the arguments of ${op.operationId} are missing from the blob store (${argumentsRef.ref})`);
+    const from = argumentsRef.in === 'item' ? sources.items : sources.blobs;
+    const text = await from?.get(argumentsRef.ref);
+    if (text === undefined) throw new Error(`the arguments of ${op.operationId} are missing (${argumentsRef.ref})`);
     op[argumentsRef.field] = text;
   }
+  sources.placed.set(op, argumentsRef ?? null);
   return op;
 }
 
 /** The item written for a record: the record compacted, with the sparse index keys. */
-async function toItem(
-  op: OperationRecord,
-  before: OperationRecord | undefined,
-  blobs: BlobStore | undefined,
-): Promise<Record<string, unknown>> {
-  return { ...packResult(await compact(op, before, blobs)), ...indexKeys(op) };
+function toItem(op: OperationRecord, argumentsRef: ArgumentsRef | undefined): Record<string, unknown> {
+  return { ...packResult(compact(op, argumentsRef)), ...indexKeys(op) };
 }
 
 /** The record an item holds; items of schema version 1 are upgraded on the way (`upgradeV1`). */
-async function fromItem(item: Record<string, unknown>, blobs: BlobStore | undefined): Promise<OperationRecord> {
+async function fromItem(item: Record<string, unknown>, sources: ArgumentSources): Promise<OperationRecord> {
   // `activeKey` put a record written before the watch table in the legacy index; `writeId` names a write.
   const { activeKey: _a, approvalPendingKey: _p, reviewOpenKey: _r, writeId: _w, ...rest } = item;
   const stored = ((rest.schemaVersion as number | undefined) ?? 1) < 2 ? upgradeV1(rest) : rest;
-  return expand(unpackResult(stored) as unknown as StoredItem, blobs);
+  return expand(unpackResult(stored) as unknown as StoredItem, sources);
+}
+
+/**
+ * Arguments in items of their own in the operations table, under a key no operation id can have (`#`);
+ * gzipped where that is smaller. They carry no attribute any index uses, and expire with their operation.
+ */
+function argumentItems(doc: DynamoDBDocumentClient, table: string): ArgumentItems {
+  return {
+    async put(ref, text, expiresAtEpoch) {
+      const gzipped = gzipSync(text);
+      const body = gzipped.byteLength < Buffer.byteLength(text) ? { argumentsGzip: gzipped } : { arguments: text };
+      await doc.send(
+        new PutCommand({ TableName: table, Item: { operationId: ref, ...body, ...(expiresAtEpoch ? { expiresAtEpoch } : {}) } }),
+      );
+    },
+    async get(ref) {
+      const out = await doc.send(new GetCommand({ TableName: table, Key: { operationId: ref }, ConsistentRead: true }));
+      const item = out.Item;
+      if (!item) return undefined;
+      return item.argumentsGzip ? gunzipSync(item.argumentsGzip as Uint8Array).toString('utf8') : (item.arguments as string | undefined);
+    },
+  };
 }
 
 function upgradeOutcome(outcome: unknown): unknown {
@@ -285,6 +360,12 @@ function statusChange(tables: TableNames, runId: string, from: RunRecord['status
  */
 export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames, clock: () => number = Date.now, blobs?: BlobStore): Store {
   const watch = makeWatch(doc, tables.watch, clock);
+  const sources: ArgumentSources = { blobs, items: argumentItems(doc, tables.operations), placed: new WeakMap() };
+  /** A record as written: remembered with where its arguments went, for the next write of it. */
+  const placedAt = (op: OperationRecord, ref: ArgumentsRef | undefined): OperationRecord => {
+    sources.placed.set(op, ref ?? null);
+    return op;
+  };
   const stamps = makeTraceClock(clock);
   const nowIso = () => new Date(clock()).toISOString();
   async function queryAll<T>(input: ConstructorParameters<typeof QueryCommand>[0], limit = Infinity): Promise<T[]> {
@@ -365,7 +446,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
   async function readOperations(ids: string[]): Promise<Map<string, OperationRecord>> {
     const items = await batchRead(doc, tables.operations, 'operationId', ids);
-    return new Map(await Promise.all(items.map(async (item) => [item.operationId as string, await fromItem(item, blobs)] as const)));
+    return new Map(await Promise.all(items.map(async (item) => [item.operationId as string, await fromItem(item, sources)] as const)));
   }
 
   async function eventItems(runId: string): Promise<PackedEvents[]> {
@@ -383,7 +464,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     const reasons = error.CancellationReasons ?? [];
     const op = reasons[opIndex];
     if (op?.Code === 'ConditionalCheckFailed') {
-      const current = op.Item ? await fromItem(unmarshall(op.Item), blobs) : undefined;
+      const current = op.Item ? await fromItem(unmarshall(op.Item), sources) : undefined;
       return runIndex === undefined ? new OperationConflictError(current) : new OperationExistsError(current);
     }
     if (runIndex !== undefined && reasons[runIndex]?.Code === 'ConditionalCheckFailed')
@@ -400,7 +481,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
     async getOperation(operationId) {
       const out = await doc.send(new GetCommand({ TableName: tables.operations, Key: { operationId }, ConsistentRead: true }));
-      return out.Item ? fromItem(out.Item, blobs) : undefined;
+      return out.Item ? fromItem(out.Item, sources) : undefined;
     },
 
     async putNewRun(run) {
@@ -418,8 +499,13 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
       const at = nowIso();
       const writeId = newWriteId();
       const proposed: OperationRecord = { ...op, version: 1, updatedAt: at };
-      // Both land before the operation does: a creation that then fails leaves only what nothing names.
-      const [traced] = await Promise.all([writeBlock(proposed, undefined, events, at), watch.entryFor(undefined, proposed)]);
+      const placed = placeArguments(proposed, undefined, sources);
+      // All land before the operation does: a creation that then fails leaves only what nothing names.
+      const [traced] = await Promise.all([
+        writeBlock(proposed, undefined, events, at),
+        watch.entryFor(undefined, proposed),
+        placed.write(),
+      ]);
       const created = naming(proposed, undefined, traced);
       const runItem = runChangeItem(tables, run, runChange, at);
       const items: TransactItem[] = [
@@ -427,7 +513,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         {
           Put: {
             TableName: tables.operations,
-            Item: { ...(await toItem(created, undefined, blobs)), writeId },
+            Item: { ...toItem(created, placed.ref), writeId },
             // Why: the operation id is derived from (runId, callId); it may be created once only.
             ConditionExpression: 'attribute_not_exists(operationId)',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -439,25 +525,26 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         else await doc.send(new PutCommand(items[0].Put!));
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
-          if (ownWrite(error.Item, writeId)) return { op: created, events: traced };
-          throw new OperationExistsError(error.Item ? await fromItem(unmarshall(error.Item), blobs) : undefined);
+          if (ownWrite(error.Item, writeId)) return { op: placedAt(created, placed.ref), events: traced };
+          throw new OperationExistsError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined);
         }
         throw await transactionError(error, runItem ? 1 : 0, runItem ? 0 : -1);
       }
-      return { op: created, events: traced };
+      return { op: placedAt(created, placed.ref), events: traced };
     },
 
     async updateOperation(before, after, events) {
       const at = nowIso();
       const writeId = newWriteId();
       const moved: OperationRecord = { ...after, version: before.version + 1, updatedAt: at };
-      const [traced] = await Promise.all([writeBlock(moved, before, events, at), watch.entryFor(before, moved)]);
+      const placed = placeArguments(moved, before, sources);
+      const [traced] = await Promise.all([writeBlock(moved, before, events, at), watch.entryFor(before, moved), placed.write()]);
       const next = naming(moved, before.traceSeqs, traced);
       try {
         await doc.send(
           new PutCommand({
             TableName: tables.operations,
-            Item: { ...(await toItem(next, before, blobs)), writeId },
+            Item: { ...toItem(next, placed.ref), writeId },
             // Why: every transition names the state it leaves and the version it read; and the blocks it read,
             // so a writer holding a record without them cannot drop the names of earlier blocks.
             ConditionExpression: '#state = :from AND #version = :version AND (attribute_not_exists(traceSeqs) OR size(traceSeqs) = :named)',
@@ -468,12 +555,12 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         );
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
-          if (ownWrite(error.Item, writeId)) return { op: next, events: traced };
-          throw new OperationConflictError(error.Item ? await fromItem(unmarshall(error.Item), blobs) : undefined);
+          if (ownWrite(error.Item, writeId)) return { op: placedAt(next, placed.ref), events: traced };
+          throw new OperationConflictError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined);
         }
         throw error;
       }
-      return { op: next, events: traced };
+      return { op: placedAt(next, placed.ref), events: traced };
     },
 
     async updateRunStatus(run, to, events) {
@@ -535,7 +622,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
       ]);
       const found = new Map(watched.map((op) => [op.operationId, op]));
       for (const item of legacy)
-        if (!found.has(item.operationId as string)) found.set(item.operationId as string, await fromItem(item, blobs));
+        if (!found.has(item.operationId as string)) found.set(item.operationId as string, await fromItem(item, sources));
       return [...found.values()].slice(0, limit);
     },
 
@@ -561,7 +648,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         );
         const found = page.Items ?? [];
         for (const [i, item] of found.entries()) {
-          items.push(await fromItem(item, blobs));
+          items.push(await fromItem(item, sources));
           if (items.length < limit) continue;
           if (i === found.length - 1 && !page.LastEvaluatedKey) return { items };
           // Resume right after the last item handed out; it carries the index key and the table key.
@@ -629,7 +716,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         },
         limit,
       );
-      return Promise.all(items.map((item) => fromItem(item, blobs)));
+      return Promise.all(items.map((item) => fromItem(item, sources)));
     },
 
     async countWaiting(now) {

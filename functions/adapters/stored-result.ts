@@ -1,5 +1,6 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { StoredResult } from '../core/result-record';
+import { packHash, unpackHash } from './stored-hash';
 
 /**
  * A result whose JSON text in the record is longer than this is stored gzipped. DynamoDB bills a write unit
@@ -8,8 +9,8 @@ import type { StoredResult } from '../core/result-record';
  */
 export const GZIP_RESULT_ABOVE_BYTES = 1024;
 
-/** A stored result as the item holds it: its JSON text as `jsonGzip` (binary) instead of `json` when large. */
-type PackedResult = Omit<StoredResult, 'json'> & { json?: string; jsonGzip?: Uint8Array };
+/** A stored result as the item holds it: its JSON text as `jsonGzip` (binary) instead of `json` when large, its hash as bytes. */
+type PackedResult = Omit<StoredResult, 'json' | 'sha256'> & { json?: string; jsonGzip?: Uint8Array; sha256: string | Uint8Array };
 type WithOutcome = { outcome?: unknown };
 
 function outcomeResult(item: WithOutcome): PackedResult | undefined {
@@ -24,15 +25,19 @@ function withResult<T extends WithOutcome>(item: T, result: PackedResult): T {
 /** The item as stored: a succeeded outcome's large result text gzipped. */
 export function packResult<T extends WithOutcome>(item: T): T {
   const result = outcomeResult(item);
-  if (result?.json === undefined || Buffer.byteLength(result.json) <= GZIP_RESULT_ABOVE_BYTES) return item;
-  const { json, ...rest } = result;
+  if (!result) return item;
+  const packed = { ...result, sha256: packHash(result.sha256) };
+  if (packed.json === undefined || Buffer.byteLength(packed.json) <= GZIP_RESULT_ABOVE_BYTES) return withResult(item, packed);
+  const { json, ...rest } = packed;
   return withResult(item, { ...rest, jsonGzip: gzipSync(json) });
 }
 
-/** The item as read: `jsonGzip` back to `json`. */
+/** The item as read: `jsonGzip` back to `json`, the hash back to its text. */
 export function unpackResult<T extends WithOutcome>(item: T): T {
   const result = outcomeResult(item);
-  if (!result?.jsonGzip) return item;
-  const { jsonGzip, ...rest } = result;
+  if (!result) return item;
+  const unpacked = { ...result, sha256: unpackHash(result.sha256) };
+  if (!unpacked.jsonGzip) return withResult(item, unpacked);
+  const { jsonGzip, ...rest } = unpacked;
   return withResult(item, { ...rest, json: gunzipSync(jsonGzip).toString('utf8') });
 }

@@ -42,19 +42,19 @@ export async function waitForSettled(
   watcher: OperationWatcher,
   op: OperationRecord,
   seconds: number,
-  finished?: Promise<void>,
+  finished?: Promise<OperationRecord | undefined>,
 ): Promise<OperationRecord> {
   const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
-  const newest = () => {
-    const seen = watcher.latest();
-    return seen && seen.version > current.version ? seen : current;
-  };
+  /** What the submitting process wrote last, when it ran the attempt itself. */
+  let written: OperationRecord | undefined;
+  const newest = () => [watcher.latest(), written].reduce<OperationRecord>((a, b) => (b && b.version > a.version ? b : a), current);
   let current = op;
   current = newest();
   if (done(current) || seconds === 0) return current;
   const deadline = deps.now() + seconds * 1000;
   let ended = false;
-  void finished?.then(() => {
+  void finished?.then((op) => {
+    written = op;
     ended = true;
     watcher.wakeNow();
   });

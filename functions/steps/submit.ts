@@ -5,7 +5,7 @@ import { propose, stepOutput, transitionAll, type LifecycleEvent, type Proposal,
 import { newIdempotencyKey, newRunId, operationIdFor } from '../core/ids';
 import { attemptLease, stepLease } from '../core/leases';
 import { SCHEMA_VERSION, type Budgets, type OperationRecord, type Principal, type RunRecord } from '../core/model';
-import { ContentionError, OperationExistsError, RunChangedError, type Deps, type RunChange } from '../core/ports';
+import { ContentionError, OperationExistsError, RunChangedError, type Deps, type RunChange, type Store } from '../core/ports';
 import { replaySafe } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
@@ -68,7 +68,12 @@ export interface SubmitContext {
 }
 
 export type SubmitResult =
-  | { kind: 'created'; op: OperationRecord /** Resolves when a synchronous (Express) execution ends. */; finished?: Promise<void> }
+  | {
+      kind: 'created';
+      op: OperationRecord;
+      /** Resolves when a synchronous (Express) execution ends: with the record it wrote last, where this process wrote it. */
+      finished?: Promise<OperationRecord | undefined>;
+    }
   | { kind: 'replayed'; op: OperationRecord }
   | { kind: 'conflict' }
   | { kind: 'run_closed' };
@@ -153,7 +158,7 @@ async function startLifecycle(
   op: OperationRecord,
   approvalTtlSeconds: number,
   waitSeconds: number,
-): Promise<{ finished?: Promise<void> }> {
+): Promise<{ finished?: Promise<OperationRecord | undefined> }> {
   const input = stepOutput(op, deps.now(), approvalTtlSeconds);
   if (input.next === 'done') return {};
   const name = executionNameOf(op);
@@ -188,21 +193,36 @@ function runsInline(tool: ToolSpec, waitSeconds: number): boolean {
  * reconciliation, a report) on the Express machine, synchronously while the caller still waits. A process
  * that dies here leaves the operation to its lease, as a lost execution does: the sweeper resumes it.
  */
-async function executeInline(deps: Deps, op: OperationRecord, name: string, deadline: number): Promise<void> {
+async function executeInline(deps: Deps, op: OperationRecord, name: string, deadline: number): Promise<OperationRecord | undefined> {
+  // The record the attempt wrote last: the waiting request answers from it instead of reading it back.
+  let written: OperationRecord | undefined;
+  const store: Store = {
+    ...deps.store,
+    updateOperation: async (before, after, events) => {
+      const out = await deps.store.updateOperation(before, after, events);
+      written = out.op;
+      return out;
+    },
+  };
   try {
-    const out = await executeStep(deps, op.operationId, op);
-    if (out.next === 'done') return;
+    const out = await executeStep({ ...deps, store }, op.operationId, op);
+    if (out.next === 'done') return written;
     if (deps.lifecycle.startSync && deps.now() < deadline) await runSynchronously(deps, out, name, op);
     else await deps.lifecycle.start(out, name, 'express');
   } catch (error) {
     warn('the attempt in the submitting process failed; the sweeper resumes the operation past its lease', op, error as Error);
   }
+  return undefined;
 }
 
-/** An Express execution, awaited: the caller learns the outcome when it ends. */
-function runSynchronously(deps: Deps, input: { operationId: string; next: string }, name: string, op: OperationRecord): Promise<void> {
-  return (deps.lifecycle.startSync?.(input, name) ?? Promise.resolve()).catch((error: Error) =>
-    warn('synchronous execution failed to start or finish', op, error),
+/** An Express execution, awaited: the caller learns the outcome when it ends (from the record). */
+function runSynchronously(deps: Deps, input: { operationId: string; next: string }, name: string, op: OperationRecord): Promise<undefined> {
+  return (deps.lifecycle.startSync?.(input, name) ?? Promise.resolve()).then(
+    () => undefined,
+    (error: Error) => {
+      warn('synchronous execution failed to start or finish', op, error);
+      return undefined;
+    },
   );
 }
 

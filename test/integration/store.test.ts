@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { makeDocumentClient, makeDynamoStore } from '../../functions/adapters/dynamo-store';
@@ -327,5 +327,60 @@ describe('DynamoDB store: what only DynamoDB can do', () => {
     await store.updateOperation(read, { ...read, leaseUntil: at(300_000) }, []);
     expect(await due(120_000)).toEqual([]);
     expect(await due(360_000)).toEqual([legacy.operationId]);
+  });
+
+  it('keeps arguments of 512 bytes or more in an item of their own, written once; a record that had them inline moves them at its next write', async () => {
+    const prefix = `s${randomBytes(4).toString('hex')}`;
+    const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
+    await ensureTables(client, tables);
+    const counting = localClient(inject('dynamoEndpoint'));
+    const argumentPuts: string[] = [];
+    counting.middlewareStack.add(
+      (next, context) => async (args) => {
+        const key = (args.input as { Item?: { operationId?: { S?: string } } }).Item?.operationId?.S;
+        if (context.commandName === 'PutItemCommand' && key?.includes('#arguments')) argumentPuts.push(key);
+        return next(args);
+      },
+      { step: 'build', name: 'countArgumentPuts' },
+    );
+    try {
+      const doc = makeDocumentClient(counting);
+      const store = makeDynamoStore(doc, tables);
+      const run = newRun();
+      await store.putNewRun(run);
+      const frozen = JSON.stringify({ amount: 1000, note: randomBytes(600).toString('base64url') });
+      const { rawArguments: _r, ...bare } = newOp(run.runId);
+      const created = (
+        await store.createOperation({ run, runChange: { kind: 'none' }, op: { ...bare, frozenArguments: frozen }, events: proposal })
+      ).op;
+      const item = (await doc.send(new GetCommand({ TableName: tables.operations, Key: { operationId: created.operationId } }))).Item!;
+      expect(item.frozenArguments).toBeUndefined();
+      expect(item.argumentsRef).toMatchObject({ field: 'frozenArguments', bytes: Buffer.byteLength(frozen), in: 'item' });
+      expect(JSON.stringify(item).length).toBeLessThan(1024);
+      // Written with the creation, not again by the next write of the record.
+      const moved = (await store.updateOperation(created, { ...created, state: 'validated' }, [])).op;
+      await store.updateOperation(moved, { ...moved, attempts: 1 }, []);
+      expect(argumentPuts).toHaveLength(1);
+      expect((await store.getOperation(created.operationId))!.frozenArguments).toBe(frozen);
+
+      // As the previous release wrote it: the same arguments inline. Read back as they are; moved when next written.
+      const legacy = {
+        ...bare,
+        operationId: `op_${randomBytes(6).toString('hex')}`,
+        frozenArguments: frozen,
+        version: 1,
+        updatedAt: at(0),
+      };
+      await doc.send(new PutCommand({ TableName: tables.operations, Item: legacy }));
+      const read = (await store.getOperation(legacy.operationId))!;
+      expect(read.frozenArguments).toBe(frozen);
+      await store.updateOperation(read, { ...read, state: 'validated' }, []);
+      expect(argumentPuts).toHaveLength(2);
+      const after = (await doc.send(new GetCommand({ TableName: tables.operations, Key: { operationId: legacy.operationId } }))).Item!;
+      expect(after.frozenArguments).toBeUndefined();
+      expect((await store.getOperation(legacy.operationId))!.frozenArguments).toBe(frozen);
+    } finally {
+      counting.destroy();
+    }
   });
 });
