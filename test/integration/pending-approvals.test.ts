@@ -7,6 +7,7 @@ import { makeApp } from '../../functions/api/app';
 import { SCHEMA_VERSION } from '../../functions/core/model';
 import type { Deps } from '../../functions/steps/deps';
 import { ensureTables, localClient } from '../../local/dynamodb-local';
+import { idleLifecycle } from '../support/memory-store';
 
 const client = localClient(inject('dynamoEndpoint'));
 const doc = makeDocumentClient(client);
@@ -84,12 +85,7 @@ function appFor(): ReturnType<typeof makeApp> {
       approvalSecret: 'p'.repeat(32),
       approvalTtlSeconds: 86400,
     }),
-    lifecycle: {
-      start: async () => undefined,
-      stop: async () => undefined,
-      sendTaskSuccess: async () => undefined,
-      sendTaskFailure: async () => undefined,
-    },
+    lifecycle: idleLifecycle,
     notifier: { approvalRequested: async () => undefined },
     now: () => NOW,
     random: Math.random,

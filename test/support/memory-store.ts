@@ -2,7 +2,7 @@ import { admissionHolds, applyAdmission } from '../../functions/core/budgets';
 import { canTransition, OperationState } from '../../functions/core/lifecycle';
 import type { OperationRecord, RunRecord } from '../../functions/core/model';
 import { isActive, isOwnOperation } from '../../functions/core/record-predicates';
-import { OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../../functions/core/ports';
+import { type LifecyclePort, OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../../functions/core/ports';
 import type { TraceEvent } from '../../functions/core/trace';
 
 /**
@@ -177,3 +177,11 @@ function reachable(from: OperationState, to: OperationState): boolean {
   }
   return false;
 }
+
+/** A lifecycle port that starts nothing: for tests that drive the steps themselves. */
+export const idleLifecycle: LifecyclePort = {
+  start: async () => undefined,
+  stop: async () => undefined,
+  sendTaskSuccess: async () => undefined,
+  sendTaskFailure: async () => undefined,
+};

@@ -11,7 +11,7 @@ import { executeStep } from '../../functions/steps/execute';
 import { reconcileStep } from '../../functions/steps/reconcile';
 import { reportStep, routeStep } from '../../functions/steps/report';
 import { createRun, submitToolCall } from '../../functions/steps/submit';
-import { memoryStore } from '../support/memory-store';
+import { idleLifecycle, memoryStore } from '../support/memory-store';
 
 /**
  * A request that timed out can still take effect after the status lookup found nothing (it was overtaken
@@ -87,12 +87,7 @@ function harness(withLookup: boolean) {
       approvalSecret: 's'.repeat(32),
       approvalTtlSeconds: 600,
     }),
-    lifecycle: {
-      start: async () => undefined,
-      stop: async () => undefined,
-      sendTaskSuccess: async () => undefined,
-      sendTaskFailure: async () => undefined,
-    },
+    lifecycle: idleLifecycle,
     notifier: { approvalRequested: async () => undefined },
     now: () => clock,
     random: () => 0.5,
@@ -123,6 +118,15 @@ function harness(withLookup: boolean) {
   }
   return { up, run };
 }
+
+/** How a lookup that finds the charge ends the story. */
+const FOUND_AND_REPORTED = [
+  'reconcile.finished(found)',
+  'outcome_unknown->recorded',
+  'result.recorded(succeeded)',
+  'recorded->reported',
+  'result.reported',
+];
 
 /** An event as the trace tests read it: its type, and the move, outcome or finding it names. */
 function brief(e: TraceEvent): string {
@@ -157,11 +161,7 @@ describe('a failure after an unanswered attempt', () => {
       'executing->outcome_unknown',
       'policy.decision(failure_in_doubt/rate_limited)',
       'reconcile.started',
-      'reconcile.finished(found)',
-      'outcome_unknown->recorded',
-      'result.recorded(succeeded)',
-      'recorded->reported',
-      'result.reported',
+      ...FOUND_AND_REPORTED,
     ]);
   });
 
@@ -209,11 +209,7 @@ describe('a failure after an unanswered attempt', () => {
       'reconcile.finished(not_found/look_again)',
       'backoff.scheduled',
       'reconcile.started',
-      'reconcile.finished(found)',
-      'outcome_unknown->recorded',
-      'result.recorded(succeeded)',
-      'recorded->reported',
-      'result.reported',
+      ...FOUND_AND_REPORTED,
     ]);
   });
 
