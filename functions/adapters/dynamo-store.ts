@@ -12,8 +12,8 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { createHash, randomBytes } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import type { Envelope } from '../core/envelope';
-import type { OperationRecord, RunRecord } from '../core/model';
+import { type Envelope, SUCCEEDED_ENVELOPE } from '../core/envelope';
+import type { OperationRecord, Outcome, RunRecord } from '../core/model';
 import {
   type BlobStore,
   ContentionError,
@@ -26,7 +26,7 @@ import {
 import { RESULT_LIMITS, storedResultOf } from '../core/result-record';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { batchRead, makeWatch } from './dynamo-watch';
-import { packHash, unpackHash } from './stored-hash';
+import { packHash, packKey, unpackHash, unpackKey } from './stored-bytes';
 import { packResult, unpackResult } from './stored-result';
 import { EVENTS_PER_BLOCK, makeTraceClock } from './trace-clock';
 import { INDEX, RUNS_LIST_KEY, type TableNames } from './tables';
@@ -81,8 +81,10 @@ interface ArgumentSources {
   placed: WeakMap<OperationRecord, ArgumentsRef | null>;
 }
 
+/** The envelope as stored: without the record's ids, and a succeeded one as its status alone (`compact`). */
 type StoredItem = Omit<OperationRecord, 'envelope'> & {
-  envelope?: Omit<Envelope, 'call_id' | 'logical_operation_id'> & Partial<Pick<Envelope, 'call_id' | 'logical_operation_id'>>;
+  envelope?: Omit<Envelope, 'call_id' | 'logical_operation_id' | 'message' | 'allowed_next_actions'> &
+    Partial<Pick<Envelope, 'call_id' | 'logical_operation_id' | 'message' | 'allowed_next_actions'>>;
   argumentsRef?: ArgumentsRef;
 };
 
@@ -116,18 +118,23 @@ function placeArguments(
 
 /**
  * Every write unit counts (items in a transaction cost double, and each index holds a copy): the envelope
- * need not repeat the ids the record carries, nor a record the requester when it is the run's owner;
- * hashes are kept as bytes (stored-hash.ts) and large arguments apart (`placeArguments`). `expand`
- * reverses it.
+ * need not repeat the ids the record carries, nor what every succeeded envelope says; a record need not
+ * name the requester when it is the run's owner, nor a succeeded last attempt its outcome again; hashes and
+ * keys are kept as bytes (stored-bytes.ts) and large arguments apart (`placeArguments`). `expand` reverses it.
  */
 function compact(op: OperationRecord, argumentsRef: ArgumentsRef | undefined): StoredItem {
   const out: StoredItem = { ...op };
   if (op.envelope && op.envelope.call_id === op.callId && op.envelope.logical_operation_id === op.operationId) {
     const { call_id: _c, logical_operation_id: _l, ...rest } = op.envelope;
-    out.envelope = rest;
+    out.envelope = isDerivable(rest) ? { status: 'succeeded' } : rest;
   }
   if (op.requestedBy === op.principalId) out.requestedBy = undefined;
+  if (op.outcome?.kind === 'succeeded' && op.lastAttempt && isBareSuccess(op.lastAttempt.outcome)) {
+    const { outcome: _o, ...lastAttempt } = op.lastAttempt;
+    out.lastAttempt = lastAttempt as OperationRecord['lastAttempt'];
+  }
   (out as { inputHash: unknown }).inputHash = packHash(op.inputHash);
+  (out as { idempotencyKey: unknown }).idempotencyKey = packKey(op.idempotencyKey);
   if (argumentsRef) {
     out[argumentsRef.field] = undefined;
     out.argumentsRef = argumentsRef;
@@ -139,9 +146,16 @@ async function expand(item: StoredItem, sources: ArgumentSources): Promise<Opera
   const { argumentsRef, ...rest } = item;
   const op = rest as OperationRecord;
   const stored = item.envelope;
-  if (stored && stored.call_id === undefined) op.envelope = { ...stored, call_id: op.callId, logical_operation_id: op.operationId };
+  if (stored) {
+    const said =
+      stored.message === undefined ? { ...SUCCEEDED_ENVELOPE, allowed_next_actions: [...SUCCEEDED_ENVELOPE.allowed_next_actions] } : {};
+    op.envelope = { call_id: op.callId, logical_operation_id: op.operationId, ...stored, ...said } as Envelope;
+  }
   op.requestedBy ??= op.principalId;
+  if (op.lastAttempt && op.lastAttempt.outcome === undefined && op.outcome?.kind === 'succeeded')
+    op.lastAttempt = { ...op.lastAttempt, outcome: { kind: 'succeeded' } };
   op.inputHash = unpackHash(op.inputHash);
+  op.idempotencyKey = unpackKey(op.idempotencyKey);
   if (argumentsRef) {
     const from = argumentsRef.in === 'item' ? sources.items : sources.blobs;
     const text = await from?.get(argumentsRef.ref);
@@ -150,6 +164,22 @@ async function expand(item: StoredItem, sources: ArgumentSources): Promise<Opera
   }
   sources.placed.set(op, argumentsRef ?? null);
   return op;
+}
+
+/** A succeeded envelope that says nothing but what every one does (its result is not in the record's envelope). */
+function isDerivable(envelope: Partial<Envelope>): boolean {
+  const { status, message, allowed_next_actions, ...other } = envelope;
+  return (
+    Object.keys(other).length === 0 &&
+    status === SUCCEEDED_ENVELOPE.status &&
+    message === SUCCEEDED_ENVELOPE.message &&
+    JSON.stringify(allowed_next_actions) === JSON.stringify(SUCCEEDED_ENVELOPE.allowed_next_actions)
+  );
+}
+
+/** An attempt's outcome that is only "succeeded" (its result is kept once, in the operation's outcome). */
+function isBareSuccess(outcome: Outcome): boolean {
+  return outcome.kind === 'succeeded' && Object.keys(outcome).length === 1;
 }
 
 /** The item written for a record: the record compacted, with the sparse index keys. */
@@ -172,7 +202,7 @@ async function fromItem(item: Record<string, unknown>, sources: ArgumentSources)
 function argumentItems(doc: DynamoDBDocumentClient, table: string): ArgumentItems {
   return {
     async put(ref, text, expiresAtEpoch) {
-      const gzipped = gzipSync(text);
+      const gzipped = gzipSync(text, { level: 9 });
       const body = gzipped.byteLength < Buffer.byteLength(text) ? { argumentsGzip: gzipped } : { arguments: text };
       await doc.send(
         new PutCommand({ TableName: table, Item: { operationId: ref, ...body, ...(expiresAtEpoch ? { expiresAtEpoch } : {}) } }),

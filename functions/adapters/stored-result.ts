@@ -1,6 +1,6 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { StoredResult } from '../core/result-record';
-import { packHash, unpackHash } from './stored-hash';
+import { packHash, unpackHash } from './stored-bytes';
 
 /**
  * A result whose JSON text in the record is longer than this is stored gzipped. DynamoDB bills a write unit
@@ -29,7 +29,7 @@ export function packResult<T extends WithOutcome>(item: T): T {
   const packed = { ...result, sha256: packHash(result.sha256) };
   if (packed.json === undefined || Buffer.byteLength(packed.json) <= GZIP_RESULT_ABOVE_BYTES) return withResult(item, packed);
   const { json, ...rest } = packed;
-  return withResult(item, { ...rest, jsonGzip: gzipSync(json) });
+  return withResult(item, { ...rest, jsonGzip: gzipSync(json, { level: 9 }) });
 }
 
 /** The item as read: `jsonGzip` back to `json`, the hash back to its text. */

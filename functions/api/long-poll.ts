@@ -53,8 +53,8 @@ export async function waitForSettled(
   if (done(current) || seconds === 0) return current;
   const deadline = deps.now() + seconds * 1000;
   let ended = false;
-  void finished?.then((op) => {
-    written = op;
+  void finished?.then((last) => {
+    written = last;
     ended = true;
     watcher.wakeNow();
   });

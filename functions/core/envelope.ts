@@ -30,6 +30,13 @@ const NEXT_ACTIONS: Record<string, string[]> = {
   cancelled: ['stop'],
 };
 
+/** What a succeeded envelope says besides its ids (the result is put in when the API answers). */
+export const SUCCEEDED_ENVELOPE = {
+  status: 'succeeded',
+  message: 'the tool call succeeded',
+  allowed_next_actions: NEXT_ACTIONS.succeeded,
+} as const satisfies Partial<Envelope>;
+
 /**
  * Builds the envelope for an outcome as the record keeps it: never with the result itself, which the
  * record holds once (`outcome.result`); the API puts it in (or `result_omitted`) when it answers.
@@ -38,12 +45,7 @@ export function envelopeFor(op: Pick<OperationRecord, 'callId' | 'operationId'>,
   const base = { call_id: op.callId, logical_operation_id: op.operationId };
   switch (outcome.kind) {
     case 'succeeded':
-      return {
-        ...base,
-        status: 'succeeded',
-        message: 'the tool call succeeded',
-        allowed_next_actions: NEXT_ACTIONS.succeeded,
-      };
+      return { ...base, ...SUCCEEDED_ENVELOPE, allowed_next_actions: [...SUCCEEDED_ENVELOPE.allowed_next_actions] };
     case 'rejected':
       return {
         ...base,

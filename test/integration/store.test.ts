@@ -4,6 +4,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { makeDocumentClient, makeDynamoStore } from '../../functions/adapters/dynamo-store';
 import { TABLE_ENV, type TableNames } from '../../functions/adapters/tables';
+import { hashValue } from '../../functions/core/canonical';
+import { envelopeFor } from '../../functions/core/envelope';
+import { newIdempotencyKey } from '../../functions/core/ids';
 import { SCHEMA_VERSION, type OperationRecord, type RunRecord } from '../../functions/core/model';
 import { OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../../functions/core/ports';
 import { ensureTables, localClient } from '../../local/dynamodb-local';
@@ -382,5 +385,43 @@ describe('DynamoDB store: what only DynamoDB can do', () => {
     } finally {
       counting.destroy();
     }
+  });
+
+  it('keeps a succeeded record compact (envelope, last attempt, hash and key as bytes) and reads it back exactly as written', async () => {
+    const prefix = `s${randomBytes(4).toString('hex')}`;
+    const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
+    await ensureTables(client, tables);
+    const doc = makeDocumentClient(client);
+    const store = makeDynamoStore(doc, tables);
+    const run = newRun();
+    await store.putNewRun(run);
+    const { rawArguments: _r, ...bare } = newOp(run.runId);
+    // As submission writes it: requested by the run's owner.
+    const op = {
+      ...bare,
+      requestedBy: 'p',
+      frozenArguments: '{"orderId":"ord_1"}',
+      inputHash: hashValue({ orderId: 'ord_1' }),
+      idempotencyKey: newIdempotencyKey(),
+    };
+    const created = (await store.createOperation({ run, runChange: { kind: 'none' }, op, events: proposal })).op;
+    const result = { bytes: 2, sha256: hashValue({}), json: '{}' };
+    const outcome = { kind: 'succeeded' as const, result };
+    const settled = {
+      ...created,
+      state: 'reported' as const,
+      attempts: 1,
+      outcome,
+      lastAttempt: { attempt: 1, outcome: { kind: 'succeeded' as const }, latencyMs: 12, finishedAt: at(0) },
+      envelope: envelopeFor(created, outcome),
+    };
+    const written = (await store.updateOperation(created, settled, [])).op;
+    const item = (await doc.send(new GetCommand({ TableName: tables.operations, Key: { operationId: op.operationId } }))).Item!;
+    expect(item.envelope).toEqual({ status: 'succeeded' });
+    expect(item.lastAttempt.outcome).toBeUndefined();
+    expect(item.inputHash).toBeInstanceOf(Uint8Array);
+    expect(item.idempotencyKey).toBeInstanceOf(Uint8Array);
+    expect(item.outcome.result.sha256).toBeInstanceOf(Uint8Array);
+    expect(await store.getOperation(op.operationId)).toEqual(written);
   });
 });
