@@ -5,7 +5,7 @@ import { SNSClient } from '@aws-sdk/client-sns';
 import { z } from 'zod';
 import { fileConfigSource, secretConfigSource } from '../adapters/config-source';
 import { makeDocumentClient, makeDynamoStore } from '../adapters/dynamo-store';
-import { watchedStore } from '../adapters/operation-watch';
+import { watchedStore } from '../steps/operation-watch';
 import { consoleChannel, makeNotifier, snsChannel, webhookChannel } from '../adapters/notifier';
 import { sfnLifecycle } from '../adapters/sfn-lifecycle';
 import { powertoolsOnceGuard } from '../adapters/submission-guard';

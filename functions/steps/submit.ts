@@ -5,7 +5,7 @@ import { propose, stepOutput, transitionAll, type LifecycleEvent, type Proposal,
 import { newIdempotencyKey, newRunId, operationIdFor } from '../core/ids';
 import { attemptLease, stepLease } from '../core/leases';
 import { SCHEMA_VERSION, type Budgets, type OperationRecord, type Principal, type RunRecord } from '../core/model';
-import { ContentionError, OperationExistsError, RunChangedError, type Deps, type RunChange, type Store } from '../core/ports';
+import { ContentionError, OperationExistsError, RunChangedError, type Deps, type RunChange } from '../core/ports';
 import { replaySafe } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
@@ -13,6 +13,7 @@ import { jitter } from './advance';
 import { countTrace } from './metrics';
 import { executionNameOf } from './deps';
 import { executeStep } from './execute';
+import { watchedStore } from './operation-watch';
 
 /**
  * What an attempt run in the submitting process needs beyond the tool's own timeout: the writes before and
@@ -196,14 +197,10 @@ function runsInline(tool: ToolSpec, waitSeconds: number): boolean {
 async function executeInline(deps: Deps, op: OperationRecord, name: string, deadline: number): Promise<OperationRecord | undefined> {
   // The record the attempt wrote last: the waiting request answers from it instead of reading it back.
   let written: OperationRecord | undefined;
-  const store: Store = {
-    ...deps.store,
-    updateOperation: async (before, after, events) => {
-      const out = await deps.store.updateOperation(before, after, events);
-      written = out.op;
-      return out;
-    },
-  };
+  const { store, watch } = watchedStore(deps.store);
+  const unsubscribe = watch.subscribe(op.operationId, (next) => {
+    written = next;
+  });
   try {
     const out = await executeStep({ ...deps, store }, op.operationId, op);
     if (out.next === 'done') return written;
@@ -211,6 +208,8 @@ async function executeInline(deps: Deps, op: OperationRecord, name: string, dead
     else await deps.lifecycle.start(out, name, 'express');
   } catch (error) {
     warn('the attempt in the submitting process failed; the sweeper resumes the operation past its lease', op, error as Error);
+  } finally {
+    unsubscribe();
   }
   return undefined;
 }

@@ -15,11 +15,16 @@ import { memoryStore } from '../support/memory-store';
 const client = localClient(inject('dynamoEndpoint'));
 afterAll(() => client.destroy());
 
-async function dynamoStore(): Promise<Store> {
+/** A set of tables of its own for one test. */
+async function freshTables(): Promise<TableNames> {
   const prefix = `s${randomBytes(4).toString('hex')}`;
   const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
   await ensureTables(client, tables);
-  return makeDynamoStore(makeDocumentClient(client), tables);
+  return tables;
+}
+
+async function dynamoStore(): Promise<Store> {
+  return makeDynamoStore(makeDocumentClient(client), await freshTables());
 }
 
 const now = Date.now();
@@ -272,9 +277,7 @@ describe.each([
 
 describe('DynamoDB store: what only DynamoDB can do', () => {
   it('a write whose answer was lost and that the SDK resent is its own success, not a conflict with itself', async () => {
-    const prefix = `s${randomBytes(4).toString('hex')}`;
-    const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
-    await ensureTables(client, tables);
+    const tables = await freshTables();
     const lossy = localClient(inject('dynamoEndpoint'));
     let drop = 0;
     // Inside the SDK's retry loop: the put reaches DynamoDB, its answer does not.
@@ -312,9 +315,7 @@ describe('DynamoDB store: what only DynamoDB can do', () => {
   });
 
   it('sweeps an operation written before the watch table through the legacy index, and watches it from its next write', async () => {
-    const prefix = `s${randomBytes(4).toString('hex')}`;
-    const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
-    await ensureTables(client, tables);
+    const tables = await freshTables();
     const doc = makeDocumentClient(client);
     const store = makeDynamoStore(doc, tables);
     const run = newRun();
@@ -333,9 +334,7 @@ describe('DynamoDB store: what only DynamoDB can do', () => {
   });
 
   it('keeps arguments of 512 bytes or more in an item of their own, written once; a record that had them inline moves them at its next write', async () => {
-    const prefix = `s${randomBytes(4).toString('hex')}`;
-    const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
-    await ensureTables(client, tables);
+    const tables = await freshTables();
     const counting = localClient(inject('dynamoEndpoint'));
     const argumentPuts: string[] = [];
     counting.middlewareStack.add(
@@ -388,9 +387,7 @@ describe('DynamoDB store: what only DynamoDB can do', () => {
   });
 
   it('keeps a succeeded record compact (envelope, last attempt, hash and key as bytes) and reads it back exactly as written', async () => {
-    const prefix = `s${randomBytes(4).toString('hex')}`;
-    const tables = Object.fromEntries(Object.keys(TABLE_ENV).map((id) => [id, `${prefix}-${id}`])) as TableNames;
-    await ensureTables(client, tables);
+    const tables = await freshTables();
     const doc = makeDocumentClient(client);
     const store = makeDynamoStore(doc, tables);
     const run = newRun();

@@ -3,8 +3,8 @@ import type { OperationWatch, Store } from '../core/ports';
 
 /**
  * Wraps a store so every committed version of an operation reaches the waiters in this process: where
- * the steps run beside the API (the embedded stack), a waiting request learns of its result without
- * polling the database.
+ * the steps run beside the API (the embedded stack), or the API runs an attempt itself, a waiting request
+ * learns of its result without reading the database.
  */
 export function watchedStore(store: Store): { store: Store; watch: OperationWatch } {
   const listeners = new Map<string, Set<(op: OperationRecord) => void>>();
