@@ -33,6 +33,19 @@ export const PRICES = {
   snsPublish: 0.5 / 1e6,
 } as const;
 
+/** Lambda gives a function CPU in proportion to its memory: one whole vCPU at this much (AWS Lambda docs). */
+export const FULL_VCPU_MEMORY_MB = 1769;
+
+/**
+ * How long an invocation would run on Lambda: the time it waited (on DynamoDB, the upstream) as measured, and
+ * its busy time stretched by the share of a vCPU its memory buys. Measured here on a whole core (of a loaded
+ * two-core x86 machine), which stands in for one Lambda vCPU.
+ */
+export function lambdaDurationMs(measuredMs: number, busyMs: number, memoryMb: number): number {
+  const share = Math.min(1, memoryMb / FULL_VCPU_MEMORY_MB);
+  return measuredMs + Math.min(busyMs, measuredMs) * (1 / share - 1);
+}
+
 export type LogLevel = 'ALL' | 'ERROR' | 'FATAL' | 'OFF';
 
 export interface FunctionShape {

@@ -1,6 +1,7 @@
 import '../local/env-defaults';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
@@ -16,7 +17,14 @@ import { runMain } from './bench-stack';
  * the same HTTP read, here, on the same DynamoDB Local): medians and their ratio, calls per second with 16
  * concurrent runs, the server's RSS over a soak, and the time from `npm start` to `ready:`. Figures are
  * reported, never asserted in tests. `BENCH_CPU_PROFILE=<dir>` has `npm start` write a V8 CPU profile there.
+ *
+ * Both sides first make `BENCH_WARMUP` untimed calls (alternating, as sampled): a long-running server's JIT is
+ * not warm after a handful, and the runner's longer code path (more modules, more sequential DynamoDB
+ * requests) would pay more for cold code than the peer, skewing the ratio. During the throughput phase
+ * the bench reads the CPU time DynamoDB Local's java, the server's node and this client each spend, per
+ * call: whichever nears a core's worth is what bounds calls per second.
  */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 100);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 50);
 const RUNS = Number(process.env.BENCH_CONCURRENT_RUNS ?? 16);
 const CALLS_PER_RUN = Number(process.env.BENCH_CALLS_PER_RUN ?? 40);
@@ -45,14 +53,35 @@ function knobs(dir: string, port: number, sandboxPort: number): Record<string, s
   };
 }
 
-/** RSS of the node process `npm start` runs (npm's child, or the child itself when run directly), in MiB. */
-function serverRssMiB(npm: NpmStarted): number {
+/** The pid of the node process `npm start` runs: npm's child, or the child itself when run directly. */
+function serverPid(npm: NpmStarted): number {
   const pid = String(npm.child.pid);
   const isServer = (p: string) => readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('local/main.ts');
   const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-  const node = isServer(pid) ? pid : (children.find(isServer) ?? children[0]);
-  const kb = Number(readFileSync(`/proc/${node}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1]);
+  return Number(isServer(pid) ? pid : (children.find(isServer) ?? children[0]));
+}
+
+/** A process's resident set size, in MiB. */
+function rssMiB(pid: number): number {
+  const kb = Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1]);
   return Math.round(kb / 1024);
+}
+
+/** Clock ticks per second, the unit of /proc/<pid>/stat's CPU times (asked once: usually 100, not guaranteed). */
+const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** CPU seconds (user + system, all threads) a process has used so far, from /proc/<pid>/stat. */
+function processCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // After the command name, which may hold spaces and parentheses: field 3 (state) on, utime and stime are 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** CPU seconds used so far by DynamoDB Local, the server and this process (the client). */
+function cpuSeconds(dynamoPid: number, nodePid: number) {
+  const own = process.cpuUsage();
+  return { dynamodbLocal: processCpuSeconds(dynamoPid), server: processCpuSeconds(nodePid), client: (own.user + own.system) / 1e6 };
 }
 
 async function main(): Promise<void> {
@@ -81,6 +110,7 @@ async function main(): Promise<void> {
   const ready = npm.output().match(/ready: api=(\S+) sandbox=(\S+)/);
   if (!ready) throw new Error(`npm start printed no api and sandbox URL:\n${npm.output()}`);
   const [, apiUrl, sandboxUrl] = ready;
+  const nodePid = serverPid(npm);
 
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', prefer: 'wait=25' };
   const post = async (path: string, body: unknown) => {
@@ -121,19 +151,24 @@ async function main(): Promise<void> {
 
   try {
     const runId = await createRun();
+    for (let i = 0; i < WARMUP; i++) {
+      await getOrder(runId);
+      await peer({ callId: `peer_warmup_${i}`, orderId: `ord_${1 + (i % 100)}` });
+    }
     const viaRunner: number[] = [];
     const viaPeer: number[] = [];
-    for (let i = 0; i < SAMPLES + 5; i++) {
+    for (let i = 0; i < SAMPLES; i++) {
       let t = performance.now();
       await getOrder(runId);
-      if (i >= 5) viaRunner.push(performance.now() - t);
+      viaRunner.push(performance.now() - t);
       t = performance.now();
       await peer({ callId: `peer_${i}`, orderId: `ord_${1 + (i % 100)}` });
-      if (i >= 5) viaPeer.push(performance.now() - t);
+      viaPeer.push(performance.now() - t);
     }
 
     // Throughput: RUNS runs at once, each calling in sequence, as concurrent agents would.
     const runs = await Promise.all(Array.from({ length: RUNS }, createRun));
+    const cpuBefore = cpuSeconds(dynamo.pid, nodePid);
     const t0 = performance.now();
     await Promise.all(
       runs.map(async (r) => {
@@ -141,9 +176,11 @@ async function main(): Promise<void> {
       }),
     );
     const callsPerSecond = (RUNS * CALLS_PER_RUN) / ((performance.now() - t0) / 1000);
+    const cpuAfter = cpuSeconds(dynamo.pid, nodePid);
+    const cpuMsPerCall = (key: keyof typeof cpuAfter) => round1(((cpuAfter[key] - cpuBefore[key]) * 1000) / (RUNS * CALLS_PER_RUN));
 
     // Memory of the server over many calls, sampled after each quarter: flat means later quarters add nothing.
-    const rssBefore = serverRssMiB(npm);
+    const rssBefore = rssMiB(nodePid);
     const soakRuns = await Promise.all(Array.from({ length: RUNS }, createRun));
     const rssByQuarter: number[] = [];
     for (let quarter = 0; quarter < 4; quarter++) {
@@ -153,11 +190,12 @@ async function main(): Promise<void> {
           while (left-- > 0) await getOrder(r);
         }),
       );
-      rssByQuarter.push(serverRssMiB(npm));
+      rssByQuarter.push(rssMiB(nodePid));
     }
 
     const figures = {
       measured: 'npm start (source handlers) in its own process; this process the client and the peer',
+      warmupCalls: WARMUP,
       samples: SAMPLES,
       npmStartToReadyMs: readyMs,
       runnerGetOrderMedianMs: round1(median(viaRunner)),
@@ -165,6 +203,12 @@ async function main(): Promise<void> {
       runnerToPeerRatio: round1(median(viaRunner) / median(viaPeer)),
       callsPerSecondWith16Runs: Math.round(callsPerSecond),
       concurrentRuns: RUNS,
+      cpuMsPerCallWith16Runs: {
+        dynamodbLocal: cpuMsPerCall('dynamodbLocal'),
+        server: cpuMsPerCall('server'),
+        client: cpuMsPerCall('client'),
+      },
+      machineCores: availableParallelism(),
       serverRssMiB: { beforeSoak: rssBefore, afterEachQuarter: rssByQuarter, soakCalls: SOAK_CALLS },
     };
     console.log(JSON.stringify(figures, null, 2));

@@ -77,7 +77,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   Api: {
     entry: 'api',
     timeoutSeconds: 29,
-    memoryMb: 512,
+    // memory: the construct's apiMemoryMb prop
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'idempotency'],
     ports: [

@@ -96,6 +96,8 @@ export async function freePort(): Promise<number> {
 
 export interface DynamoLocal {
   endpoint: string;
+  /** The java process's id (the shell `exec`s java, so it is the child's own pid), for measuring it from /proc. */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -140,6 +142,7 @@ export async function startDynamoLocal(dir?: string): Promise<DynamoLocal> {
   exited.catch(() => undefined);
   return {
     endpoint,
+    pid: child.pid!,
     stop: async () => {
       if (child.exitCode === null) {
         const gone = new Promise((r) => child.once('exit', r));

@@ -66,8 +66,8 @@ export interface StackOptions {
 
 /** What `npm run cost` counts on the stack built from the template; each hook is told as it happens. */
 export interface StackMeter {
-  /** A Lambda invocation ended (the API's too): the function (its template name) and how long it ran. */
-  invoked?(fn: FunctionModel, durationMs: number): void;
+  /** A Lambda invocation ended (the API's too): the function (its template name), how long it ran, and how long it was busy. */
+  invoked?(fn: FunctionModel, durationMs: number, busyMs: number): void;
   /** A function wrote this to its log: what CloudWatch Logs would ingest from it. */
   logged?(fn: FunctionModel, chunk: Buffer): void;
   /** An execution of either state machine ended. */

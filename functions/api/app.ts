@@ -177,8 +177,11 @@ export function makeApp(deps: Deps): Hono<Env> {
     throw new ApiError(403, 'forbidden', `this ${what} belongs to another principal`);
   }
 
-  async function ownRun(c: Context<Env>, allowReviewer = false): Promise<RunRecord> {
-    const run = await deps.store.getRun(pathId(c, 'runId', 'run'));
+  /** `recent`: a run this process remembers will do (only for admitting a call: see steps/recent-runs.ts). */
+  async function ownRun(c: Context<Env>, options: { allowReviewer?: boolean; recent?: boolean } = {}): Promise<RunRecord> {
+    const { allowReviewer = false, recent = false } = options;
+    const runId = pathId(c, 'runId', 'run');
+    const run = (recent ? deps.recentRuns?.get(runId) : undefined) ?? (await deps.store.getRun(runId));
     if (!run) throw new ApiError(404, 'not_found', 'no such run');
     assertVisible(c, run.principalId, 'run', allowReviewer);
     return run;
@@ -234,7 +237,7 @@ export function makeApp(deps: Deps): Hono<Env> {
     // The body is bounded and parsed before the run is read: hostile input never costs a store read.
     const call = await jsonBody(c, ToolCallSchema);
     assertArgumentsBounded(call.arguments);
-    const run = await ownRun(c);
+    const run = await ownRun(c, { recent: true });
     const waitSeconds = preferredWaitSeconds(c.req.header('prefer'));
     // Listening before submitting: no change the execution commits can slip past the wait, so no read is needed.
     const watcher = watchOperation(deps, operationIdFor(run.runId, call.callId));
@@ -300,13 +303,13 @@ export function makeApp(deps: Deps): Hono<Env> {
   });
 
   app.get('/v1/runs/:runId/trace', async (c) => {
-    const run = await ownRun(c, true);
+    const run = await ownRun(c, { allowReviewer: true });
     return c.json({ events: await deps.store.listEvents(run.runId) });
   });
 
   // The trace for people: the same events as the JSON route, as a timeline page (GET with a bearer key).
   app.get('/v1/runs/:runId/timeline', async (c) => {
-    const run = await ownRun(c, true);
+    const run = await ownRun(c, { allowReviewer: true });
     const principal = c.get('principal');
     const [events, ops] = await Promise.all([deps.store.listEvents(run.runId), deps.store.listOperationsOfRun(run.runId)]);
     // Owners and admins see the data, masked; a reviewer of someone else's run sees hashes only.

@@ -236,6 +236,12 @@ export interface BlobStore {
   get(key: string): Promise<string | undefined>;
 }
 
+/** Runs a process remembers for the next call's admission (steps/recent-runs.ts says why that is safe). */
+export interface RecentRuns {
+  get(runId: string): RunRecord | undefined;
+  remember(run: RunRecord): void;
+}
+
 /** Everything a step touches outside the pure core; tests swap these without mocking frameworks. */
 export interface Deps {
   store: Store;
@@ -256,4 +262,5 @@ export interface Deps {
   blobs?: BlobStore;
   telemetry?: Telemetry;
   metrics?: Metrics;
+  recentRuns?: RecentRuns;
 }

@@ -20,6 +20,7 @@ import { emfMetrics, memoryMetrics } from '../adapters/metrics';
 import { S3Client, s3Blobs, s3ClientConfig } from '../adapters/s3-blobs';
 import { tracer } from './observability';
 import { bothTelemetries, xrayTelemetry } from './xray-telemetry';
+import { recentRuns } from '../steps/recent-runs';
 
 /** Environment, parsed once with zod: the same variables on AWS, LocalStack and the embedded stack. */
 const EnvSchema = z
@@ -125,6 +126,8 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     onceGuard: powertoolsOnceGuard(dynamo, env.TABLE_IDEMPOTENCY),
     // On Lambda: X-Ray subsegments (Powertools); OpenTelemetry spans wherever OTLP is configured.
     telemetry: onLambda ? bothTelemetries(xrayTelemetry(tracer), otelTelemetry()) : otelTelemetry(),
+    // Per process (per warm Lambda container): the next call into a run this process admitted skips reading it.
+    recentRuns: recentRuns(),
     ...rest,
     metrics,
   };

@@ -128,6 +128,7 @@ export async function submitToolCall(
     const events = [...proposed.events, ...first.runEvents, ...settled.events];
     try {
       const created = await deps.store.createOperation({ run: current, runChange: first.runChange, op: settled.op, events });
+      deps.recentRuns?.remember('run' in admission ? admission.run : current);
       countTrace(deps, created.op.toolName, created.events);
       return {
         kind: 'created',
@@ -142,6 +143,7 @@ export async function submitToolCall(
       if (error instanceof RunChangedError || error instanceof ContentionError) {
         if (error instanceof ContentionError) await jitter(round);
         current = (await deps.store.getRun(run.runId)) ?? current;
+        deps.recentRuns?.remember(current);
         continue;
       }
       throw error;

@@ -49,8 +49,11 @@ export interface LambdaSpec {
   logFile: string;
   /** Execution environments at once; more invocations wait for one to be free. */
   maxConcurrency?: number;
-  /** Told of each invocation's duration and of everything the function writes to its log (`npm run cost`). */
-  meter?: { invoked?(durationMs: number): void; logged?(chunk: Buffer): void };
+  /**
+   * Told of each invocation's duration and busy time (the CPU time of its environment's thread), and of
+   * everything the function writes to its log (`npm run cost`).
+   */
+  meter?: { invoked?(durationMs: number, busyMs: number): void; logged?(chunk: Buffer): void };
 }
 
 /**
@@ -59,9 +62,19 @@ export interface LambdaSpec {
  */
 const RUNTIME = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { existsSync } = require('node:fs');
+const { existsSync, readFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { pathToFileURL } = require('node:url');
+const { performance } = require('node:perf_hooks');
+// This thread's CPU time in ns (Linux: the first field of schedstat), so time spent waiting for a core on a
+// loaded machine is not counted as busy; elsewhere the event loop's active time stands in.
+const cpuNs = () => {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]);
+  } catch {
+    return undefined;
+  }
+};
 const { codeDir, handler, name, arn, memoryMb, logGroupName } = workerData;
 const dot = handler.lastIndexOf('.');
 const moduleName = handler.slice(0, dot);
@@ -81,6 +94,12 @@ async function load() {
 const loading = load();
 loading.then(() => parentPort.postMessage({ ready: true }), (error) => parentPort.postMessage({ ready: false, error: describe(error) }));
 parentPort.on('message', async ({ id, event, deadline }) => {
+  const loop = performance.eventLoopUtilization();
+  const cpu = cpuNs();
+  const busyMs = () => {
+    const now = cpu === undefined ? undefined : cpuNs();
+    return now === undefined ? performance.eventLoopUtilization(loop).active : (now - cpu) / 1e6;
+  };
   try {
     const fn = await loading;
     const context = {
@@ -95,14 +114,14 @@ parentPort.on('message', async ({ id, event, deadline }) => {
           if (r && typeof r.then === 'function') r.then(resolve, reject);
         })
       : fn(input, context));
-    parentPort.postMessage({ id, result: result === undefined ? 'null' : JSON.stringify(result) });
+    parentPort.postMessage({ id, result: result === undefined ? 'null' : JSON.stringify(result), busyMs: busyMs() });
   } catch (error) {
-    parentPort.postMessage({ id, error: describe(error) });
+    parentPort.postMessage({ id, error: describe(error), busyMs: busyMs() });
   }
 });
 `;
 
-type Reply = { id: string; result?: string; error?: { errorType: string; errorMessage: string } };
+type Reply = { id: string; result?: string; error?: { errorType: string; errorMessage: string }; busyMs?: number };
 type InitReply = { ready: boolean; error?: { errorType: string; errorMessage: string } };
 
 interface Environment {
@@ -163,7 +182,7 @@ export class LambdaFunction {
       };
       env.worker.postMessage({ id, event: payload, deadline: Date.now() + timeoutMs });
     });
-    this.spec.meter?.invoked?.(performance.now() - started);
+    this.spec.meter?.invoked?.(performance.now() - started, reply instanceof Error ? 0 : (reply.busyMs ?? 0));
     if (reply instanceof Error) throw reply;
     this.release(env);
     if (reply.error) throw new LambdaError(reply.error.errorType, reply.error.errorMessage);

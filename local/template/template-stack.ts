@@ -174,7 +174,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
         ...f,
         environment: { ...f.environment, ...added },
         logFile: join(logDir, `${f.logicalId}.log`),
-        meter: meter && { invoked: (ms) => meter.invoked?.(f, ms), logged: (chunk) => meter.logged?.(f, chunk) },
+        meter: meter && { invoked: (ms, busyMs) => meter.invoked?.(f, ms, busyMs), logged: (chunk) => meter.logged?.(f, chunk) },
       }),
     );
   }

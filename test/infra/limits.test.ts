@@ -1,4 +1,5 @@
 import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { APPROVAL_EXECUTION_MARGIN_SECONDS, MAX_APPROVAL_TTL_SECONDS, RunnerConfigSchema } from '../../functions/core/config';
 import { DEMO_TOOLS_ENTRY } from '../../infra/bundling';
@@ -38,5 +39,27 @@ describe('API Gateway access logs', () => {
     expect(Object.values(format).join(' ')).not.toMatch(/body|header|authorization/i);
     const group = template.findResources('AWS::Logs::LogGroup')[destination];
     expect(group.Properties.RetentionInDays).toBeGreaterThan(0);
+  });
+});
+
+describe('the API function’s memory', () => {
+  const apiFunction = (template: ReturnType<typeof synthDemo>['template']) =>
+    Object.entries(template.findResources('AWS::Lambda::Function')).find(([id]) => /ApiFunction/.test(id))?.[1];
+
+  it('is 256 MB unless apiMemoryMb says otherwise, and only the API function follows it', () => {
+    const { template } = synthDemo();
+    expect(apiFunction(template)?.Properties.MemorySize).toBe(256);
+    const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Mem');
+    new ToolRunner(stack, 'Runner', { tools: { entry: DEMO_TOOLS_ENTRY() }, apiMemoryMb: 1769 });
+    const fns = Object.entries(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
+    expect(fns.find(([id]) => /ApiFunction/.test(id))?.[1].Properties.MemorySize).toBe(1769);
+    expect(fns.find(([id]) => /ExecuteFunction/.test(id))?.[1].Properties.MemorySize).toBe(512);
+  });
+
+  it('refuses a size Lambda does not offer', () => {
+    for (const apiMemoryMb of [64, 300.5, 20_000]) {
+      const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), `Mem${String(apiMemoryMb).replace('.', '')}`);
+      expect(() => new ToolRunner(stack, 'Runner', { tools: { entry: DEMO_TOOLS_ENTRY() }, apiMemoryMb })).toThrow(/apiMemoryMb/);
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  lambdaDurationMs,
   accessLogLine,
   awsHistory,
   deployedShape,
@@ -126,5 +127,15 @@ describe('the cost model', () => {
     });
     expect(JSON.parse(line)).toEqual({ m: 'POST', p: '/v1/runs/r/tool-calls', s: '200', x: '-' });
     expect(ingestedBytes(['abc', 'é'])).toBe(3 + 26 + 2 + 26);
+  });
+
+  it("stretches an invocation's busy time by the share of a vCPU its memory buys, and leaves its waiting as measured", () => {
+    // 300 ms measured, 20 of them busy: at 1,769 MB and above one whole vCPU, at half of that half a vCPU.
+    expect(lambdaDurationMs(300, 20, 1769)).toBe(300);
+    expect(lambdaDurationMs(300, 20, 3008)).toBe(300);
+    expect(lambdaDurationMs(300, 20, 1769 / 2)).toBeCloseTo(320, 6);
+    expect(lambdaDurationMs(300, 20, 512)).toBeCloseTo(300 + 20 * (1769 / 512 - 1), 6);
+    // Busy time is part of the measured time: never more of it than was measured.
+    expect(lambdaDurationMs(10, 20, 1769 / 2)).toBeCloseTo(20, 6);
   });
 });
