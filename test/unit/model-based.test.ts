@@ -15,6 +15,7 @@ import { executeStep } from '../../functions/steps/execute';
 import { reconcileStep } from '../../functions/steps/reconcile';
 import { reportStep, routeStep } from '../../functions/steps/report';
 import { sweep } from '../../functions/steps/resume';
+import { recentRuns } from '../../functions/steps/recent-runs';
 import { createRun, submitToolCall } from '../../functions/steps/submit';
 import { memoryStore } from '../support/memory-store';
 
@@ -169,7 +170,7 @@ const CALLS = [
 ];
 
 type Action =
-  | { kind: 'submit'; call: number; conflicting: boolean }
+  | { kind: 'submit'; call: number; conflicting: boolean; process: number }
   | { kind: 'step'; call: number }
   | { kind: 'crash'; call: number; atWrite: number }
   | { kind: 'cancel'; call: number }
@@ -186,6 +187,8 @@ const action: fc.Arbitrary<Action> = fc.oneof(
       kind: fc.constant('submit' as const),
       call,
       conflicting: fc.constantFrom(false, false, false, false, false, true),
+      // Which of two API processes takes it: each admits on the run it remembers, which the other moves on.
+      process: fc.constantFrom(0, 1),
     }),
   },
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('step' as const), call }) },
@@ -258,6 +261,9 @@ async function scenario(actions: Action[]): Promise<void> {
     maxWallClockSeconds: 7200,
   });
   const submitted = new Map<number, string>();
+  /** The turn of each call the run admitted (the others were created exhausted). */
+  const admittedTurns: number[] = [];
+  const apis: Deps[] = [0, 1].map(() => ({ ...base, recentRuns: recentRuns({ now: () => clock }) }));
 
   /** Runs the step the record names, as Step Functions would for a live execution. */
   async function step(deps: Deps, operationId: string): Promise<void> {
@@ -298,13 +304,15 @@ async function scenario(actions: Action[]): Promise<void> {
       case 'submit': {
         const c = CALLS[a.call];
         const args = a.conflicting ? { ...c.arguments, extra: 1 } : c.arguments;
-        const out = await submitToolCall(base, (await store.getRun(run.runId))!, agent, {
+        const api = apis[a.process];
+        const out = await submitToolCall(api, api.recentRuns?.get(run.runId) ?? (await store.getRun(run.runId))!, agent, {
           callId: `call_${a.call}`,
           turn: 1 + (a.call % 3),
           name: c.name,
           arguments: args,
         });
         if (out.kind === 'created') submitted.set(a.call, out.op.operationId);
+        if (out.kind === 'created' && out.op.envelope?.status !== 'budget_exhausted') admittedTurns.push(out.op.turn);
         if (out.kind === 'replayed') expect(submitted.get(a.call)).toBe(out.op.operationId);
         break;
       }
@@ -385,8 +393,10 @@ async function scenario(actions: Action[]): Promise<void> {
     // Success is reported only for what happened.
     if (o.envelope?.status === 'succeeded' && o.toolName !== 'read') expect(effects).toBe(1);
   }
-  // Budgets never exceeded.
+  // Budgets never exceeded, and every call admitted counted once, whichever process admitted it on what it remembered.
   expect(finalRun.usage.toolCalls).toBeLessThanOrEqual(finalRun.budgets.maxToolCalls);
+  expect(finalRun.usage.toolCalls).toBe(admittedTurns.length);
+  expect(finalRun.lastTurn).toBe(Math.max(0, ...admittedTurns));
   // Trace: seq strictly increasing per run.
   for (let i = 1; i < events.length; i++) expect(events[i].seq).toBeGreaterThan(events[i - 1].seq);
   // Cross-check: a resolver can settle every open review (the door a person uses stays open).
