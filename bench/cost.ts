@@ -441,7 +441,7 @@ async function main(): Promise<void> {
     console.log('USD per million calls, by component:');
     console.table(Object.fromEntries(Object.entries(report).map(([k, v]) => [k, { ...v.components, total: v.usdPerMillion }])));
     console.log(
-      'not counted: data transfer out (free within the region; $0.09/GB to the internet, about $0.0004 per call at the default scenario), log storage, monthly fixed costs (custom metrics, alarms, the dashboard, the secret), Secrets Manager reads (each warm function re-reads the config at most every 30 s, however many calls it serves)',
+      'not counted: data transfer out (free within the region; $0.09/GB to the internet, about $0.0004 per call at the default scenario), log storage, monthly fixed costs (custom metrics, alarms, the dashboard, the secret), Secrets Manager reads (each warm function re-reads the config at most every 30 s, however many calls it serves), INIT time (a cold start, billed since August 2025, once per container however many calls it serves)',
     );
     // The target's subject: calls that need no approval, on the path they take when the upstream answers.
     const noApproval = Math.max(report.read.usdPerMillion, report.write.usdPerMillion);
