@@ -10,8 +10,9 @@ import type { RecentRuns } from '../core/ports';
  * write is conditioned on the stored run (see `admissionHolds`), so a call admitted on a remembered run that
  * has moved meanwhile fails that condition, and the submission reads the run and decides again; a remembered
  * run that says closed or exhausted is so in the store too.
+ *
+ * Bounded in entries and age: a run not called into for `ttlMs` is read again, and the oldest go first.
  */
-/** Bounded in entries and age: a run not called into for `ttlMs` is read again, and the oldest go first. */
 export function recentRuns(options: { maxEntries?: number; ttlMs?: number; now?: () => number } = {}): RecentRuns {
   const { maxEntries = 1000, ttlMs = 5 * 60_000, now = Date.now } = options;
   // A Map iterates in insertion order: re-inserting on each remember keeps the least recently used first.
