@@ -2,16 +2,18 @@ import type { RunRecord } from '../core/model';
 import type { RecentRuns } from '../core/ports';
 
 /**
- * Runs this process read or admitted a call into, so the next call into the same run is admitted without
- * reading it first (one DynamoDB round trip fewer on every call after a run's first in a warm process).
+ * Open runs this process read or admitted a call into, so the next call into the same run is admitted
+ * without reading it first (one DynamoDB round trip fewer on every call after a run's first in a warm process).
  *
- * Safe because a remembered run can only be behind the stored one, never ahead: its owner, budgets and
- * deadline never change, its usage and last turn only grow, and its status only leaves `open`. The admission
- * write is conditioned on the stored run (see `admissionHolds`), so a call admitted on a remembered run that
- * has moved meanwhile fails that condition, and the submission reads the run and decides again; a remembered
- * run that says closed or exhausted is so in the store too.
+ * Safe because a remembered open run can only be behind the stored one: its owner, budgets and deadline never
+ * change, its usage and last turn only grow, and it may have closed since. Admitting into an open run is a
+ * write conditioned on the stored run (see `admissionHolds`), so a call admitted on a remembered run that has
+ * moved meanwhile fails that condition, and the submission reads the run and decides again. A closed run is
+ * not remembered: a call into it writes nothing conditioned on the run (an exhausted run can still be
+ * cancelled), so it is read each time.
  *
- * Bounded in entries and age: a run not called into for `ttlMs` is read again, and the oldest go first.
+ * Only what admission and a proposal read is kept (not the run's metadata, which may be large), bounded in
+ * entries and age: a run not called into for `ttlMs` is read again, and the least recently used go first.
  */
 export function recentRuns(options: { maxEntries?: number; ttlMs?: number; now?: () => number } = {}): RecentRuns {
   const { maxEntries = 1000, ttlMs = 5 * 60_000, now = Date.now } = options;
@@ -29,7 +31,9 @@ export function recentRuns(options: { maxEntries?: number; ttlMs?: number; now?:
     },
     remember(run) {
       entries.delete(run.runId);
-      entries.set(run.runId, { run, at: now() });
+      if (run.status !== 'open') return;
+      const { metadata: _metadata, ...kept } = run;
+      entries.set(run.runId, { run: kept, at: now() });
       if (entries.size > maxEntries) entries.delete(entries.keys().next().value as string);
     },
   };

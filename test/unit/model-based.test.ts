@@ -10,7 +10,7 @@ import type { OperationRecord, Principal, RunRecord } from '../../functions/core
 import type { Deps, LifecyclePort, Store } from '../../functions/core/ports';
 import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
 import { decideApproval, expireApprovalStep, requestApproval } from '../../functions/steps/approval';
-import { cancelOperation, resolveOperation } from '../../functions/steps/cancel';
+import { cancelOperation, cancelRun, resolveOperation } from '../../functions/steps/cancel';
 import { executeStep } from '../../functions/steps/execute';
 import { reconcileStep } from '../../functions/steps/reconcile';
 import { reportStep, routeStep } from '../../functions/steps/report';
@@ -173,7 +173,7 @@ type Action =
   | { kind: 'submit'; call: number; conflicting: boolean; process: number }
   | { kind: 'step'; call: number }
   | { kind: 'crash'; call: number; atWrite: number }
-  | { kind: 'cancel'; call: number }
+  | { kind: 'cancel'; call: number; wholeRun: boolean }
   | { kind: 'decide'; call: number; approve: boolean }
   | { kind: 'tick'; seconds: number }
   | { kind: 'sweep' }
@@ -193,7 +193,15 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   },
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('step' as const), call }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const), call, atWrite: fc.integer({ min: 0, max: 2 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), call }) },
+  {
+    weight: 1,
+    // Now and then the run itself, late or early: every later call must then answer run_closed.
+    arbitrary: fc.record({
+      kind: fc.constant('cancel' as const),
+      call,
+      wholeRun: fc.constantFrom(false, false, false, false, false, false, false, true),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('decide' as const), call, approve: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('tick' as const), seconds: fc.constantFrom(1, 5, 30, 120, 4000) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('sweep' as const) }) },
@@ -305,12 +313,15 @@ async function scenario(actions: Action[]): Promise<void> {
         const c = CALLS[a.call];
         const args = a.conflicting ? { ...c.arguments, extra: 1 } : c.arguments;
         const api = apis[a.process];
+        const cancelled = (await store.getRun(run.runId))!.status === 'cancelled';
         const out = await submitToolCall(api, api.recentRuns?.get(run.runId) ?? (await store.getRun(run.runId))!, agent, {
           callId: `call_${a.call}`,
           turn: 1 + (a.call % 3),
           name: c.name,
           arguments: args,
         });
+        // A cancelled run takes no new call, whatever a process remembers of it (a call it had still answers).
+        if (cancelled) expect(['run_closed', 'replayed', 'conflict']).toContain(out.kind);
         if (out.kind === 'created') submitted.set(a.call, out.op.operationId);
         if (out.kind === 'created' && out.op.envelope?.status !== 'budget_exhausted') admittedTurns.push(out.op.turn);
         if (out.kind === 'replayed') expect(submitted.get(a.call)).toBe(out.op.operationId);
@@ -328,7 +339,8 @@ async function scenario(actions: Action[]): Promise<void> {
         }
         break;
       case 'cancel':
-        if (opId) await cancelOperation(base, (await store.getOperation(opId))!);
+        if (a.wholeRun) await cancelRun(base, (await store.getRun(run.runId))!);
+        else if (opId) await cancelOperation(base, (await store.getOperation(opId))!);
         break;
       case 'decide':
         if (opId) {

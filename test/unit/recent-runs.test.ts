@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { makeApp } from '../../functions/api/app';
 import { z } from 'zod';
 import { operationIdFor } from '../../functions/core/ids';
 import type { Principal, RunRecord } from '../../functions/core/model';
@@ -60,6 +61,7 @@ function world() {
   return { store, process, call, reads: () => reads };
 }
 
+const AGENT_KEY = 'k'.repeat(32);
 const budgets = { maxToolCalls: 3, maxTurns: 2, maxSpendCents: 0, maxWallClockSeconds: 3600 };
 
 describe('runs remembered for admission', () => {
@@ -85,7 +87,7 @@ describe('runs remembered for admission', () => {
     await cancelRun(b, (await w.store.getRun(run.runId))!);
     expect((await w.call(a, run.runId, 'c2', 1)).kind).toBe('run_closed');
     expect(await w.store.getOperation(operationIdFor(run.runId, 'c2'))).toBeUndefined();
-    expect(a.recentRuns?.get(run.runId)?.status).toBe('cancelled');
+    expect(a.recentRuns?.get(run.runId)).toBeUndefined();
   });
 
   it('a turn opened by another process: the call joins it instead of opening another', async () => {
@@ -117,10 +119,58 @@ describe('runs remembered for admission', () => {
     expect(stored.usage.toolCalls).toBe(3);
   });
 
+  it('a run remembered until it closed is read again: cancelled after its budget ran out, it answers run_closed', async () => {
+    const w = world();
+    const [a, b] = [w.process(), w.process()];
+    const run = await createRun(a, agent, { ...budgets, maxToolCalls: 1 });
+    await w.call(a, run.runId, 'c1', 1);
+    const exhausted = await w.call(a, run.runId, 'c2', 1);
+    expect(exhausted.kind === 'created' && exhausted.op.envelope?.status).toBe('budget_exhausted');
+    expect(a.recentRuns?.get(run.runId)).toBeUndefined();
+    await cancelRun(b, (await w.store.getRun(run.runId))!);
+    expect((await w.call(a, run.runId, 'c3', 1)).kind).toBe('run_closed');
+    expect(await w.store.getOperation(operationIdFor(run.runId, 'c3'))).toBeUndefined();
+  });
+
+  it("keeps what admission reads, not the run's metadata", async () => {
+    const w = world();
+    const a = w.process();
+    const run = await createRun(a, agent, budgets, { note: 'x'.repeat(10_000) });
+    await w.call(a, run.runId, 'c1', 1);
+    const remembered = a.recentRuns?.get(run.runId);
+    expect(remembered?.metadata).toBeUndefined();
+    expect(remembered).toMatchObject({ runId: run.runId, principalId: 'agent', status: 'open', budgets: run.budgets });
+  });
+
+  it('the tool-calls route admits the second call into a run without reading the run', async () => {
+    const w = world();
+    const deps: Deps = {
+      ...w.process(),
+      config: async () => ({
+        principals: [{ id: 'agent', key: AGENT_KEY, roles: ['agent'], tools: '*' }],
+        approvalSecret: 's'.repeat(32),
+        approvalTtlSeconds: 600,
+      }),
+    };
+    const app = makeApp(deps);
+    const run = await createRun(deps, agent, budgets);
+    const post = (callId: string) =>
+      app.request(`/v1/runs/${run.runId}/tool-calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${AGENT_KEY}`, 'content-type': 'application/json', prefer: 'wait=0' },
+        body: JSON.stringify({ callId, turn: 1, name: 'lookup', arguments: { q: callId } }),
+      });
+    expect((await post('c1')).status).toBe(202);
+    const reads = w.reads();
+    expect((await post('c2')).status).toBe(202);
+    expect(w.reads()).toBe(reads);
+    expect((await w.store.getRun(run.runId))!.usage.toolCalls).toBe(2);
+  });
+
   it('forgets the least recently used run past its bound, and any run after its time', () => {
     let now = 0;
     const runs = recentRuns({ maxEntries: 2, ttlMs: 1000, now: () => now });
-    const run = (runId: string) => ({ runId }) as RunRecord;
+    const run = (runId: string) => ({ runId, status: 'open' }) as RunRecord;
     runs.remember(run('r1'));
     runs.remember(run('r2'));
     runs.remember(run('r1'));
