@@ -12,7 +12,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { createHash, randomBytes } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { type Envelope, SUCCEEDED_ENVELOPE } from '../core/envelope';
+import { type Envelope, succeededSays } from '../core/envelope';
 import type { OperationRecord, Outcome, RunRecord } from '../core/model';
 import {
   type BlobStore,
@@ -147,8 +147,7 @@ async function expand(item: StoredItem, sources: ArgumentSources): Promise<Opera
   const op = rest as OperationRecord;
   const stored = item.envelope;
   if (stored) {
-    const said =
-      stored.message === undefined ? { ...SUCCEEDED_ENVELOPE, allowed_next_actions: [...SUCCEEDED_ENVELOPE.allowed_next_actions] } : {};
+    const said = stored.message === undefined ? succeededSays() : {};
     op.envelope = { call_id: op.callId, logical_operation_id: op.operationId, ...stored, ...said } as Envelope;
   }
   op.requestedBy ??= op.principalId;
@@ -169,11 +168,12 @@ async function expand(item: StoredItem, sources: ArgumentSources): Promise<Opera
 /** A succeeded envelope that says nothing but what every one does (its result is not in the record's envelope). */
 function isDerivable(envelope: Partial<Envelope>): boolean {
   const { status, message, allowed_next_actions, ...other } = envelope;
+  const says = succeededSays();
   return (
     Object.keys(other).length === 0 &&
-    status === SUCCEEDED_ENVELOPE.status &&
-    message === SUCCEEDED_ENVELOPE.message &&
-    JSON.stringify(allowed_next_actions) === JSON.stringify(SUCCEEDED_ENVELOPE.allowed_next_actions)
+    status === says.status &&
+    message === says.message &&
+    JSON.stringify(allowed_next_actions) === JSON.stringify(says.allowed_next_actions)
   );
 }
 

@@ -417,8 +417,8 @@ const finishAttempt: Handler<'finish_attempt'> = (op, event, ctx) => {
     if (o.kind === 'outcome_unknown' || (o.kind !== 'succeeded' && inDoubtBefore(op, event.attempt))) {
       // This answer proves nothing (or an earlier attempt may still land): the operation stays watched, and a
       // reconciliation settles what happened.
-      const unanswered = o.kind === 'outcome_unknown' ? { inDoubtSince: op.inDoubtSince ?? event.attempt, lastUnansweredAt: at } : {};
-      return { op: { ...op, ...unanswered, leaseUntil: event.leaseUntil ?? op.leaseUntil }, events: [finished] };
+      const noted = o.kind === 'outcome_unknown' ? unanswered(op, event.attempt, at) : {};
+      return { op: { ...op, ...noted, leaseUntil: event.leaseUntil ?? op.leaseUntil }, events: [finished] };
     }
     // The turn is closed: the result happened and is kept, but it never replaces the cancelled envelope.
     const late = recordLate(op, o, event.attempt);
@@ -463,10 +463,10 @@ const finishAttempt: Handler<'finish_attempt'> = (op, event, ctx) => {
       };
     }
     case 'reconcile': {
-      const unanswered = { lastAttempt, inDoubtSince: op.inDoubtSince ?? event.attempt, lastUnansweredAt: at };
-      if (op.state === S.outcomeUnknown) return { op: { ...op, ...unanswered, plan: { next: 'reconcile' } }, events: [finished] };
+      const noted = { lastAttempt, ...unanswered(op, event.attempt, at) };
+      if (op.state === S.outcomeUnknown) return { op: { ...op, ...noted, plan: { next: 'reconcile' } }, events: [finished] };
       const moved = moveTo(op, S.outcomeUnknown, {
-        ...unanswered,
+        ...noted,
         plan: { next: 'reconcile' },
         leaseUntil: event.leaseUntil ?? op.leaseUntil,
       });
@@ -479,12 +479,17 @@ const finishAttempt: Handler<'finish_attempt'> = (op, event, ctx) => {
   }
 };
 
+/** What a record notes when an attempt goes unanswered: the first attempt in doubt, and when it was given up on. */
+function unanswered(op: OperationRecord, attempt: number, at: string): Pick<OperationRecord, 'inDoubtSince' | 'lastUnansweredAt'> {
+  return { inDoubtSince: op.inDoubtSince ?? attempt, lastUnansweredAt: at };
+}
+
 // The worker of this attempt vanished after the intent write: the request may have gone out.
 const loseAttempt: Handler<'lose_attempt'> = (op, event, { at }) =>
   moveTo(
     op,
     S.outcomeUnknown,
-    { plan: { next: 'reconcile' }, inDoubtSince: op.inDoubtSince ?? op.attempts, lastUnansweredAt: at, leaseUntil: event.leaseUntil },
+    { plan: { next: 'reconcile' }, ...unanswered(op, op.attempts, at), leaseUntil: event.leaseUntil },
     { reason: 'attempt_lost' },
   );
 

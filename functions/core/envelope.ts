@@ -30,12 +30,10 @@ const NEXT_ACTIONS: Record<string, string[]> = {
   cancelled: ['stop'],
 };
 
-/** What a succeeded envelope says besides its ids (the result is put in when the API answers). */
-export const SUCCEEDED_ENVELOPE = {
-  status: 'succeeded',
-  message: 'the tool call succeeded',
-  allowed_next_actions: NEXT_ACTIONS.succeeded,
-} as const satisfies Partial<Envelope>;
+/** What every succeeded envelope says besides its ids, as a fresh object (the API puts the result in when it answers). */
+export function succeededSays(): Pick<Envelope, 'status' | 'message' | 'allowed_next_actions'> {
+  return { status: 'succeeded', message: 'the tool call succeeded', allowed_next_actions: [...NEXT_ACTIONS.succeeded] };
+}
 
 /**
  * Builds the envelope for an outcome as the record keeps it: never with the result itself, which the
@@ -45,7 +43,7 @@ export function envelopeFor(op: Pick<OperationRecord, 'callId' | 'operationId'>,
   const base = { call_id: op.callId, logical_operation_id: op.operationId };
   switch (outcome.kind) {
     case 'succeeded':
-      return { ...base, ...SUCCEEDED_ENVELOPE, allowed_next_actions: [...SUCCEEDED_ENVELOPE.allowed_next_actions] };
+      return { ...base, ...succeededSays() };
     case 'rejected':
       return {
         ...base,
