@@ -1,3 +1,5 @@
+// First: it decides the X-Ray SDK's mode, which the SDK reads once, when the tracer imports it.
+import './xray-mode';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 
