@@ -27,7 +27,8 @@ import { runMain } from './bench-stack';
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 100);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 50);
 const RUNS = Number(process.env.BENCH_CONCURRENT_RUNS ?? 16);
-const CALLS_PER_RUN = Number(process.env.BENCH_CALLS_PER_RUN ?? 40);
+// 1,600 calls: long enough (about 20 s) that a busy neighbour's burst moves the rate little.
+const CALLS_PER_RUN = Number(process.env.BENCH_CALLS_PER_RUN ?? 100);
 const SOAK_CALLS = Number(process.env.BENCH_SOAK_CALLS ?? 10_000);
 const PROFILE_DIR = process.env.BENCH_CPU_PROFILE;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
