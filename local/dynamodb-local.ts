@@ -48,14 +48,6 @@ function jdkCompilerPresent(): boolean {
 }
 
 /**
- * The JVM's optimizing compiler (C2) spends more CPU compiling DynamoDB Local than it saves over the first
- * thousands of requests, and on a small machine that CPU is taken from the runner: measured on 2 cores, C1
- * alone halves DynamoDB Local's CPU per request over the first 3,600 and starts it sooner. The serial
- * collector suits its small heap and keeps GC threads off the other cores.
- */
-const JVM_TUNING = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC'];
-
-/**
  * The java command line. Not the package's own `spawn`, which can only run the jar as is: DynamoDB Local
  * then listens on every interface, unauthenticated. The launcher (local/LoopbackDynamoDbLocal.java) binds
  * 127.0.0.1 only; `-cors` names one origin instead of the default `*`, so no web page can script it.
@@ -71,7 +63,7 @@ function javaArgs(port: number, dir: string | undefined): string[] {
     `http://127.0.0.1:${port}`,
     '-disableTelemetry',
   ];
-  const jvm = [`-Djava.library.path=${join(dist, 'DynamoDBLocal_lib')}`, ...JVM_TUNING];
+  const jvm = [`-Djava.library.path=${join(dist, 'DynamoDBLocal_lib')}`];
   if (!jdkCompilerPresent()) {
     console.error(
       'warning: no JDK compiler module (jdk.compiler): DynamoDB Local listens on every interface; install a JDK 17+ to bind it to 127.0.0.1',

@@ -76,7 +76,10 @@ describe.runIf(handlerMode === 'template')('IAM from the template: the API funct
     // The function saw AWS's AccessDeniedException (its log, where CloudWatch Logs would have it).
     const logs = join(stack.dataDir, 'logs');
     const apiLog = readdirSync(logs).find((f) => f.startsWith(apiFunctionName))!;
-    expect(readFileSync(join(logs, apiLog), 'utf8')).toContain('AccessDeniedException');
+    // Its log reaches the file after the reply may have: wait for the line rather than read once.
+    await expect
+      .poll(() => readFileSync(join(logs, apiLog), 'utf8'), { timeout: 30_000, interval: 100 })
+      .toContain('AccessDeniedException');
 
     // The operation was recorded (validated, waiting to be started) and no execution exists for it.
     const events = await api.trace(keys.agent, runId);
