@@ -63,14 +63,14 @@ function javaArgs(port: number, dir: string | undefined): string[] {
     `http://127.0.0.1:${port}`,
     '-disableTelemetry',
   ];
-  const jvm = [`-Djava.library.path=${join(dist, 'DynamoDBLocal_lib')}`];
+  const libraryPath = `-Djava.library.path=${join(dist, 'DynamoDBLocal_lib')}`;
   if (!jdkCompilerPresent()) {
     console.error(
       'warning: no JDK compiler module (jdk.compiler): DynamoDB Local listens on every interface; install a JDK 17+ to bind it to 127.0.0.1',
     );
-    return [...jvm, '-jar', join(dist, 'DynamoDBLocal.jar'), ...options];
+    return [libraryPath, '-jar', join(dist, 'DynamoDBLocal.jar'), ...options];
   }
-  return [...jvm, '-cp', `${join(dist, 'DynamoDBLocal.jar')}:${join(dist, 'DynamoDBLocal_lib', '*')}`, LAUNCHER, ...options];
+  return [libraryPath, '-cp', `${join(dist, 'DynamoDBLocal.jar')}:${join(dist, 'DynamoDBLocal_lib', '*')}`, LAUNCHER, ...options];
 }
 
 /** Owner-only: the directory 0700 and what is already in it 0600 (files from before this was enforced). */
