@@ -331,10 +331,20 @@ describe('crash recovery by lease', () => {
     const opId = (submitted as { op: { operationId: string } }).op.operationId;
     // Its intent is durable (charge_card dedupes by key, so the first attempt is written with the submission).
     expect((await api.operation(keys.agent, opId)).state).toBe('executing');
-    // Two sweepers at once, five minutes later (its lease has long passed): one claim in all.
-    const later = { ...deps, now: () => Date.now() + 5 * 60_000 };
+    // Two sweepers at once, five minutes later (its lease has long passed): one claim in all. Their clock is
+    // ahead of the stack's, so the resumed execution starts only after both have swept: were it already running,
+    // the leases it writes (by the stack's clock) would look long passed to a sweeper that lists it late, and
+    // that sweeper would rightly resume it again.
+    const resumed: Parameters<typeof deps.lifecycle.start>[] = [];
+    const later = {
+      ...deps,
+      now: () => Date.now() + 5 * 60_000,
+      lifecycle: { ...deps.lifecycle, start: async (...args: Parameters<typeof deps.lifecycle.start>) => void resumed.push(args) },
+    };
     const [first, second] = await Promise.all([sweep(later), sweep(later)]);
     expect([...first, ...second].filter((id) => id === opId).length).toBe(1);
+    expect(resumed.filter(([input]) => input.operationId === opId)).toHaveLength(1);
+    for (const args of resumed) await deps.lifecycle.start(...args);
     const op = await api.until(
       'reported',
       () => api.operation(keys.reviewer, opId),
