@@ -253,6 +253,32 @@ describe('HTTP boundary', () => {
     expect(await api.trace(keys.agent, runId)).toEqual([]);
   });
 
+  it('counts a body sent without a length (chunked) as it streams in: 413 over 256 KiB, accepted under it', async () => {
+    const { api, keys } = stack;
+    const runId = await api.createRun(keys.agent);
+    const chunked = (text: string) =>
+      fetch(`${api.baseUrl}/v1/runs/${runId}/tool-calls`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.agent}`, 'content-type': 'application/json' },
+        body: new ReadableStream({
+          start(controller) {
+            // In 16 KiB pieces, so the body arrives as many chunks.
+            for (let i = 0; i < text.length; i += 16 * 1024) controller.enqueue(new TextEncoder().encode(text.slice(i, i + 16 * 1024)));
+            controller.close();
+          },
+        }),
+        duplex: 'half',
+      } as RequestInit);
+    const call = (orderId: string) => JSON.stringify({ callId: 'c_chunked', turn: 1, name: 'get_order', arguments: { orderId } });
+    const over = await chunked(call('x'.repeat(256 * 1024 + 10)));
+    expect(over.status).toBe(413);
+    expect(await over.json()).toMatchObject({ error: { code: 'payload_too_large' } });
+    expect(await api.trace(keys.agent, runId)).toEqual([]);
+    const under = await chunked(call('ord_1'));
+    expect(under.status).toBe(200);
+    expect(await under.json()).toMatchObject({ status: 'succeeded' });
+  });
+
   it('keeps another principal out of a run and its operations', async () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent);
