@@ -1,6 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { except } from 'hono/combine';
 import type { z } from 'zod';
 import type { RunnerConfig } from '../core/config';
@@ -16,6 +15,7 @@ import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
 import { createRun, submitToolCall } from '../steps/submit';
 import { approvalPage, decisionPage } from './approval-page';
+import { bodySizeLimit } from './body-limit';
 import { PAGE_SECURITY_HEADERS } from './html';
 import { decodeCursor, encodeCursor, PendingApprovalKeySchema, RunListKeySchema } from './cursor';
 import { listRunsPage } from './runs';
@@ -143,19 +143,13 @@ export function makeApp(deps: Deps): Hono<Env> {
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
   });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: 'no such route' } }, 404));
-  // The rest of the body is never read, so the connection cannot be reused: say so to the client.
-  const tooLarge = (c: Context) =>
-    c.json({ error: { code: 'payload_too_large', message: 'the body is over 256 KiB' } }, 413, { Connection: 'close' });
-  const streamedBodyLimit = bodyLimit({ maxSize: MAX_BODY_BYTES, onError: tooLarge });
-  app.use('*', async (c, next) => {
-    // A declared length is judged from the header alone. Hono's limit would first turn the Node request into
-    // a web Request to look for a body, and the body would then be read through a web stream: about 3% of the
-    // server's CPU on every call. Only a body without a length (chunked) is counted as it streams in.
-    if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
-    const length = c.req.header('content-length');
-    if (length === undefined || c.req.header('transfer-encoding') !== undefined) return streamedBodyLimit(c, next);
-    return Number(length) > MAX_BODY_BYTES ? tooLarge(c) : next();
-  });
+  app.use(
+    '*',
+    bodySizeLimit(MAX_BODY_BYTES, (c) =>
+      // The rest of the body is never read, so the connection cannot be reused: say so to the client.
+      c.json({ error: { code: 'payload_too_large', message: 'the body is over 256 KiB' } }, 413, { Connection: 'close' }),
+    ),
+  );
 
   // Routes that skip authentication live on their own sub-app; only its paths are exempt from the bearer check.
   const open = publicRoutes(deps);

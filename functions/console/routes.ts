@@ -1,8 +1,8 @@
 import { Hono, type Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
+import { bodySizeLimit } from '../api/body-limit';
 import { principalForKey } from '../api/app';
 import { PAGE_SECURITY_HEADERS } from '../api/html';
 import { timelineMainOf } from '../api/timeline-page';
@@ -76,10 +76,7 @@ export function consoleRoutes(options: ConsoleOptions): Hono {
   });
   app.use(
     '*',
-    bodyLimit({
-      maxSize: FORM_BYTES,
-      onError: (c) => c.html(messagePage('Too large', 'That form is larger than the console accepts.'), 413),
-    }),
+    bodySizeLimit(FORM_BYTES, (c) => c.html(messagePage('Too large', 'That form is larger than the console accepts.'), 413)),
   );
   app.onError((error, c) => {
     console.error(JSON.stringify({ level: 'error', message: 'unhandled console error', error: error.name, detail: error.message }));

@@ -8,10 +8,10 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { Hono, type Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
 import { principalForKey } from '../api/app';
+import { bodySizeLimit } from '../api/body-limit';
 import { MAX_BODY_BYTES } from '../api/schemas';
 import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client';
 import { operationIdFor } from '../core/ids';
@@ -63,7 +63,7 @@ export function mcpRoutes(options: McpOptions): Hono {
   // The API's own limit, answered as JSON-RPC: nothing an MCP client sends needs more.
   app.use(
     '/mcp',
-    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => jsonRpcError(c, 413, 'payload_too_large', 'the body is over 256 KiB') }),
+    bodySizeLimit(MAX_BODY_BYTES, (c) => jsonRpcError(c, 413, 'payload_too_large', 'the body is over 256 KiB')),
   );
 
   app.all('/mcp', async (c) => {

@@ -172,6 +172,31 @@ describe('MCP server at /mcp', () => {
     expect(res.status).toBe(403);
   });
 
+  it('a body over 256 KiB is 413 payload_too_large, with or without a declared length', async () => {
+    const text = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(256 * 1024) } });
+    const post = (body: BodyInit) =>
+      fetch(`${stack.apiUrl}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${stack.keys.agent}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body,
+        duplex: 'half',
+      } as RequestInit);
+    const chunked = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(text));
+        controller.close();
+      },
+    });
+    for (const res of [await post(text), await post(chunked)]) {
+      expect(res.status).toBe(413);
+      expect(await res.json()).toMatchObject({ error: { data: { code: 'payload_too_large' } } });
+    }
+  });
+
   it.runIf(isEmbedded)('an Origin other than its own is 403 unless the config lists it in mcpAllowedOrigins', async () => {
     const initialize = (origin: string) =>
       fetch(`${stack.apiUrl}/mcp`, {
