@@ -32,6 +32,7 @@ export async function startBenchStack(options: {
   return {
     stack,
     dynamoEndpoint: dynamoLocal.endpoint,
+    dynamoPid: dynamoLocal.pid,
     async stop() {
       await stack.stop();
       await dynamoLocal.stop();
