@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   type AttributeValue,
   DescribeTableCommand,
@@ -11,6 +10,7 @@ import {
 import { createClient } from '../functions/client';
 import { localClient } from '../local/dynamodb-local';
 import { runMain, startBenchStack } from './bench-stack';
+import { processCpuSeconds } from './process-cpu';
 
 /**
  * `npm run bench:requests`: what each DynamoDB request of a `get_order` call costs DynamoDB Local in CPU.
@@ -27,13 +27,6 @@ const CONCURRENCY = 16;
 interface Recorded {
   command: string;
   input: Record<string, unknown>;
-}
-
-/** CPU milliseconds a process has used so far (user + system, all threads; /proc counts in clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 async function main(): Promise<void> {
@@ -125,13 +118,13 @@ async function main(): Promise<void> {
     /** DynamoDB Local's CPU milliseconds per repeat of `send`, `CONCURRENCY` at once. */
     const measure = async (send: (suffix: string) => Promise<unknown>, round: string) => {
       let next = 0;
-      const before = cpuMs(bench.dynamoPid);
+      const before = processCpuSeconds(bench.dynamoPid);
       await Promise.all(
         Array.from({ length: CONCURRENCY }, async () => {
           while (next < REPEATS) await send(`~${round}${next++}`);
         }),
       );
-      return (cpuMs(bench.dynamoPid) - before) / REPEATS;
+      return Math.round(((processCpuSeconds(bench.dynamoPid) - before) * 1e5) / REPEATS) / 100;
     };
     // Twice: the first round warms DynamoDB Local's JIT, the second is measured.
     const rows: Record<string, { cpuMs: number }> = {};

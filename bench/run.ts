@@ -1,5 +1,4 @@
 import '../local/env-defaults';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +9,7 @@ import type { Context } from 'aws-lambda';
 import { freePort, localClient, startDynamoLocal } from '../local/dynamodb-local';
 import { type NpmStarted, npmStart } from '../test/support/npm-start';
 import { runMain } from './bench-stack';
+import { processCpuSeconds } from './process-cpu';
 
 /**
  * `npm run bench`: the runner as users run it, `npm start` in its own process, called over HTTP from this
@@ -66,17 +66,6 @@ function serverPid(npm: NpmStarted): number {
 function rssMiB(pid: number): number {
   const kb = Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1]);
   return Math.round(kb / 1024);
-}
-
-/** Clock ticks per second, the unit of /proc/<pid>/stat's CPU times (asked once: usually 100, not guaranteed). */
-const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-
-/** CPU seconds (user + system, all threads) a process has used so far, from /proc/<pid>/stat. */
-function processCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // After the command name, which may hold spaces and parentheses: field 3 (state) on, utime and stime are 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
 
 /** CPU seconds used so far by DynamoDB Local, the server and this process (the client). */
