@@ -76,7 +76,9 @@ async function main(): Promise<void> {
     const call = sequences.get(signature)!;
 
     const keys = new Map<string, string>();
-    for (const table of Object.values(bench.stack.tables)) {
+    /** Each table's name in the stack's own terms (`events`, `watch`, …), for the report. */
+    const tableIds = new Map(Object.entries(bench.stack.tables).map(([id, table]) => [table, id]));
+    for (const table of tableIds.keys()) {
       const described = await dynamo.send(new DescribeTableCommand({ TableName: table }));
       keys.set(table, described.Table!.KeySchema!.find((k) => k.KeyType === 'HASH')!.AttributeName!);
     }
@@ -109,10 +111,9 @@ async function main(): Promise<void> {
     };
     const describe = (r: Recorded) => {
       const input = r.input as { TableName?: string; ConditionExpression?: string; TransactItems?: { Put?: unknown; Update?: unknown }[] };
-      const short = (table?: string) => table?.replace(/^requests-/, '');
       if (input.TransactItems)
         return `${r.command.replace(/Command$/, '')} (${input.TransactItems.map((t) => (t.Put ? 'put' : 'update')).join(' + ')})`;
-      return `${r.command.replace(/Command$/, '')} ${short(input.TableName)}${input.ConditionExpression ? ' (conditional)' : ''}`;
+      return `${r.command.replace(/Command$/, '')} ${tableIds.get(input.TableName!)}${input.ConditionExpression ? ' (conditional)' : ''}`;
     };
 
     /** DynamoDB Local's CPU milliseconds per repeat of `send`, `CONCURRENCY` at once. */
