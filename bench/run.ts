@@ -7,7 +7,7 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import type { Context } from 'aws-lambda';
 import { freePort, localClient, startDynamoLocal } from '../local/dynamodb-local';
-import { type NpmStarted, npmStart } from '../test/support/npm-start';
+import { type NpmStarted, npmStart } from '../scripts/npm-start';
 import { runMain } from './bench-stack';
 import { processCpuSeconds } from './process-cpu';
 

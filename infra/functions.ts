@@ -73,7 +73,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   // API Gateway gives up at 29 s; long-polls stop at 25 s. Submits (start, or a synchronous Express run),
   // cancels and resolves (stop), decides approvals (task response, then a notice), creates runs once per
   // Idempotency-Key. Serves the console too. Runs the first attempt of a call that waits itself when it fits in
-  // the wait (functions/steps/submit.ts), so it may notify reviewers of an outcome it cannot know, as Execute does.
+  // the wait (functions/commands/submit.ts), so it may notify reviewers of an outcome it cannot know, as Execute does.
   Api: {
     entry: 'api',
     timeoutSeconds: 29,

@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { except } from 'hono/combine';
 import type { z } from 'zod';
@@ -8,15 +7,17 @@ import { isSaneId, JSON_BOUNDS, parseBoundedJson } from '../core/json-bounds';
 import { findPrincipal, hasRole } from '../core/policy';
 import { hashValue } from '../core/canonical';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
-import { approvalUrl, decideApproval, decideAs, mayDecide, openApproval } from '../steps/approval';
-import { cancelOperation, cancelRun, resolveOperation } from '../steps/cancel';
+import { decideApproval, decideAs, mayDecide, openApproval } from '../commands/approval-decisions';
+import { approvalUrl } from '../steps/approval';
+import { cancelOperation, cancelRun, resolveOperation } from '../commands/cancel';
 import { operationIdFor } from '../core/ids';
 import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
-import { createRun, submitToolCall } from '../steps/submit';
-import { approvalPage, decisionPage } from './approval-page';
-import { bodySizeLimit } from './body-limit';
-import { PAGE_SECURITY_HEADERS } from './html';
+import { createRun, submitToolCall } from '../commands/submit';
+import { approvalPage, decisionPage } from '../html/approval-page';
+import { bearerKeyOf, principalForKey } from '../http/authenticate';
+import { bodySizeLimit } from '../http/body-limit';
+import { PAGE_SECURITY_HEADERS } from '../html/page-basics';
 import { decodeCursor, encodeCursor, PendingApprovalKeySchema, RunListKeySchema } from './cursor';
 import { listRunsPage } from './runs';
 import { toolsReady } from '../tools/mcp-upstream';
@@ -35,10 +36,10 @@ import {
   ResolveSchema,
   ToolCallSchema,
   ToolFormatSchema,
-} from './schemas';
+} from '../http/schemas';
 import { timelineModel } from '../core/timeline';
 import { validTraceparent } from '../core/trace-context';
-import { PAGE_HEADERS, timelinePage } from './timeline-page';
+import { PAGE_HEADERS, timelinePage } from '../html/timeline-page';
 import { waitForSettled, watchOperation } from './long-poll';
 import { deliveredEnvelope } from './deliver';
 
@@ -60,16 +61,6 @@ class ApiError extends Error {
 }
 
 const MAX_SIG_CHARS = 2000;
-
-function keyDigest(key: string): Buffer {
-  return createHash('sha256').update(key).digest();
-}
-
-/** Finds the principal for a bearer key; compares digests in constant time. */
-export function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
-  const digest = keyDigest(key);
-  return findPrincipal(config, (p) => timingSafeEqual(keyDigest(p.key), digest));
-}
 
 async function jsonBody<T>(c: Context, schema: z.ZodType<T>, optional = false): Promise<T> {
   const text = await c.req.text();
@@ -156,9 +147,8 @@ export function makeApp(deps: Deps): Hono<Env> {
   app.route('/', open);
 
   const authenticate: MiddlewareHandler<Env> = async (c, next) => {
-    const header = c.req.header('authorization') ?? '';
-    const match = header.match(/^Bearer\s+(\S+)$/i);
-    const principal = match ? principalForKey(await deps.config(), match[1]) : undefined;
+    const key = bearerKeyOf(c.req.header('authorization'));
+    const principal = key ? principalForKey(await deps.config(), key) : undefined;
     if (!principal) throw new ApiError(401, 'unauthenticated', 'a valid bearer key is required');
     c.set('principal', principal);
     await next();

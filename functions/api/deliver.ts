@@ -1,4 +1,4 @@
-import { envelopeOf } from '../core/engine';
+import { envelopeOf } from '../core/next-step';
 import type { Envelope } from '../core/envelope';
 import type { OperationRecord, Outcome } from '../core/model';
 import type { Deps } from '../core/ports';

@@ -22,7 +22,7 @@ import {
   ToolsSchema,
   TraceEventSchema,
   TraceSchema,
-} from './schemas';
+} from '../http/schemas';
 
 /** Named schemas of the document: requests as the routes accept them, responses as they answer. */
 const REQUESTS = {

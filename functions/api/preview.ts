@@ -4,7 +4,7 @@ import type { Principal, RunRecord } from '../core/model';
 import { principalIn } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { toolsReady } from '../tools/mcp-upstream';
-import type { PreviewSchema } from './schemas';
+import type { PreviewSchema } from '../http/schemas';
 import type { z } from 'zod';
 
 /**

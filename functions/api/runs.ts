@@ -4,7 +4,7 @@ import type { Principal, RunRecord } from '../core/model';
 import { hasRole } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { encodeCursor, type RunListKey } from './cursor';
-import type { RunsSchema, RunStatusSchema } from './schemas';
+import type { RunsSchema, RunStatusSchema } from '../http/schemas';
 import { runView } from './views';
 
 /**

@@ -19,7 +19,7 @@ import {
   type Run,
   type RunSummary,
   type TraceEventView,
-} from '../api/schemas';
+} from '../http/schemas';
 import type { Envelope } from '../core/envelope';
 import { operationIdFor } from '../core/ids';
 

@@ -1,7 +1,7 @@
 import type { Approval, Review, RunsPage } from '../client';
-import { RISK_TEXT, summaryLines } from '../api/approval-page';
-import { escapeHtml, INVISIBLE_STYLE, visibleText } from '../api/html';
-import { TIMELINE_STYLE } from '../api/timeline-page';
+import { RISK_TEXT, summaryLines } from '../html/approval-page';
+import { escapeHtml, INVISIBLE_STYLE, visibleText } from '../html/page-basics';
+import { TIMELINE_STYLE } from '../html/timeline-page';
 import { formatCents } from '../core/format';
 import type { Principal } from '../core/model';
 import { hasRole } from '../core/policy';

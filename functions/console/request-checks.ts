@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { checkRequestOrigin, listensOnLoopback, type OriginCheck } from '../mcp/request-origin';
+import { checkRequestOrigin, listensOnLoopback, type OriginCheck } from '../http/request-origin';
 
 /**
  * Where a console request came from, and what the console may assume about its transport. The scheme is
@@ -26,7 +26,7 @@ export function cookieIsSecure(site: RequestSite): boolean {
 /**
  * The Origin check of every console form POST (sign-in included), on top of SameSite=Strict and the
  * session's CSRF token: the browser's `Origin` must be the console's own (the same Host and `Origin` rules
- * as `/mcp`, mcp/request-origin.ts). A page served with `Referrer-Policy: no-referrer`, as every console
+ * as `/mcp`, http/request-origin.ts). A page served with `Referrer-Policy: no-referrer`, as every console
  * page is, makes the browser send `Origin: null` even for its own forms; then `Sec-Fetch-Site` (sent by
  * Chromium, Firefox and Safari) must say `same-origin`. A form on another origin, even another port of
  * the same host (the same site, so SameSite lets the cookie go), says `same-site` or `cross-site`.

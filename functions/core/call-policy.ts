@@ -1,6 +1,6 @@
 import { admitCall } from './budgets';
 import { canonicalJson, deepFreeze, hashValue, sha256, type ParsedArguments } from './canonical';
-import type { Validation } from './engine';
+import type { Validation } from './lifecycle-events';
 import type { Outcome, Principal, RunRecord } from './model';
 import { mayCallTool } from './policy';
 import { dropNullOptionals } from './provider-shapes';

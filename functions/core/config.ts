@@ -75,7 +75,7 @@ export const RunnerConfigSchema = z
     /** Days a run, its operations and its trace are kept after the run's wall-clock deadline (DynamoDB TTL). */
     retentionDays: z.number().int().min(1).max(3650).optional(),
     mcpUpstreams: z.array(McpUpstreamSchema).optional(),
-    /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; mcp/request-origin.ts). */
+    /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; http/request-origin.ts). */
     mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
   })
   .superRefine((config, ctx) => {

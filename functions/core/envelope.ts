@@ -1,6 +1,6 @@
 import type { OperationRecord, Outcome } from './model';
 
-/** The only thing the model sees (`EnvelopeSchema` in `functions/api/schemas.ts` documents it). */
+/** The only thing the model sees (`EnvelopeSchema` in `functions/http/schemas.ts` documents it). */
 export interface Envelope {
   status: 'succeeded' | 'rejected' | 'failed' | 'outcome_unknown' | 'budget_exhausted' | 'cancelled';
   code?: string;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { StepOutput } from '../core/engine';
+import type { StepOutput } from '../core/next-step';
 import type { Deps } from '../core/ports';
 import { expireApprovalStep, requestApproval } from '../steps/approval';
 import { executeStep } from '../steps/execute';

@@ -10,13 +10,13 @@ import {
 import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
-import { principalForKey } from '../api/app';
-import { bodySizeLimit } from '../api/body-limit';
-import { MAX_BODY_BYTES } from '../api/schemas';
+import { bearerKeyOf, principalForKey } from '../http/authenticate';
+import { bodySizeLimit } from '../http/body-limit';
+import { MAX_BODY_BYTES } from '../http/schemas';
 import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client';
 import { operationIdFor } from '../core/ids';
 import type { ConfigSource } from '../core/ports';
-import { checkRequestOrigin, listensOnLoopback } from './request-origin';
+import { checkRequestOrigin, listensOnLoopback } from '../http/request-origin';
 import { issueSessionId, verifySessionId } from './session-id';
 import { operationTaskStore, submitAsTask } from './tasks';
 import { CHECK_OPERATION, callTool, derivedCallId, type SessionContext } from './tool-calls';
@@ -80,7 +80,7 @@ export function mcpRoutes(options: McpOptions): Hono {
     );
     if (!origin.ok) return jsonRpcError(c, 403, 'forbidden', origin.reason);
 
-    const key = (c.req.header('authorization') ?? '').match(/^Bearer\s+(\S+)$/i)?.[1];
+    const key = bearerKeyOf(c.req.header('authorization'));
     const principal = key ? principalForKey(config, key) : undefined;
     if (!key || !principal)
       return jsonRpcError(c, 401, 'unauthenticated', 'a valid bearer key is required', { 'WWW-Authenticate': 'Bearer' });

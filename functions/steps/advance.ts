@@ -1,4 +1,6 @@
-import { accepts, transition, transitionAll, type LifecycleEvent, type Transition } from '../core/engine';
+import { accepts } from '../core/transition-table';
+import { transition, transitionAll } from '../core/engine';
+import type { LifecycleEvent, Transition } from '../core/lifecycle-events';
 import type { OperationRecord } from '../core/model';
 import { ContentionError, OperationConflictError, type Deps } from '../core/ports';
 import type { TraceEvent } from '../core/trace';

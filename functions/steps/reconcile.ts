@@ -1,7 +1,9 @@
 import { MAX_RECONCILE_LOOKUPS, reconcilePlanOf, type ReconcilePlan } from '../core/attempt-policy';
 import { backoffSeconds } from '../core/backoff';
 import { deepFreeze } from '../core/canonical';
-import { accepts, stepOutput, type ReconcileFinding, type StepOutput } from '../core/engine';
+import { accepts } from '../core/transition-table';
+import { stepOutput, type StepOutput } from '../core/next-step';
+import type { ReconcileFinding } from '../core/lifecycle-events';
 import { RECONCILE_LEASE_MS, reconcileLease } from '../core/leases';
 import { checkOutput } from '../core/classify';
 import type { OperationRecord, Outcome } from '../core/model';

@@ -1,4 +1,5 @@
-import { accepts, stepOutput, type StepOutput } from '../core/engine';
+import { accepts } from '../core/transition-table';
+import { stepOutput, type StepOutput } from '../core/next-step';
 import type { Deps } from '../core/ports';
 import { advance, mustGet } from './advance';
 import { executionNameOf } from './deps';

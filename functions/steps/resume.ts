@@ -1,4 +1,5 @@
-import { accepts, type LifecycleEvent } from '../core/engine';
+import { accepts } from '../core/transition-table';
+import type { LifecycleEvent } from '../core/lifecycle-events';
 import { stepLease } from '../core/leases';
 import { isActive } from '../core/record-predicates';
 import type { Deps } from '../core/ports';

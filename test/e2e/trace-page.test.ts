@@ -7,7 +7,7 @@ import { MetricName } from '../../functions/core/metric-names';
 import { formatTimeline } from '../../functions/core/timeline';
 import { startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded } from '../support/target';
-import { PAGE_SECURITY_HEADERS } from '../../functions/api/html';
+import { PAGE_SECURITY_HEADERS } from '../../functions/html/page-basics';
 
 /** Where the screenshot and the printed timeline go, for a person to look at. */
 const OUT_DIR = screenshotDir('trace-page');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sweep } from '../../functions/steps/resume';
-import { submitToolCall } from '../../functions/steps/submit';
+import { submitToolCall } from '../../functions/commands/submit';
 import { shape, startTestStack, type TestStack } from '../support/stack';
 import { isEmbedded } from '../support/target';
 import { unknownOutcomeEmail } from '../support/scenarios';

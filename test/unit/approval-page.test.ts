@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { approvalPage } from '../../functions/api/approval-page';
-import { PAGE_SECURITY_HEADERS, visibleText } from '../../functions/api/html';
+import { approvalPage } from '../../functions/html/approval-page';
+import { PAGE_SECURITY_HEADERS, visibleText } from '../../functions/html/page-basics';
 import type { OperationRecord } from '../../functions/core/model';
 import { formatMinorUnits } from '../../functions/core/format';
 import { makeDemoTools } from '../../functions/tools/demo-tools';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { timelineMainOf, timelinePage } from '../../functions/api/timeline-page';
+import { timelineMainOf, timelinePage } from '../../functions/html/timeline-page';
 import { csrfToken, csrfTokenMatches, issueSession, SESSION_LIFETIME_SECONDS, verifySession } from '../../functions/console/session';
 import { RunnerConfigSchema } from '../../functions/core/config';
 import { formatCents } from '../../functions/core/format';

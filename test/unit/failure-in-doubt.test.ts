@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { nextStep } from '../../functions/core/engine';
+import { nextStep } from '../../functions/core/next-step';
 import { TransportError, UpstreamHttpError } from '../../functions/core/errors';
 import type { Principal } from '../../functions/core/model';
 import type { Deps } from '../../functions/core/ports';
 import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
 import type { TraceEvent } from '../../functions/core/trace';
-import { cancelOperation } from '../../functions/steps/cancel';
+import { cancelOperation } from '../../functions/commands/cancel';
 import { executeStep } from '../../functions/steps/execute';
 import { reconcileStep } from '../../functions/steps/reconcile';
 import { reportStep, routeStep } from '../../functions/steps/report';
-import { createRun, submitToolCall } from '../../functions/steps/submit';
+import { createRun, submitToolCall } from '../../functions/commands/submit';
 import { idleLifecycle, memoryStore } from '../support/memory-store';
 
 /**

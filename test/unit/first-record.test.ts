@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidEventError, propose, transition, transitionAll } from '../../functions/core/engine';
+import { InvalidEventError } from '../../functions/core/transition-table';
+import { propose, transition, transitionAll } from '../../functions/core/engine';
 
 const now = Date.parse('2026-11-30T12:00:00Z');
 const proposal = {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ACCEPTS, InvalidEventError, nextStep, stepOutput, transition, type LifecycleEvent } from '../../functions/core/engine';
+import { ACCEPTS, InvalidEventError } from '../../functions/core/transition-table';
+import { nextStep, stepOutput } from '../../functions/core/next-step';
+import { transition } from '../../functions/core/engine';
+import type { LifecycleEvent } from '../../functions/core/lifecycle-events';
 import { canTransition, InvalidTransitionError, moveTo, OperationState, SETTLED } from '../../functions/core/lifecycle';
 import type { OperationRecord } from '../../functions/core/model';
 import { storedResultOf } from '../../functions/core/result-record';

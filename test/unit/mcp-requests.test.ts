@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RunnerConfigSchema } from '../../functions/core/config';
-import { checkRequestOrigin, isLoopbackAddress, type OriginPolicy } from '../../functions/mcp/request-origin';
+import { checkRequestOrigin, isLoopbackAddress, type OriginPolicy } from '../../functions/http/request-origin';
 import { derivedCallId } from '../../functions/mcp/tool-calls';
 
 const deployed: OriginPolicy = {

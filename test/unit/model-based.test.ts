@@ -2,21 +2,22 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { signLink } from '../../functions/core/approval-link';
-import { nextStep } from '../../functions/core/engine';
+import { nextStep } from '../../functions/core/next-step';
 import { isActive } from '../../functions/core/record-predicates';
 import { TransportError, UpstreamHttpError } from '../../functions/core/errors';
 import { approvalIdFor } from '../../functions/core/ids';
 import type { OperationRecord, Principal, RunRecord } from '../../functions/core/model';
 import type { Deps, LifecyclePort, Store } from '../../functions/core/ports';
 import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
-import { decideApproval, expireApprovalStep, requestApproval } from '../../functions/steps/approval';
-import { cancelOperation, cancelRun, resolveOperation } from '../../functions/steps/cancel';
+import { decideApproval } from '../../functions/commands/approval-decisions';
+import { expireApprovalStep, requestApproval } from '../../functions/steps/approval';
+import { cancelOperation, cancelRun, resolveOperation } from '../../functions/commands/cancel';
 import { executeStep } from '../../functions/steps/execute';
 import { reconcileStep } from '../../functions/steps/reconcile';
 import { reportStep, routeStep } from '../../functions/steps/report';
 import { sweep } from '../../functions/steps/resume';
 import { recentRuns } from '../../functions/steps/recent-runs';
-import { createRun, submitToolCall } from '../../functions/steps/submit';
+import { createRun, submitToolCall } from '../../functions/commands/submit';
 import { memoryStore } from '../support/memory-store';
 
 /**

@@ -5,9 +5,9 @@ import { operationIdFor } from '../../functions/core/ids';
 import type { Principal, RunRecord } from '../../functions/core/model';
 import type { Deps } from '../../functions/core/ports';
 import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
-import { cancelRun } from '../../functions/steps/cancel';
+import { cancelRun } from '../../functions/commands/cancel';
 import { recentRuns } from '../../functions/steps/recent-runs';
-import { createRun, submitToolCall } from '../../functions/steps/submit';
+import { createRun, submitToolCall } from '../../functions/commands/submit';
 import { idleLifecycle, memoryStore } from '../support/memory-store';
 
 /**

@@ -1,6 +1,6 @@
 import type { OperationRecord, Risk } from '../core/model';
 import type { ToolSpec } from '../core/tool-spec';
-import { escapeHtml, INVISIBLE_STYLE, visibleText } from './html';
+import { escapeHtml, INVISIBLE_STYLE, visibleText } from './page-basics';
 
 /** What each risk class means, in words (the approval page and the console). */
 export const RISK_TEXT: Record<Risk, string> = {

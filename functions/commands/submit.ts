@@ -1,7 +1,9 @@
 import { type Admission, admitCall, DEFAULT_BUDGETS } from '../core/budgets';
 import { argumentsHash, decideCall, validationOf } from '../core/call-policy';
 import { parseArguments } from '../core/canonical';
-import { propose, stepOutput, transitionAll, type LifecycleEvent, type Proposal, type Validation } from '../core/engine';
+import { propose, transitionAll, type Proposal } from '../core/engine';
+import { stepOutput } from '../core/next-step';
+import type { LifecycleEvent, Validation } from '../core/lifecycle-events';
 import { newIdempotencyKey, newRunId, operationIdFor } from '../core/ids';
 import { attemptLease, stepLease } from '../core/leases';
 import { SCHEMA_VERSION, type Budgets, type OperationRecord, type Principal, type RunRecord } from '../core/model';
@@ -9,11 +11,11 @@ import { ContentionError, OperationExistsError, RunChangedError, type Deps, type
 import { replaySafe } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
-import { jitter } from './advance';
-import { countTrace } from './metrics';
-import { executionNameOf } from './deps';
-import { executeStep } from './execute';
-import { watchedStore } from './operation-watch';
+import { jitter } from '../steps/advance';
+import { countTrace } from '../steps/metrics';
+import { executionNameOf } from '../steps/deps';
+import { executeStep } from '../steps/execute';
+import { watchedStore } from '../steps/operation-watch';
 
 /**
  * What an attempt run in the submitting process needs beyond the tool's own timeout: the writes before and

@@ -1,5 +1,5 @@
 import type { TimelineGroup, TimelineModel } from '../core/timeline';
-import { escapeHtml, INVISIBLE_STYLE, PAGE_SECURITY_HEADERS, visibleText } from './html';
+import { escapeHtml, INVISIBLE_STYLE, PAGE_SECURITY_HEADERS, visibleText } from './page-basics';
 
 /** The approval page's headers, and no caching of run data. */
 export const PAGE_HEADERS = { ...PAGE_SECURITY_HEADERS, 'Cache-Control': 'no-store' } as const;

@@ -1,8 +1,8 @@
-import { accepts } from '../core/engine';
+import { accepts } from '../core/transition-table';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
 import { RunChangedError, type Deps } from '../core/ports';
-import { advance } from './advance';
-import { executionNameOf } from './deps';
+import { advance } from '../steps/advance';
+import { executionNameOf } from '../steps/deps';
 
 /**
  * Cancels one operation: settles it as `cancelled` and reports that at once (the turn is closed), then
