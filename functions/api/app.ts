@@ -1,10 +1,9 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { except } from 'hono/combine';
 import type { z } from 'zod';
-import type { RunnerConfig } from '../core/config';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
 import { isSaneId, JSON_BOUNDS, parseBoundedJson } from '../core/json-bounds';
-import { findPrincipal, hasRole } from '../core/policy';
+import { hasRole } from '../core/policy';
 import { hashValue } from '../core/canonical';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
 import { decideApproval, decideAs, mayDecide, openApproval } from '../commands/approval-decisions';

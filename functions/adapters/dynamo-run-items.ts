@@ -1,0 +1,78 @@
+import type { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { RunRecord } from '../core/model';
+import type { RunChange } from '../core/ports';
+import type { TableNames } from './tables';
+
+/** A run as stored, and the run's part of the transactions that admit or close it. */
+
+/** A run as the core knows it: without the attribute that puts it in the runs list. */
+export function runFromItem(item: Record<string, unknown>): RunRecord {
+  const { listKey: _l, ...run } = item;
+  return run as unknown as RunRecord;
+}
+
+export type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>[number];
+
+/** The run's part of a new operation's transaction: an admission or a closing, each conditional on what it needs. */
+export function runChangeItem(tables: TableNames, run: RunRecord, change: RunChange, at: string): TransactItem | undefined {
+  switch (change.kind) {
+    case 'none':
+      return undefined;
+    case 'close':
+      // Why: only an open run can become exhausted; a cancelled one stays cancelled.
+      return statusChange(tables, run.runId, 'open', change.to, at);
+    case 'admit': {
+      const { delta } = change;
+      const b = run.budgets;
+      const turn = delta.opensTurn
+        ? {
+            set: ', #usage.turns = #usage.turns + :one, lastTurn = :turn',
+            cond: ' AND lastTurn < :turn AND #usage.turns < :maxTurns',
+            values: { ':maxTurns': b.maxTurns },
+          }
+        : { set: '', cond: ' AND lastTurn >= :turn', values: {} };
+      return {
+        Update: {
+          TableName: tables.runs,
+          Key: { runId: run.runId },
+          UpdateExpression: `SET #usage.toolCalls = #usage.toolCalls + :one, #usage.spendCents = #usage.spendCents + :cost, updatedAt = :at${turn.set}`,
+          // Why: the budgets' own fields, not the run's version, so concurrent calls never invalidate each other
+          // (this is admissionHolds in core/budgets.ts, written as a condition).
+          ConditionExpression: `#status = :open AND deadlineAt > :now AND #usage.toolCalls < :maxCalls AND #usage.spendCents <= :spendRoom${turn.cond}`,
+          ExpressionAttributeNames: { '#status': 'status', '#usage': 'usage' },
+          ExpressionAttributeValues: {
+            ':one': 1,
+            ':cost': delta.costCents,
+            ':at': at,
+            ':turn': delta.turn,
+            ':open': 'open',
+            ':now': new Date(change.now).toISOString(),
+            ':maxCalls': b.maxToolCalls,
+            ':spendRoom': b.maxSpendCents - delta.costCents,
+            ...turn.values,
+          },
+        },
+      };
+    }
+  }
+}
+
+/** A run's status moving from the one read (`from`) to `to`, conditional on it still being `from`. */
+export function statusChange(
+  tables: TableNames,
+  runId: string,
+  from: RunRecord['status'],
+  to: RunRecord['status'],
+  at: string,
+): TransactItem {
+  return {
+    Update: {
+      TableName: tables.runs,
+      Key: { runId },
+      UpdateExpression: 'SET #status = :to, updatedAt = :at',
+      ConditionExpression: '#status = :from',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':to': to, ':from': from, ':at': at },
+    },
+  };
+}
