@@ -22,7 +22,9 @@ export function signWebhookBody(secret: string, body: string, nowMs: number): st
   return `t=${t},v1=${hmacHex(secret, t, body)}`;
 }
 
-export type WebhookCheck = { ok: true; timestamp: number } | { ok: false; reason: 'missing' | 'malformed' | 'stale' | 'mismatch' };
+export type WebhookCheck =
+  | { ok: true; timestamp: number }
+  | { ok: false; reason: 'no_secret' | 'missing' | 'malformed' | 'stale' | 'mismatch' };
 
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
 
@@ -30,15 +32,18 @@ const HEX_SHA256 = /^[0-9a-f]{64}$/;
  * For receivers: checks `Toolrunner-Signature` against the raw request body (exactly the bytes received,
  * before any JSON parsing) and the approver's `notify.secret`. A signature is accepted when any `v1` in
  * the header matches and its `t` is within `toleranceSeconds` of `nowMs`. Compares in constant time;
- * never throws.
+ * never throws. An empty or missing secret verifies nothing (`no_secret`): anyone can compute an HMAC
+ * keyed with the empty string, so a receiver whose secret did not load must refuse every request.
  */
 export function verifyWebhookSignature(input: {
-  secret: string;
+  /** The approver's `notify.secret`; typed loosely because receivers read it from their environment. */
+  secret: string | undefined;
   body: string;
   header: string | null | undefined;
   nowMs?: number;
   toleranceSeconds?: number;
 }): WebhookCheck {
+  if (typeof input.secret !== 'string' || input.secret.length === 0) return { ok: false, reason: 'no_secret' };
   if (!input.header) return { ok: false, reason: 'missing' };
   if (input.header.length > 1024) return { ok: false, reason: 'malformed' };
   let t: number | undefined;
