@@ -1,17 +1,39 @@
 #!/usr/bin/env node
 import '../local/env-defaults';
-import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createClient, ToolRunnerError } from '../functions/client';
 import { loadTools } from './load-tools';
 import { startNotesApi } from './notes-api';
 import { formatTimeline } from './timeline';
 
-const USAGE = `usage:
+const COMMANDS = {
+  start: `usage: toolrunner start [--tools PATH]
+  Runs the embedded stack: DynamoDB Local, the state machine, the API and (without --tools) the sandbox.
+  --tools PATH   a module (.ts, .mjs, .js) whose default export is an array of tool specs; they replace the
+                 demo tools and no sandbox starts (TOOLRUNNER_TOOLS=PATH does the same)
+  knobs: PORT, SANDBOX_PORT, TOOLRUNNER_DATA_DIR, TOOLRUNNER_CONFIG, TOOLRUNNER_HANDLERS
+`,
+  trace: `usage: toolrunner trace RUN_ID
+  Prints a run's trace as a timeline.
+  TOOLRUNNER_URL   the API (default http://127.0.0.1:3000)
+  TOOLRUNNER_KEY   a bearer key that may read the run (required)
+`,
+  'notes-api': `usage: toolrunner notes-api
+  Serves the quick start's example upstream: a notes API on NOTES_PORT (default 4000).
+`,
+} as const;
+type Command = keyof typeof COMMANDS;
+
+const USAGE = `usage: toolrunner <command> [options]
   toolrunner start [--tools PATH]   the embedded stack (knobs: PORT, SANDBOX_PORT, TOOLRUNNER_DATA_DIR,
                                     TOOLRUNNER_CONFIG; TOOLRUNNER_TOOLS=PATH is the same as --tools)
   toolrunner trace RUN_ID           a run's trace as a timeline (TOOLRUNNER_URL, TOOLRUNNER_KEY)
   toolrunner notes-api              the quick start's example upstream: a notes API on NOTES_PORT (default 4000)
+  toolrunner --version              the installed version
+  toolrunner <command> --help       one command's usage
+Exit codes: 0 done, 1 failed, 2 a usage error.
 `;
 
 /** Messages only: a failure prints one line and an exit code, never a stack trace. */
@@ -20,8 +42,27 @@ function fail(message: string, code = 1): never {
   process.exit(code);
 }
 
+/** A usage error: exit 2 with the command's usage. */
+function usageError(message: string, command?: Command): never {
+  fail(`${message}\n${command ? COMMANDS[command] : USAGE}`, 2);
+}
+
+/** The package's version, from the package.json beside the sources (cli/) or the build (dist/). */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
+
+/** parseArgs for one command: an unknown flag or a missing value is a usage error naming that command. */
+function argsOf<T extends ParseArgsConfig & { strict?: true }>(command: Command, config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs<T>({ ...config, strict: true });
+  } catch (error) {
+    usageError((error as Error).message, command);
+  }
+}
+
 async function start(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { tools: { type: 'string' } }, strict: true });
+  const { values } = argsOf('start', { args, options: { tools: { type: 'string' } } });
   const toolsPath = values.tools ?? (process.env.TOOLRUNNER_TOOLS || undefined);
   let tools: Awaited<ReturnType<typeof loadTools>> | undefined;
   if (toolsPath) {
@@ -43,8 +84,8 @@ const TraceEnv = z.object({
 });
 
 async function trace(args: string[]): Promise<void> {
-  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true });
-  if (positionals.length !== 1) fail(`trace needs one RUN_ID\n${USAGE}`, 2);
+  const { positionals } = argsOf('trace', { args, allowPositionals: true });
+  if (positionals.length !== 1) usageError('trace needs one RUN_ID', 'trace');
   const env = TraceEnv.safeParse(process.env);
   if (!env.success) fail(env.error.issues.map((i) => i.message).join('; '), 2);
   const client = createClient({ baseUrl: env.data.TOOLRUNNER_URL, apiKey: env.data.TOOLRUNNER_KEY });
@@ -59,7 +100,7 @@ async function trace(args: string[]): Promise<void> {
 const NotesEnv = z.object({ NOTES_PORT: z.coerce.number().int().min(0).max(65535).default(4000) });
 
 async function notesApi(args: string[]): Promise<void> {
-  parseArgs({ args, strict: true });
+  argsOf('notes-api', { args });
   const env = NotesEnv.safeParse(process.env);
   if (!env.success) fail('NOTES_PORT must be a port number', 2);
   const api = await startNotesApi(env.data.NOTES_PORT).catch((error: Error) => fail(`notes-api: ${error.message}`));
@@ -71,21 +112,27 @@ async function notesApi(args: string[]): Promise<void> {
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  switch (command) {
+  if (command === '--version' || command === '-v' || command === 'version') {
+    console.log(version());
+    return;
+  }
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (!Object.hasOwn(COMMANDS, command)) usageError(`unknown command ${command}`);
+  const known = command as Command;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(COMMANDS[known]);
+    return;
+  }
+  switch (known) {
     case 'start':
       return start(rest);
     case 'trace':
       return trace(rest);
     case 'notes-api':
       return notesApi(rest);
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      process.stdout.write(USAGE);
-      return;
-    default:
-      fail(`unknown command ${command}\n${USAGE}`, 2);
   }
 }
 

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ToolSpec } from '../functions/core/tool-spec';
 import { formatSample } from '../functions/adapters/metrics';
 import { startOtlpExport } from '../functions/adapters/otlp-export';
+import { claimDataDir, firstPortInUse } from './data-dir-owner';
 import { ensureConfig, startStack } from './stack';
 import { startSummary } from './summary';
 
@@ -38,6 +39,22 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
   let stack: Awaited<ReturnType<typeof startStack>>;
   let created: boolean;
   const dataDir = resolve(knobs.TOOLRUNNER_DATA_DIR);
+  // Before anything starts: a port someone else holds, or a data directory another live process owns.
+  const busy = await firstPortInUse([
+    { port: knobs.PORT, knob: 'PORT' },
+    ...(options.tools ? [] : [{ port: knobs.SANDBOX_PORT, knob: 'SANDBOX_PORT' }]),
+  ]);
+  if (busy) {
+    console.error(`${command}: port ${busy.port} (${busy.knob}) is in use on 127.0.0.1; stop what listens there or set ${busy.knob}`);
+    process.exit(1);
+  }
+  let owner: { release(): void };
+  try {
+    owner = claimDataDir(dataDir);
+  } catch (error) {
+    console.error(`${command}: ${(error as Error).message}`);
+    process.exit(1);
+  }
   console.log(`toolrunner: starting the embedded stack (data in ${dataDir})`);
   const otlp = startOtlpExport();
   if (otlp)
@@ -56,6 +73,7 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
     });
   } catch (error) {
     console.error(`${command} failed: ${(error as Error).message}`);
+    owner.release();
     process.exit(1);
   }
 
@@ -100,6 +118,7 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
       if (counts.length) console.log(`metrics this session: ${counts.map(formatSample).join('  ')}`);
       await stack.stop();
       await otlp?.shutdown().catch(() => undefined);
+      owner.release();
       process.exit(0);
     } catch (error) {
       console.error(`shutdown failed: ${(error as Error).message}`);

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -36,6 +36,8 @@ function listen(server: Server, port: number): Promise<number> {
  */
 export function ensureDataDir(dataDir: string): void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  // mkdir leaves an existing directory's mode as it was: one made by an older version stays readable by others.
+  chmodSync(dataDir, 0o700);
 }
 
 /** The sandbox (the demo tools' upstreams) on its port, its state in the data directory. */

@@ -22,6 +22,7 @@ import {
 } from '../http/schemas';
 import type { Envelope } from '../core/envelope';
 import { operationIdFor } from '../core/ids';
+import { networkErrorMessage } from '../core/network-error';
 
 export type { Approval, CreateRunBody, Envelope, Operation, Pending, Run, RunSummary };
 /** The id of the one logical operation a `(runId, callId)` names: the runner derives it, so a client can too. */
@@ -117,7 +118,7 @@ export function createClient(options: ClientOptions) {
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
       });
     } catch (error) {
-      throw new ToolRunnerError(0, 'network_error', `${method} ${path}: ${(error as Error).message}`);
+      throw new ToolRunnerError(0, 'network_error', networkErrorMessage(method, `${baseUrl}${path}`, error));
     }
     const text = await res.text();
     let json: unknown;

@@ -1,4 +1,5 @@
 import { TransportError, UpstreamHttpError } from '../core/errors';
+import { networkErrorMessage } from '../core/network-error';
 import type { ToolContext } from '../core/tool-spec';
 
 export interface JsonRequest {
@@ -22,14 +23,14 @@ export async function requestJson(ctx: ToolContext, req: JsonRequest): Promise<u
       signal: ctx.signal,
     });
   } catch (error) {
-    throw toTransportError(ctx, error);
+    throw toTransportError(ctx, req, error);
   }
   ctx.onUpstreamStatus(res.status);
   let text: string;
   try {
     text = await res.text();
   } catch (error) {
-    throw toTransportError(ctx, error);
+    throw toTransportError(ctx, req, error);
   }
   const body = text ? safeJson(text) : undefined;
   if (!res.ok) {
@@ -61,12 +62,13 @@ export function retryAfterSeconds(header: string | null, now = Date.now()): numb
 
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
-function toTransportError(ctx: ToolContext, error: unknown): TransportError {
+function toTransportError(ctx: ToolContext, req: JsonRequest, error: unknown): TransportError {
   if (ctx.signal.aborted) {
     const reason = (ctx.signal.reason as Error | undefined)?.name === 'TimeoutError' ? 'timeout' : 'aborted';
     return new TransportError(reason, true, `the request was ${reason === 'timeout' ? 'timed out' : 'aborted'}`);
   }
   const code = (error as { cause?: { code?: string } })?.cause?.code ?? (error as { code?: string })?.code;
-  if (code && NOT_SENT.has(code)) return new TransportError('refused', false, `connection failed (${code})`);
-  return new TransportError('reset', true, `connection lost (${code ?? 'unknown'})`);
+  const said = networkErrorMessage(req.method, req.url, error);
+  if (code && NOT_SENT.has(code)) return new TransportError('refused', false, `connection failed: ${said}`);
+  return new TransportError('reset', true, `connection lost: ${said}`);
 }

@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startNotesApi } from '../../cli/notes-api';
+import { freePort } from '../../local/dynamodb-local';
 
 const root = resolve(import.meta.dirname, '../..');
 /** tsx's loader by absolute URL: the CLI runs in a folder outside the repo, where `--import tsx` would not resolve. */
@@ -61,6 +62,40 @@ describe('toolrunner command', () => {
     const trace = await cli(['trace', 'run_1'], { TOOLRUNNER_KEY: '' });
     expect(trace.code).toBe(2);
     expect(trace.stderr).toContain('TOOLRUNNER_KEY');
+  });
+
+  it('prints its version and each command’s help with exit 0, and refuses unknown flags with exit 2', async () => {
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    expect(await cli(['--version'])).toMatchObject({ code: 0, stdout: `${version}\n` });
+    for (const command of ['start', 'trace', 'notes-api']) {
+      const help = await cli([command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain(`usage: toolrunner ${command}`);
+    }
+    expect((await cli(['--help'])).stdout).toContain('toolrunner <command> --help');
+    const unknownFlag = await cli(['start', '--tool', 'x.ts']);
+    expect(unknownFlag.code).toBe(2);
+    expect(unknownFlag.stderr).toContain("Unknown option '--tool'");
+    expect(unknownFlag.stderr).toContain('usage: toolrunner start');
+    const noRun = await cli(['trace'], { TOOLRUNNER_KEY: 'k' });
+    expect(noRun.code).toBe(2);
+    expect(noRun.stderr).toContain('usage: toolrunner trace RUN_ID');
+    noStack(`${unknownFlag.stderr}${noRun.stderr}`);
+  });
+
+  it('names the host, the port and the cause when the API cannot be reached, and never a secret in its URL', async () => {
+    const port = await freePort();
+    const refused = await cli(['trace', 'run_1'], { TOOLRUNNER_URL: `http://127.0.0.1:${port}`, TOOLRUNNER_KEY: 'k' });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`GET http://127.0.0.1:${port}/v1/runs/run_1/trace (127.0.0.1:${port}): connect ECONNREFUSED`);
+    const secret = await cli(['trace', 'run_1'], {
+      TOOLRUNNER_URL: `http://me:hunter2@127.0.0.1:${port}/?token=hunter3`,
+      TOOLRUNNER_KEY: 'k',
+    });
+    expect(secret.code).toBe(1);
+    expect(secret.stderr).toContain(`127.0.0.1:${port}`);
+    expect(secret.stderr).not.toMatch(/hunter2|hunter3/);
+    noStack(`${refused.stderr}${secret.stderr}`);
   });
 
   it('serves the quick start’s notes API: reads, writes deduplicated on Idempotency-Key, clear refusals', async () => {
