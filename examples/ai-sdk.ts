@@ -10,9 +10,9 @@ const runner = await toolrunnerAiSdk({ baseUrl: process.env.TOOLRUNNER_URL ?? 'h
 console.log(`run ${runner.runId}`);
 const model = scriptedAiSdkModel([[{ name: 'charge_card', arguments: { amount: 70_000, currency: 'USD', customer: 'cus_42' } }]]);
 const messages: ModelMessage[] = [{ role: 'user', content: 'Charge customer cus_42 $700 for order ord_1.' }];
-messages.push(...responseMessages(await generateText({ model, tools: runner.tools, messages }))); // save them anywhere
+messages.push(...responseMessages(await generateText({ model, ...runner.toolSettings, messages }))); // save them anywhere
 for (const call of await runner.pendingApprovals(messages)) console.log(`waiting for a person: ${call.operationId}`);
 let answer = await runner.approvalResponses(messages);
 while (!answer) answer = await new Promise((r) => setTimeout(r, 1000)).then(() => runner.approvalResponses(messages));
-const resumed = await generateText({ model, tools: runner.tools, messages: [...messages, answer] });
+const resumed = await generateText({ model, ...runner.toolSettings, messages: [...messages, answer] });
 console.log(resumed.text);

@@ -1,3 +1,4 @@
+import * as aiSdk from 'ai';
 import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type Tool, type ToolApprovalResponse } from 'ai';
 import type { Operation } from '../client';
 import {
@@ -14,14 +15,23 @@ export { runnerDecision, type PendingApproval, type RunnerDecision, type Toolrun
 
 /**
  * The runner's tools as Vercel AI SDK tools. The SDK's toolCallId becomes the runner's callId and the model
- * reads the envelope. A call the runner's policy holds for a person becomes the SDK's own pause: `needsApproval`
- * says yes (and the call is already waiting at the runner for its approver), `generateText` ends with a
- * `tool-approval-request`, and the approver's decision at the runner becomes the `tool-approval-response`
- * that resumes it (`approvalResponses`, or `settleApprovals` to wait in process).
+ * reads the envelope. A call the runner's policy holds for a person becomes the SDK's own pause: the approval
+ * question (ai 7's call-level `toolApproval`, or the tool-level `needsApproval` on ai 6) says yes (and the
+ * call is already waiting at the runner for its approver), `generateText` ends with a `tool-approval-request`,
+ * and the approver's decision at the runner becomes the `tool-approval-response` that resumes it
+ * (`approvalResponses`, or `settleApprovals` to wait in process).
  */
 export interface ToolrunnerAiSdk {
   runId: string;
+  /** The runner's tools; on ai 6 each carries `needsApproval`, on ai 7 the question is `toolApproval`. */
   tools: Record<string, Tool>;
+  /**
+   * What to spread into `generateText`, `streamText` or an Agent: `{ tools }`, and on ai 7 also the call-level
+   * `toolApproval` that asks the runner which calls wait for a person (ai 7 deprecates the tool-level `needsApproval`).
+   */
+  toolSettings: { tools: Record<string, Tool> };
+  /** ai 7's call-level approval question, one function per tool: `user-approval` when the runner holds the call for a person. */
+  toolApproval: Record<string, ToolApprovalQuestion>;
   /** The approval requests in `source` not answered there yet, each with the operation waiting for its approver. */
   pendingApprovals(source: ApprovalSource): Promise<(PendingApproval & { approvalId: string })[]>;
   /**
@@ -31,7 +41,10 @@ export interface ToolrunnerAiSdk {
    * reach the model as `execution-denied` with the runner's envelope as the reason.
    */
   approvalResponses(source: ApprovalSource): Promise<ModelMessage | undefined>;
-  /** As `approvalResponses`, but waits for the approvers (up to `approvalTimeoutMs`; a call still undecided then is denied with a notice that it waits). */
+  /**
+   * As `approvalResponses`, but waits for the approvers (up to `approvalTimeoutMs`). A call still undecided then
+   * is let through to the runner, which still holds it: the model reads `pending` with the operation id, never a denial.
+   */
   settleApprovals(source: ApprovalSource): Promise<ModelMessage | undefined>;
   /** `generateText` (default: up to 20 steps) until no approval is open, waiting in process for each decision. */
   generate(options: GenerateOptions): Promise<Awaited<ReturnType<typeof generateText>>>;
@@ -43,6 +56,20 @@ export interface ToolrunnerAiSdk {
  */
 export function responseMessages(result: { response: { messages: ModelMessage[] } }): ModelMessage[] {
   return (result as { responseMessages?: ModelMessage[] }).responseMessages ?? result.response.messages;
+}
+
+/** ai 7's per-tool approval function (`toolApproval`), answered by the runner (see `ToolrunnerAiSdk.toolApproval`). */
+export type ToolApprovalQuestion = (
+  input: unknown,
+  options: { toolCallId: string; messages: ModelMessage[] },
+) => Promise<'user-approval' | 'not-applicable'>;
+
+/**
+ * Does the installed `ai` take the call-level `toolApproval`? Every ai 7 release does (and deprecates the
+ * tool-level `needsApproval`); ai 7 is recognised by its `isStepCount` export, which ai 6 lacks.
+ */
+export function hasCallLevelApproval(sdk: Record<string, unknown> = aiSdk): boolean {
+  return typeof sdk.isStepCount === 'function';
 }
 
 /** Where approval requests are read from: a `generateText` result, or the conversation's messages. */
@@ -63,7 +90,9 @@ export function toolApprovalResponse(approvalId: string, operation: Operation): 
 
 function responseOf(approvalId: string, decision: RunnerDecision): ToolApprovalResponse | undefined {
   if (decision.status === 'pending') return undefined;
-  if (decision.status === 'approved') return { type: 'tool-approval-response', approvalId, approved: true };
+  // Undecided: through to the runner, which still holds the call; the model reads its pending answer.
+  if (decision.status === 'approved' || decision.status === 'undecided')
+    return { type: 'tool-approval-response', approvalId, approved: true };
   return { type: 'tool-approval-response', approvalId, approved: false, reason: modelText(decision.result) };
 }
 
@@ -106,6 +135,11 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
   // The turn of a call: model responses so far in the conversation that led to it.
   const turnOf = (messages: ModelMessage[]) => messages.filter((m) => m.role === 'assistant').length + 1;
 
+  const callLevel = hasCallLevelApproval();
+  const ask =
+    (spec: RunnerTool) =>
+    (input: unknown, { toolCallId, messages }: { toolCallId: string; messages: ModelMessage[] }) =>
+      session.needsApproval(spec, toolCallId, turnOf(messages), input);
   const tools: Record<string, Tool> = Object.fromEntries(
     specs.map((spec: RunnerTool) => [
       spec.name,
@@ -113,12 +147,21 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
         description: spec.description,
         inputSchema: jsonSchema<Record<string, unknown>>(spec.parameters),
         strict: spec.strict,
-        needsApproval: (input, { toolCallId, messages }) => session.needsApproval(spec, toolCallId, turnOf(messages), input),
+        ...(callLevel ? {} : { needsApproval: ask(spec) }),
         // The model reads the envelope (or the runner's refusal) as the tool's JSON output.
         execute: (input, { toolCallId, messages, abortSignal }) => session.call(spec, toolCallId, turnOf(messages), input, abortSignal),
       }),
     ]),
   );
+  const toolApproval: Record<string, ToolApprovalQuestion> = Object.fromEntries(
+    specs.map((spec) => [
+      spec.name,
+      async (input: unknown, options: Parameters<ToolApprovalQuestion>[1]) =>
+        (await ask(spec)(input, options)) ? ('user-approval' as const) : ('not-applicable' as const),
+    ]),
+  );
+  // The extra key stays invisible to ai 6's types, where generateText has no `toolApproval`.
+  const toolSettings = (callLevel ? { tools, toolApproval } : { tools }) as { tools: Record<string, Tool> };
 
   async function answer(source: ApprovalSource, decide: (request: OpenRequest) => Promise<RunnerDecision>) {
     const requests = openRequests(source).filter((r) => byName.has(r.toolName));
@@ -138,6 +181,8 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
   return {
     runId: session.runId,
     tools,
+    toolSettings,
+    toolApproval,
     async pendingApprovals(source) {
       const waiting: (PendingApproval & { approvalId: string })[] = [];
       for (const request of openRequests(source)) {
@@ -152,7 +197,9 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
     async generate({ prompt, messages: given, ...rest }) {
       let messages: ModelMessage[] = given ?? [{ role: 'user', content: prompt ?? '' }];
       for (;;) {
-        const result = await generateText({ stopWhen: stepCountIs(20), ...rest, tools, messages } as Parameters<typeof generateText>[0]);
+        const result = await generateText({ stopWhen: stepCountIs(20), ...rest, ...toolSettings, messages } as Parameters<
+          typeof generateText
+        >[0]);
         const reply = await settleApprovals(result);
         if (!reply) return result;
         messages = [...messages, ...responseMessages(result), reply];

@@ -61,7 +61,8 @@ export function applyRunnerDecision(state: RunState<any, any>, item: RunToolAppr
 }
 
 function apply(state: RunState<any, any>, item: RunToolApprovalItem, decision: RunnerDecision): RunnerDecision['status'] {
-  if (decision.status === 'approved') state.approve(item);
+  // Undecided: through to the runner, which still holds the call; the model reads its pending answer.
+  if (decision.status === 'approved' || decision.status === 'undecided') state.approve(item);
   else if (decision.status === 'denied') state.reject(item, { message: modelText(decision.result) });
   return decision.status;
 }

@@ -47,9 +47,16 @@ export type ModelVisibleResult =
  * A person's decision at the runner on a call the framework holds for approval:
  * - `approved`: the framework runs the call and the model reads its envelope, whatever the call came to;
  * - `denied`: rejected, expired or cancelled before anyone approved; the model reads `result` (the envelope);
- * - `pending`: nobody decided yet.
+ * - `pending`: nobody decided yet (the framework stays paused);
+ * - `undecided`: a wait for the approver ended before anyone decided. The framework lets the call through to
+ *   the runner, which still holds it for its approver: the model reads `pending` with the operation id, never a
+ *   denial (a denial would be false: the approver may still approve, and the call then runs).
  */
-export type RunnerDecision = { status: 'approved' } | { status: 'denied'; result: ModelVisibleResult } | { status: 'pending' };
+export type RunnerDecision =
+  | { status: 'approved' }
+  | { status: 'denied'; result: ModelVisibleResult }
+  | { status: 'pending' }
+  | { status: 'undecided'; operationId: string };
 
 /** A call the framework holds for approval, with the runner's operation that waits for its approver. */
 export interface PendingApproval {
@@ -134,6 +141,11 @@ export class RunnerSession {
     );
     if (submitted.kind === 'envelope') return submitted.envelope;
     if (submitted.kind === 'refused') return { error: { code: submitted.code, message: submitted.message } };
+    if (submitted.state === 'awaiting_approval') {
+      // Still held for a person (the framework's wait ended first, or it never paused): say so now rather than block.
+      const held = await this.client.getOperation(submitted.operationId);
+      if (held.approval?.state === 'pending') return waitingForApprover(held.operationId, held.state);
+    }
     const op = await this.client.watchOperation(submitted.operationId, { deadline, signal, maxPollMs: this.options.pollMs });
     if (op.envelope) return op.envelope as Envelope;
     if (signal?.aborted) {
@@ -170,14 +182,7 @@ export class RunnerSession {
     for (;;) {
       const decision = await this.readDecision(callId);
       if (decision.status !== 'pending') return decision;
-      if (Date.now() >= deadline) {
-        const op = await this.operationOf(callId);
-        const notice = 'no approver decided in time; the call still waits for one: do not repeat it';
-        return {
-          status: 'denied',
-          result: { status: 'pending', operationId: this.operationIdOf(callId), state: op?.state ?? 'proposed', message: notice },
-        };
-      }
+      if (Date.now() >= deadline) return { status: 'undecided', operationId: this.operationIdOf(callId) };
       await new Promise((r) => setTimeout(r, Math.min(pauseMs, Math.max(0, deadline - Date.now()))));
       pauseMs = Math.min(pauseMs * 2, this.options.pollMs ?? 2000);
     }
@@ -187,6 +192,16 @@ export class RunnerSession {
   operationIdOf(callId: string): string {
     return operationIdFor(this.runId, callId);
   }
+}
+
+/** What the model reads for a call that waits for a person: pending, with the operation to ask about later. */
+function waitingForApprover(operationId: string, state: string): ModelVisibleResult {
+  return {
+    status: 'pending',
+    operationId,
+    state,
+    message: `the call waits for a person's approval at the runner (operation ${operationId}); do not repeat it: its result comes once an approver decides`,
+  };
 }
 
 /** The longest a submission waits at the API (its `Prefer: wait` limit). */

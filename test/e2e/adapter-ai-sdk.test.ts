@@ -1,7 +1,8 @@
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvalCaseSuite } from '../support/approval-case-suite';
-import { toolrunnerAiSdk } from '../../functions/agents/ai-sdk';
+import { hasCallLevelApproval, toolrunnerAiSdk } from '../../functions/agents/ai-sdk';
+import { createClient, operationIdFor } from '../../functions/client';
 import { startApprover } from '../support/approver';
 import { startTestStack, type TestStack } from '../support/stack';
 
@@ -117,4 +118,33 @@ describe('Vercel AI SDK adapter', () => {
 describe('approval cases: what the model reads matches the trace', () => {
   const env = () => ({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl!, agentKey: stack.keys.agent, approverKey: stack.keys.approver });
   approvalCaseSuite('ai-sdk', () => stack, env);
+
+  it('asks its approval question as the installed ai takes it: call-level toolApproval on 7, needsApproval on 6', async () => {
+    const runner = await toolrunnerAiSdk({ baseUrl: stack.apiUrl, key: stack.keys.agent });
+    const seven = process.env.TOOLRUNNER_SDKS === 'newest';
+    expect(hasCallLevelApproval()).toBe(seven);
+    for (const tool of Object.values(runner.tools)) expect('needsApproval' in tool && tool.needsApproval !== undefined).toBe(!seven);
+    expect('toolApproval' in runner.toolSettings).toBe(seven);
+    expect(runner.toolSettings.tools).toBe(runner.tools);
+  });
+
+  it('tells the model "pending" with the operation id when the wait ends before the approver, never "denied"', async () => {
+    const { model, resultsOfTurn } = scriptedModel([
+      [{ callId: 'tc_slow', name: 'charge_card', arguments: { amount: 65_000, currency: 'EUR', customer: 'cus_slow' } }],
+    ]);
+    const runner = await toolrunnerAiSdk({ baseUrl: stack.apiUrl, key: stack.keys.agent, pollMs: 50, approvalTimeoutMs: 300 });
+    const result = await runner.generate({ model, prompt: 'Charge cus_slow.' });
+    expect(result.text).toBe('done');
+    const operationId = operationIdFor(runner.runId, 'tc_slow');
+    const [read] = resultsOfTurn(0);
+    expect(read.output).toMatchObject({ status: 'pending', operationId, state: 'awaiting_approval' });
+    expect(JSON.stringify(read.output)).not.toMatch(/denied/);
+    // The call still waits at the runner: an approver's decision runs it, once.
+    const approver = createClient({ baseUrl: stack.apiUrl, apiKey: stack.keys.approver });
+    await approver.approve(operationId);
+    const agent = createClient({ baseUrl: stack.apiUrl, apiKey: stack.keys.agent });
+    expect(await agent.waitForOperation(operationId, { timeoutSeconds: 60 })).toMatchObject({ status: 'succeeded' });
+    const charges = (await stack.sandbox.ledger()).filter((e) => e.kind === 'charge' && e.body.customer === 'cus_slow');
+    expect(charges).toHaveLength(1);
+  });
 });

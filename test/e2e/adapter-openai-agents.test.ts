@@ -4,6 +4,7 @@ import type { Action } from '../support/adapter-cases';
 import { approvalCaseSuite } from '../support/approval-case-suite';
 import { resumeInNewProcess } from '../support/resume-process';
 import { toolrunnerAgents } from '../../functions/agents/openai-agents';
+import { createClient, operationIdFor } from '../../functions/client';
 import { startApprover } from '../support/approver';
 import { startTestStack, type TestStack } from '../support/stack';
 
@@ -111,6 +112,25 @@ describe('OpenAI Agents SDK adapter', () => {
         .map((e) => e.callId)
         .sort(),
     ).toEqual(['call_big', 'call_no', 'call_read', 'call_write']);
+  });
+
+  it('tells the model "pending" with the operation id when the wait ends before the approver, never a rejection', async () => {
+    const model = new ScriptedModel([
+      [{ callId: 'call_slow', name: 'charge_card', arguments: { amount: 66_000, currency: 'EUR', customer: 'cus_slow_agents' } }],
+    ]);
+    const runner = await toolrunnerAgents({ baseUrl: stack.apiUrl, key: stack.keys.agent, pollMs: 50, approvalTimeoutMs: 300 });
+    const agent = new Agent({ name: 'support', instructions: 'Help the customer.', model, tools: runner.tools });
+    const result = await runner.run(agent, 'Charge cus_slow_agents.');
+    expect(result.finalOutput).toBe('done');
+    const operationId = operationIdFor(runner.runId, 'call_slow');
+    const [[read]] = [model.resultsOfTurn(0)];
+    expect(read.output).toMatchObject({ status: 'pending', operationId, state: 'awaiting_approval' });
+    expect(JSON.stringify(read.output)).not.toMatch(/rejected|denied/);
+    await createClient({ baseUrl: stack.apiUrl, apiKey: stack.keys.approver }).approve(operationId);
+    const agentClient = createClient({ baseUrl: stack.apiUrl, apiKey: stack.keys.agent });
+    expect(await agentClient.waitForOperation(operationId, { timeoutSeconds: 60 })).toMatchObject({ status: 'succeeded' });
+    const charges = (await stack.sandbox.ledger()).filter((e) => e.kind === 'charge' && e.body.customer === 'cus_slow_agents');
+    expect(charges).toHaveLength(1);
   });
 
   it('never executes a reused call id twice, whether the SDK lets the model reuse it or not', async () => {

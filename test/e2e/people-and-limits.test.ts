@@ -223,6 +223,21 @@ describe('budgets', () => {
     expect(events.filter((e) => e.type === 'budget.exhausted')).toHaveLength(1);
   });
 
+  it('a call refused for its arguments counts against the tool-call budget: it was admitted, recorded and answered', async () => {
+    const { api, keys } = stack;
+    const runId = await api.createRun(keys.agent, { maxToolCalls: 2 });
+    const bad = await api.call(keys.agent, runId, { callId: 'call_r1', name: 'get_order', arguments: { order: 'ord_1' } });
+    const good = await api.call(keys.agent, runId, { callId: 'call_r2', name: 'get_order', arguments: { orderId: 'ord_1' } });
+    const over = await api.call(keys.agent, runId, { callId: 'call_r3', name: 'get_order', arguments: { orderId: 'ord_2' } });
+    expect([bad, good, over].map((r) => [r.body.status, r.body.code ?? null])).toEqual([
+      ['rejected', 'invalid_arguments'],
+      ['succeeded', null],
+      ['budget_exhausted', 'budget_exhausted'],
+    ]);
+    const run = await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent });
+    expect(run.body).toMatchObject({ status: 'budget_exhausted', usage: { toolCalls: 2 } });
+  });
+
   it('the model keeps requesting tools: it stops at the turn budget, and every later call gets budget_exhausted', async () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent, { maxTurns: 2 });

@@ -111,14 +111,14 @@ export async function runCase(env: CaseEnv, spec: CaseSpec): Promise<CaseReport>
     runId = runner.runId;
     const model = scriptedAiSdkModel(chargeFor(customer));
     const messages: ModelMessage[] = [{ role: 'user', content: `Charge customer ${customer} $700.` }];
-    const first = await generateText({ model, tools: runner.tools, messages });
+    const first = await generateText({ model, ...runner.toolSettings, messages });
     frameworkPaused = first.content.some((p) => p.type === 'tool-approval-request');
     const [pending] = await runner.pendingApprovals(first);
     assert.ok(pending, 'the paused call is listed as waiting for a person');
     if (spec.mode === 'blocking') {
       // The adapter waits in process for the decision; the person decides meanwhile.
       const [answer] = await Promise.all([runner.settleApprovals(first), decide(pending.operationId)]);
-      await generateText({ model, tools: runner.tools, messages: [...messages, ...responseMessages(first), answer!] });
+      await generateText({ model, ...runner.toolSettings, messages: [...messages, ...responseMessages(first), answer!] });
       modelRead = aiSdkModelRead(model);
     } else {
       await decide(pending.operationId);
@@ -128,7 +128,7 @@ export async function runCase(env: CaseEnv, spec: CaseSpec): Promise<CaseReport>
       const history = JSON.parse(saved) as ModelMessage[];
       const answer = await until('the runner’s decision', () => resumed.approvalResponses(history), Boolean);
       const model2 = scriptedAiSdkModel(chargeFor(customer));
-      await generateText({ model: model2, tools: resumed.tools, messages: [...history, answer!] });
+      await generateText({ model: model2, ...resumed.toolSettings, messages: [...history, answer!] });
       modelRead = aiSdkModelRead(model2);
     }
   } else {
