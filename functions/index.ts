@@ -4,6 +4,7 @@
  */
 export { defineTool, ToolRegistrationError } from './core/tool-spec';
 export type { ApprovalPolicy, ReconcileResult, ToolContext, ToolSpec } from './core/tool-spec';
+export type { BackoffPolicy } from './core/backoff';
 export type { Envelope } from './core/envelope';
 export type { Risk } from './core/model';
 export type { TraceEvent, TraceType } from './core/trace';

@@ -8,6 +8,7 @@ import type { Port } from './permissions';
  */
 export const API_ROUTES = ['ANY /v1/{proxy+}', 'ANY /mcp', 'ANY /console', 'ANY /console/{proxy+}'] as const;
 
+/** The construct's functions by name: one per lifecycle step, the API, and the sweeper. */
 export type FunctionName = LifecycleFunction | 'Api' | 'Sweeper';
 
 export interface FunctionSpec {

@@ -77,6 +77,7 @@ export interface ToolRunnerThrottling {
   readonly burstLimit: number;
 }
 
+/** The props of the `ToolRunner` construct; only `tools` is required, every other prop documents its default. */
 export interface ToolRunnerProps {
   /**
    * The user's tools: `entry` is bundled into the Lambdas that run tools or answer about them (Api, Execute,

@@ -12,6 +12,7 @@ export const EXPRESS_ASL_PATH = fileURLToPath(new URL('./invocation-express.asl.
  */
 export const LIFECYCLE_FUNCTIONS = ['Validate', 'RequestApproval', 'ExpireApproval', 'Execute', 'Reconcile', 'Report', 'Handoff'] as const;
 
+/** A lifecycle step's function (a Task of the state machine). */
 export type LifecycleFunction = (typeof LIFECYCLE_FUNCTIONS)[number];
 
 export const placeholderOf = (name: LifecycleFunction) => `${name}FunctionArn`;

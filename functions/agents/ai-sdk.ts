@@ -5,13 +5,14 @@ import {
   RunnerSession,
   modelText,
   runnerDecision,
+  type ModelVisibleResult,
   type PendingApproval,
   type RunnerDecision,
   type RunnerTool,
   type ToolrunnerOptions,
 } from './runner-tools';
 
-export { runnerDecision, type PendingApproval, type RunnerDecision, type ToolrunnerOptions };
+export { runnerDecision, type ModelVisibleResult, type PendingApproval, type RunnerDecision, type ToolrunnerOptions };
 
 /**
  * The runner's tools as Vercel AI SDK tools. The SDK's toolCallId becomes the runner's callId and the model
@@ -75,7 +76,8 @@ export function hasCallLevelApproval(sdk: Record<string, unknown> = aiSdk): bool
 /** Where approval requests are read from: a `generateText` result, or the conversation's messages. */
 export type ApprovalSource = { content: ReadonlyArray<unknown> } | ReadonlyArray<ModelMessage>;
 
-type GenerateOptions = Omit<Parameters<typeof generateText>[0], 'tools' | 'prompt' | 'messages'> & {
+/** The options of `generate`: those of `generateText`, with the runner's tools and a prompt or messages. */
+export type GenerateOptions = Omit<Parameters<typeof generateText>[0], 'tools' | 'prompt' | 'messages'> & {
   prompt?: string;
   messages?: ModelMessage[];
 };

@@ -14,13 +14,14 @@ import {
   modelText,
   RunnerSession,
   runnerDecision,
+  type ModelVisibleResult,
   type PendingApproval,
   type RunnerDecision,
   type RunnerTool,
   type ToolrunnerOptions,
 } from './runner-tools';
 
-export { runnerDecision, type PendingApproval, type RunnerDecision, type ToolrunnerOptions };
+export { runnerDecision, type ModelVisibleResult, type PendingApproval, type RunnerDecision, type ToolrunnerOptions };
 
 /**
  * The runner's tools as OpenAI Agents SDK function tools. The SDK's tool call id becomes the runner's callId

@@ -24,6 +24,7 @@ export interface ToolrunnerOptions {
   approvalTimeoutMs?: number;
   /** The longest pause between reads while waiting (default 2 s). */
   pollMs?: number;
+  /** Defaults to the global `fetch`. */
   fetch?: ClientOptions['fetch'];
 }
 

@@ -27,7 +27,9 @@ import { networkErrorMessage } from '../core/network-error';
 export type { Approval, CreateRunBody, Envelope, Operation, Pending, Run, RunSummary };
 /** The id of the one logical operation a `(runId, callId)` names: the runner derives it, so a client can too. */
 export { operationIdFor };
+/** One event of a run's trace, in order (`seq`); arguments and results appear only as hashes or redacted summaries. */
 export type TraceEvent = TraceEventView;
+/** The shape `listTools` returns tool definitions in: the runner's own, or a provider's tool-definition shape. */
 export type ToolFormat = 'neutral' | 'openai' | 'anthropic' | 'mcp';
 
 /** An HTTP error from the runner (`{ error: { code, message } }`), or an answer the client cannot read. */
@@ -42,6 +44,7 @@ export class ToolRunnerError extends Error {
   }
 }
 
+/** Where the runner is and who is calling: the options of `createClient`. */
 export interface ClientOptions {
   /** The runner's base URL, e.g. `http://127.0.0.1:3000`. */
   baseUrl: string;
@@ -51,14 +54,22 @@ export interface ClientOptions {
   fetch?: (url: string, init: RequestInit) => Promise<Response> | Response;
 }
 
+/** One tool call as a model proposed it, submitted with `callTool`. */
 export interface ToolCall {
+  /** The provider's call id: the same id with the same arguments is the same operation, never a second effect. */
   callId: string;
+  /** The model turn the call belongs to (turns count against `maxTurns`). */
   turn: number;
+  /** The registered tool's name. */
   name: string;
   /** An object, or the JSON string a model produced. */
   arguments: Record<string, unknown> | string;
 }
 
+/**
+ * What `callTool` returns: the envelope once the operation is reported within the wait (`replayed` when the
+ * same call was submitted before), or the operation still under way (awaiting approval, or past the wait).
+ */
 export type ToolCallResult =
   | { kind: 'envelope'; envelope: Envelope; replayed: boolean }
   | { kind: 'pending'; operationId: string; state: string; statusUrl: string };
@@ -81,6 +92,7 @@ export interface Refusal {
   message: string;
 }
 
+/** How long and how `watchOperation` follows an operation. */
 export interface WatchOptions {
   /** Give up and return the newest view at this time (epoch ms). */
   deadline: number;
@@ -154,12 +166,15 @@ export function createClient(options: ClientOptions) {
   }
 
   const client = {
+    /** Opens a run with optional budgets and metadata (`POST /v1/runs`). */
     async createRun(body: CreateRunBody = {}): Promise<Run> {
       return (await request('POST', '/v1/runs', RunSchema, { body })).body;
     },
+    /** The run with its status, budgets and usage (`GET /v1/runs/{runId}`). */
     async getRun(runId: string): Promise<Run> {
       return (await request('GET', `/v1/runs/${id(runId)}`, RunSchema)).body;
     },
+    /** Closes the run; its in-flight operations are cancelled (late results are recorded, never reported). */
     async cancelRun(runId: string): Promise<Run> {
       return (await request('POST', `/v1/runs/${id(runId)}/cancel`, RunSchema)).body;
     },
@@ -196,6 +211,7 @@ export function createClient(options: ClientOptions) {
         throw error;
       }
     },
+    /** The operation record and, once reported, its envelope (`GET /v1/operations/{operationId}`). */
     async getOperation(operationId: string): Promise<Operation> {
       return (await request('GET', `/v1/operations/${id(operationId)}`, OperationSchema)).body;
     },
@@ -232,9 +248,11 @@ export function createClient(options: ClientOptions) {
         pauseMs = Math.min(pauseMs * 2, opts.maxPollMs ?? 2000);
       }
     },
+    /** Cancels one operation (`POST /v1/operations/{operationId}/cancel`); returns its record after the cancel. */
     async cancelOperation(operationId: string): Promise<Operation> {
       return (await request('POST', `/v1/operations/${id(operationId)}/cancel`, OperationSchema)).body;
     },
+    /** The run's trace events, in order (`GET /v1/runs/{runId}/trace`). */
     async getTrace(runId: string): Promise<TraceEvent[]> {
       return (await request('GET', `/v1/runs/${id(runId)}/trace`, TraceSchema)).body.events;
     },
@@ -286,6 +304,7 @@ export function createClient(options: ClientOptions) {
   return client;
 }
 
+/** The client `createClient` returns: one method per route of the runner's HTTP API. */
 export type ToolRunnerClient = ReturnType<typeof createClient>;
 
 /** Resolves after `ms`, or at once when the signal aborts. */

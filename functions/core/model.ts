@@ -8,7 +8,9 @@ import type { StoredResult } from './result-record';
  */
 export const SCHEMA_VERSION = 2 as const;
 
+/** A tool's risk class: what an unattended or repeated call could do. */
 export const Risk = { read: 'read', reversibleWrite: 'reversible_write', irreversibleWrite: 'irreversible_write' } as const;
+/** A tool's risk class: `read`, `reversible_write` or `irreversible_write`. */
 export type Risk = (typeof Risk)[keyof typeof Risk];
 
 export type Role = 'agent' | 'approver' | 'reviewer' | 'admin';

@@ -19,6 +19,7 @@ export interface ToolContext {
 /** A status lookup's answer: the upstream did or did not perform the operation with this key. */
 export type ReconcileResult<O> = { found: true; result: O } | { found: false };
 
+/** When a call needs a person's approval: never, always, or when the predicate says so for the frozen input. */
 export type ApprovalPolicy<I> = 'never' | 'always' | ((input: I) => boolean);
 
 /** A tool and its whole policy, registered once (the README's "Registering a tool"). */
@@ -42,8 +43,11 @@ export interface ToolSpec<I = any, O = any> {
   /** Whole seconds the operation may take from validation to its last attempt. */
   deadlineSeconds?: number;
   backoff?: BackoffPolicy;
+  /** Looks the effect of an unanswered attempt up at the upstream (by `ctx.idempotencyKey`): found, not found, or unknown. */
   reconcile?: (ctx: ToolContext, input: I) => Promise<ReconcileResult<O>>;
+  /** Calls with the same lock key run one at a time (for example one order's address). */
   lockKey?: (input: I) => string;
+  /** What the call counts against the run's spend budget, in cents. */
   costCents?: (input: I) => number;
   approval: ApprovalPolicy<I>;
   /**
@@ -51,6 +55,7 @@ export interface ToolSpec<I = any, O = any> {
    * raw cents). Optional; the exact arguments are always shown as well.
    */
   describeForApproval?: (input: I) => string[];
+  /** Performs the call once: send `ctx.idempotencyKey` upstream where the API takes one, and honour `ctx.signal`. */
   execute: (ctx: ToolContext, input: I) => Promise<O>;
 }
 

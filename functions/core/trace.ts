@@ -22,6 +22,7 @@ export const TraceType = {
 } as const;
 export type TraceType = (typeof TraceType)[keyof typeof TraceType];
 
+/** One event of a run's trace: `seq` strictly increasing per run; arguments and results only as hashes or summaries. */
 export interface TraceEvent {
   seq: number;
   at: string;

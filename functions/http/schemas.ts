@@ -80,6 +80,7 @@ export const PreviewSchema = z.strictObject({
   turn: z.number().int().min(0).max(1_000_000).optional(),
 });
 
+/** The body of `POST /v1/runs`: optional budgets (`maxTurns`, `maxToolCalls`, `maxWallClockSeconds`, `maxSpendCents`) and metadata. */
 export type CreateRunBody = z.input<typeof CreateRunSchema>;
 export type ToolCallBody = z.input<typeof ToolCallSchema>;
 export type ResolveBody = z.input<typeof ResolveSchema>;
@@ -197,11 +198,17 @@ export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema
 
 export const DecisionResultSchema = z.looseObject({ approvalId: z.string(), operationId: z.string(), state: z.string() });
 
+/** A run as its owner sees it: `status` (`open`, `cancelled`, `budget_exhausted`, `expired`), `budgets` and `usage`. */
 export type Run = z.infer<typeof RunSchema>;
+/** A run in the runs list: its id, status, owner, creation time and usage. */
 export type RunSummary = z.infer<typeof RunSummarySchema>;
+/** An operation record (one logical tool call): its lifecycle `state`, attempts, approval, outcome and, once reported, its envelope. */
 export type Operation = z.infer<typeof OperationSchema>;
+/** An operation not reported within the wait: its id, `state` and the URL to read it from. */
 export type Pending = z.infer<typeof PendingSchema>;
+/** One trace event as the API returns it. */
 export type TraceEventView = z.infer<typeof TraceEventSchema>;
+/** A pending approval as an approver lists it, with a link signed for that approver. */
 export type Approval = z.infer<typeof ApprovalSchema>;
 
 export const PreviewResultSchema = z.looseObject({

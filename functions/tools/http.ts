@@ -2,6 +2,7 @@ import { TransportError, UpstreamHttpError } from '../core/errors';
 import { networkErrorMessage } from '../core/network-error';
 import type { ToolContext } from '../core/tool-spec';
 
+/** One HTTP request of `requestJson`: the body is sent as JSON. */
 export interface JsonRequest {
   method: 'GET' | 'POST' | 'PUT';
   url: string;
