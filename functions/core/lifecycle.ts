@@ -18,8 +18,8 @@ export type OperationState = (typeof OperationState)[keyof typeof OperationState
 
 const S = OperationState;
 
-/** Every allowed move; a transition outside this table is a bug, never written. */
-const TRANSITIONS: Record<OperationState, readonly OperationState[]> = {
+/** Every allowed move; a transition outside this table is a bug, never written (docs/architecture.md draws it). */
+export const TRANSITIONS: Record<OperationState, readonly OperationState[]> = {
   proposed: [S.validated, S.rejected, S.budgetExhausted, S.cancelled],
   validated: [S.awaitingApproval, S.executing, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled],
   awaiting_approval: [S.executing, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled],

@@ -15,7 +15,8 @@ const root = resolve(import.meta.dirname, '../..');
 /** The README's quick start: its code blocks (`tools.ts`, `agent.mjs`) and its text, which names the commands run here. */
 function quickStart(): { tools: string; agent: string; text: string } {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const text = readme.slice(readme.indexOf('## Quick start: your own tools'), readme.indexOf('## Using it'));
+  const start = readme.indexOf('## Quick start: your own tools');
+  const text = readme.slice(start, readme.indexOf('\n## ', start + 1));
   const block = (lang: string) => {
     const at = text.indexOf(`\n\`\`\`${lang}\n`);
     if (at < 0) throw new Error(`README quick start: no ${lang} block`);
@@ -109,6 +110,9 @@ describe.runIf(isEmbedded && process.env.TOOLRUNNER_PACKAGE_TEST === '1')('the p
       maxBuffer: 64 * 1024 * 1024,
     });
     figures.install = `${((Date.now() - started) / 1000).toFixed(1)} s`;
+    // The package ships the examples the docs point to, and its changelog.
+    for (const file of ['examples/ai-sdk.ts', 'examples/openai-agents.ts', 'examples/scripted-models.ts', 'CHANGELOG.md', 'docs/tools.md'])
+      expect(existsSync(join(app, 'node_modules/toolrunner', file)), file).toBe(true);
     const du = await run('du', ['-sk', join(app, 'node_modules')]);
     figures.installSize = `${Math.round(Number(du.stdout.split('\t')[0]) / 1024)} MiB`;
     writeFileSync(join(app, 'tools.ts'), readme.tools);

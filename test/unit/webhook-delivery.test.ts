@@ -117,11 +117,11 @@ describe('the webhook signature', () => {
   });
 });
 
-describe("the README's verification snippet for receivers", () => {
+describe("docs/operate.md's verification snippet for receivers", () => {
   it('accepts what the runner signs, and nothing else', () => {
-    const readme = readFileSync('README.md', 'utf8');
-    const source = /```ts\n(import \{ createHmac[\s\S]*?)```/.exec(readme)?.[1];
-    expect(source, 'the README has the snippet').toBeDefined();
+    const doc = readFileSync('docs/operate.md', 'utf8');
+    const source = /```ts\n(import \{ createHmac[\s\S]*?)```/.exec(doc)?.[1];
+    expect(source, 'docs/operate.md has the snippet').toBeDefined();
     const js = ts.transpileModule(source!, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } });
     const module = { exports: {} as Record<string, (body: string, header: string, secret: string) => boolean> };
     new Function('require', 'module', 'exports', js.outputText)(createRequire(import.meta.url), module, module.exports);
@@ -133,6 +133,7 @@ describe("the README's verification snippet for receivers", () => {
     expect(verify(`${body} `, header, SECRETS.alice)).toBe(false);
     expect(verify(body, signWebhookBody(SECRETS.alice, body, Date.now() - 600_000), SECRETS.alice)).toBe(false);
     expect(verify(body, 'garbage', SECRETS.alice)).toBe(false);
+    expect(verify(body, signWebhookBody('', body, Date.now()), '')).toBe(false);
   });
 });
 
