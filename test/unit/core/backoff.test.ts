@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { backoffSeconds } from '../../functions/core/backoff';
-import { seeded } from '../support/seeded';
+import { backoffSeconds } from '../../../functions/core/backoff';
+import { seeded } from '../../support/seeded';
 
 const policy = { baseSeconds: 1, capSeconds: 20 };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { admissionHolds, admitCall, mayContinue, withClock } from '../../functions/core/budgets';
-import type { RunRecord } from '../../functions/core/model';
+import { admissionHolds, admitCall, mayContinue, withClock } from '../../../functions/core/budgets';
+import type { RunRecord } from '../../../functions/core/model';
 
 const now = Date.parse('2026-11-30T12:00:00Z');
 const run = (over: Partial<RunRecord> = {}): RunRecord => ({

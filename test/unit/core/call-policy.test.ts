@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { argumentsHash, decideCall, previewCall } from '../../functions/core/call-policy';
-import { hashValue, parseArguments } from '../../functions/core/canonical';
-import type { Principal, RunRecord } from '../../functions/core/model';
-import { makeDemoTools } from '../../functions/tools/demo-tools';
+import { argumentsHash, decideCall, previewCall } from '../../../functions/core/call-policy';
+import { hashValue, parseArguments } from '../../../functions/core/canonical';
+import type { Principal, RunRecord } from '../../../functions/core/model';
+import { makeDemoTools } from '../../../functions/tools/demo-tools';
 
 const tools = new Map(makeDemoTools('http://127.0.0.1:1').map((t) => [t.name, t]));
 const agent: Principal = { id: 'agent', roles: ['agent'], tools: '*' };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, deepFreeze, hashValue, parseArguments } from '../../functions/core/canonical';
+import { canonicalJson, deepFreeze, hashValue, parseArguments } from '../../../functions/core/canonical';
 
 describe('canonical JSON and hashes', () => {
   it('sorts keys at every depth, so equal values hash equally', () => {

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { classifyAttempt } from '../../functions/core/classify';
-import { TransportError, UpstreamHttpError } from '../../functions/core/errors';
-import { storedResultOf } from '../../functions/core/result-record';
-import type { ToolSpec } from '../../functions/core/tool-spec';
+import { classifyAttempt } from '../../../functions/core/classify';
+import { TransportError, UpstreamHttpError } from '../../../functions/core/errors';
+import { storedResultOf } from '../../../functions/core/result-record';
+import type { ToolSpec } from '../../../functions/core/tool-spec';
 
 const tool = (over: Partial<ToolSpec>): ToolSpec => ({
   name: 't',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkJsonBounds, isSaneId, JSON_BOUNDS, nestingDepth, parseBoundedJson } from '../../functions/core/json-bounds';
+import { checkJsonBounds, isSaneId, JSON_BOUNDS, nestingDepth, parseBoundedJson } from '../../../functions/core/json-bounds';
 
 const nested = (depth: number) => `${'['.repeat(depth - 1)}{"a":1}${']'.repeat(depth - 1)}`;
 

@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { signLink, verifyLink } from '../../functions/core/approval-link';
-import { deriveKey, KeyPurpose } from '../../functions/core/keys';
-import { issueSessionId, verifySessionId } from '../../functions/mcp/session-id';
+import { signLink, verifyLink } from '../../../functions/core/approval-link';
+import { deriveKey, KeyPurpose } from '../../../functions/core/keys';
+import { issueSessionId, verifySessionId } from '../../../functions/mcp/session-id';
 
 const SECRET = 'the-configuration-secret-0123456789';
 const link = { approvalId: 'apr_1', approverId: 'alice', expiresAt: 2_000, inputHash: 'sha256:a' };

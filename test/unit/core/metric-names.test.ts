@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { memoryMetrics } from '../../functions/adapters/metrics';
-import { MetricName, metricsOfEvents } from '../../functions/core/metric-names';
-import { countTrace } from '../../functions/steps/metrics';
-import type { NewTraceEvent, TraceEvent } from '../../functions/core/trace';
+import { memoryMetrics } from '../../../functions/adapters/metrics';
+import { MetricName, metricsOfEvents } from '../../../functions/core/metric-names';
+import { countTrace } from '../../../functions/steps/metrics';
+import type { NewTraceEvent, TraceEvent } from '../../../functions/core/trace';
 
 const ev = (e: NewTraceEvent, seq = 1): TraceEvent => ({ seq, at: '2026-01-01T00:00:00.000Z', runId: 'run_1', ...e });
 

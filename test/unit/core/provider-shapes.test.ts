@@ -2,9 +2,9 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { anthropicTool, mcpTool, openAIChatTool, openAIResponsesTool, toStrictSchema } from '../../functions/core/provider-shapes';
-import type { ToolSpec } from '../../functions/core/tool-spec';
-import { makeDemoTools } from '../../functions/tools/demo-tools';
+import { anthropicTool, mcpTool, openAIChatTool, openAIResponsesTool, toStrictSchema } from '../../../functions/core/provider-shapes';
+import type { ToolSpec } from '../../../functions/core/tool-spec';
+import { makeDemoTools } from '../../../functions/tools/demo-tools';
 
 const demo = makeDemoTools('http://127.0.0.1:1');
 const charge = demo.find((t) => t.name === 'charge_card')!;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MASK, redact } from '../../functions/core/redact';
-import { formatTimeline, timelineModel, type TimelineEvent } from '../../functions/core/timeline';
+import { MASK, redact } from '../../../functions/core/redact';
+import { formatTimeline, timelineModel, type TimelineEvent } from '../../../functions/core/timeline';
 
 const t0 = Date.parse('2026-01-01T10:00:00.000Z');
 const at = (ms: number) => new Date(t0 + ms).toISOString();
