@@ -7,24 +7,11 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../local/dynamodb-local';
 import { ALL_BUDGETS, checkCase, describeRead, type Action, type CaseEnv, type CaseReport, type CaseSpec } from '../support/adapter-cases';
+import { quickStart } from '../support/readme';
 import { isEmbedded } from '../support/target';
 
 const run = promisify(execFile);
 const root = resolve(import.meta.dirname, '../..');
-
-/** The README's quick start: its code blocks (`tools.ts`, `agent.mjs`) and its text, which names the commands run here. */
-function quickStart(): { tools: string; agent: string; text: string } {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const start = readme.indexOf('## Quick start: your own tools');
-  const text = readme.slice(start, readme.indexOf('\n## ', start + 1));
-  const block = (lang: string) => {
-    const at = text.indexOf(`\n\`\`\`${lang}\n`);
-    if (at < 0) throw new Error(`README quick start: no ${lang} block`);
-    const from = at + lang.length + 5;
-    return text.slice(from, text.indexOf('\n```\n', from) + 1);
-  };
-  return { tools: block('ts'), agent: block('js'), text };
-}
 
 /** Lines of a child's stdout, with a way to wait (deadline-bound) for one that matches. */
 function watchLines(child: ChildProcess) {
