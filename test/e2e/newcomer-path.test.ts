@@ -54,8 +54,8 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-describeWithChromium.runIf(handlerMode === 'source')('a newcomer’s path, README only', () => {
-  it('takes the quick start’s own tool to a call a person approves in the console', async () => {
+describeWithChromium('a newcomer’s path, README only', () => {
+  it.runIf(handlerMode === 'source')('takes the quick start’s own tool to a call a person approves in the console', async () => {
     const { tools, agent, text } = quickStart();
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     expect(readme).toContain("Set `approval: 'always'` on `save_note` in `tools.ts`");
