@@ -55,66 +55,70 @@ afterAll(async () => {
 });
 
 describeWithChromium('a newcomer’s path, README only', () => {
-  it.runIf(handlerMode === 'source')('takes the quick start’s own tool to a call a person approves in the console', async () => {
-    const { tools, agent, text } = quickStart();
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    expect(readme).toContain("Set `approval: 'always'` on `save_note` in `tools.ts`");
-    expect(text).toContain('npx toolrunner start --tools tools.ts');
-    // The README's step: save_note (not get_note) asks a person.
-    const at = tools.indexOf("name: 'save_note'");
-    const changed = `${tools.slice(0, at)}${tools.slice(at).replace("approval: 'never'", "approval: 'always'")}`;
-    expect(changed).not.toBe(tools);
-    writeFileSync(join(work, 'tools.ts'), changed);
-    writeFileSync(join(work, 'agent.mjs'), agent);
+  it.runIf(handlerMode === 'source')(
+    'takes the quick start’s own tool to a call a person approves in the console',
+    async () => {
+      const { tools, agent, text } = quickStart();
+      const readme = readFileSync(join(root, 'README.md'), 'utf8');
+      expect(readme).toContain("Set `approval: 'always'` on `save_note` in `tools.ts`");
+      expect(text).toContain('npx toolrunner start --tools tools.ts');
+      // The README's step: save_note (not get_note) asks a person.
+      const at = tools.indexOf("name: 'save_note'");
+      const changed = `${tools.slice(0, at)}${tools.slice(at).replace("approval: 'never'", "approval: 'always'")}`;
+      expect(changed).not.toBe(tools);
+      writeFileSync(join(work, 'tools.ts'), changed);
+      writeFileSync(join(work, 'agent.mjs'), agent);
 
-    const notesPort = await freePort();
-    const notes = background([cli, 'notes-api'], { NOTES_PORT: String(notesPort) });
-    await notes.waitFor(/notes api: (\S+)/, 30_000);
-    const port = await freePort();
-    const configPath = join(work, 'toolrunner.local.json');
-    const runner = background([cli, 'start', '--tools', join(work, 'tools.ts')], {
-      PORT: String(port),
-      TOOLRUNNER_DATA_DIR: join(work, 'data'),
-      TOOLRUNNER_CONFIG: configPath,
-      NOTES_API: `http://127.0.0.1:${notesPort}`,
-      TOOLRUNNER_HANDLERS: 'source',
-    });
-    const [, apiUrl] = await runner.waitFor(/ready: api=(\S+)/, 120_000);
-    const { principals } = JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { key: string; roles: string[] }[] };
-    const keyOf = (role: string) => principals.find((p) => p.roles.length === 1 && p.roles[0] === role)!.key;
+      const notesPort = await freePort();
+      const notes = background([cli, 'notes-api'], { NOTES_PORT: String(notesPort) });
+      await notes.waitFor(/notes api: (\S+)/, 30_000);
+      const port = await freePort();
+      const configPath = join(work, 'toolrunner.local.json');
+      const runner = background([cli, 'start', '--tools', join(work, 'tools.ts')], {
+        PORT: String(port),
+        TOOLRUNNER_DATA_DIR: join(work, 'data'),
+        TOOLRUNNER_CONFIG: configPath,
+        NOTES_API: `http://127.0.0.1:${notesPort}`,
+        TOOLRUNNER_HANDLERS: 'source',
+      });
+      const [, apiUrl] = await runner.waitFor(/ready: api=(\S+)/, 120_000);
+      const { principals } = JSON.parse(readFileSync(configPath, 'utf8')) as { principals: { key: string; roles: string[] }[] };
+      const keyOf = (role: string) => principals.find((p) => p.roles.length === 1 && p.roles[0] === role)!.key;
 
-    const agentRun = background(['agent.mjs'], { TOOLRUNNER_KEY: keyOf('agent'), TOOLRUNNER_URL: apiUrl }, work);
-    const [, runId] = await agentRun.waitFor(/run (run_\S+)/, 60_000);
+      const agentRun = background(['agent.mjs'], { TOOLRUNNER_KEY: keyOf('agent'), TOOLRUNNER_URL: apiUrl }, work);
+      const [, runId] = await agentRun.waitFor(/run (run_\S+)/, 60_000);
 
-    browser = await launchChromium();
-    const page = await (await browser.newContext({ javaScriptEnabled: false })).newPage();
-    await page.goto(`${apiUrl}/console/login`);
-    await page.locator('input[name=key]').fill(keyOf('approver'));
-    await page.locator('button[type=submit]').click();
-    await page.waitForLoadState();
-    // The call exists before the agent's wait ends: it is listed once the runner asked for approval.
-    const deadline = Date.now() + 60_000;
-    while ((await page.locator('article[data-operation-id]').count()) === 0) {
-      if (Date.now() > deadline) throw new Error(`no approval listed: ${await page.locator('body').innerText()}`);
-      await new Promise((r) => setTimeout(r, 250));
-      await page.goto(`${apiUrl}/console/approvals`);
-    }
-    const card = page.locator('article[data-operation-id]').first();
-    expect(await card.innerText()).toContain('save_note');
-    await screenshot(screenshotDir('newcomer-path'), page, '01-approval');
-    await card.locator('button[name=decision][value=approve]').click();
-    await page.waitForLoadState();
-    expect(await page.locator('.banner.done').innerText()).toMatch(/^Approved op_/);
+      browser = await launchChromium();
+      const page = await (await browser.newContext({ javaScriptEnabled: false })).newPage();
+      await page.goto(`${apiUrl}/console/login`);
+      await page.locator('input[name=key]').fill(keyOf('approver'));
+      await page.locator('button[type=submit]').click();
+      await page.waitForLoadState();
+      // The call exists before the agent's wait ends: it is listed once the runner asked for approval.
+      const deadline = Date.now() + 60_000;
+      while ((await page.locator('article[data-operation-id]').count()) === 0) {
+        if (Date.now() > deadline) throw new Error(`no approval listed: ${await page.locator('body').innerText()}`);
+        await new Promise((r) => setTimeout(r, 250));
+        await page.goto(`${apiUrl}/console/approvals`);
+      }
+      const card = page.locator('article[data-operation-id]').first();
+      expect(await card.innerText()).toContain('save_note');
+      await screenshot(screenshotDir('newcomer-path'), page, '01-approval');
+      await card.locator('button[name=decision][value=approve]').click();
+      await page.waitForLoadState();
+      expect(await page.locator('.banner.done').innerText()).toMatch(/^Approved op_/);
 
-    expect(await agentRun.exited()).toBe(0);
-    expect(agentRun.output()).toContain("status: 'succeeded'");
-    const writes = (await (await fetch(`http://127.0.0.1:${notesPort}/_notes/writes`)).json()) as { id: string }[];
-    expect(writes.map((w) => w.id)).toEqual(['n1']);
-    const trace = await promisify(execFile)(process.execPath, ['--import', 'tsx', cli, 'trace', runId], {
-      cwd: root,
-      env: { ...process.env, TOOLRUNNER_URL: apiUrl, TOOLRUNNER_KEY: keyOf('agent') },
-    });
-    expect(trace.stdout).toMatch(/approv/i);
-    expect(trace.stdout).toContain('approver');
-  }, 300_000);
+      expect(await agentRun.exited()).toBe(0);
+      expect(agentRun.output()).toContain("status: 'succeeded'");
+      const writes = (await (await fetch(`http://127.0.0.1:${notesPort}/_notes/writes`)).json()) as { id: string }[];
+      expect(writes.map((w) => w.id)).toEqual(['n1']);
+      const trace = await promisify(execFile)(process.execPath, ['--import', 'tsx', cli, 'trace', runId], {
+        cwd: root,
+        env: { ...process.env, TOOLRUNNER_URL: apiUrl, TOOLRUNNER_KEY: keyOf('agent') },
+      });
+      expect(trace.stdout).toMatch(/approv/i);
+      expect(trace.stdout).toContain('approver');
+    },
+    300_000,
+  );
 });
