@@ -3,10 +3,17 @@ import type { LifecycleFunction } from '../statemachines/definition';
 import type { Port } from './permissions';
 
 /**
- * The HTTP API's routes (`$default` stage), every one to the API Lambda: the API, the MCP server and the
- * console. Any other path is API Gateway's own 404.
+ * The HTTP API's routes (`$default` stage), every one to the API Lambda: the API, the MCP server, the
+ * console and the OAuth protected-resource metadata (RFC 9728). Any other path is API Gateway's own 404.
  */
-export const API_ROUTES = ['ANY /v1/{proxy+}', 'ANY /mcp', 'ANY /console', 'ANY /console/{proxy+}'] as const;
+export const API_ROUTES = [
+  'ANY /v1/{proxy+}',
+  'ANY /mcp',
+  'ANY /console',
+  'ANY /console/{proxy+}',
+  'ANY /.well-known/oauth-protected-resource',
+  'ANY /.well-known/oauth-protected-resource/{proxy+}',
+] as const;
 
 /** The construct's functions by name: one per lifecycle step, the API, and the sweeper. */
 export type FunctionName = LifecycleFunction | 'Api' | 'Sweeper';

@@ -33,6 +33,7 @@ import {
 import { cdkBundling, runnerFile } from './bundling';
 import { API_ROUTES, FUNCTIONS, type FunctionName } from './functions';
 import { RunnerMonitoring, type RunnerAlarm } from './monitoring';
+import { RunnerOAuth, type ToolRunnerOAuth } from './oauth';
 import { actionsOf, type Port } from './permissions';
 
 /** The user's tools module and what only the functions that run tools get. */
@@ -154,6 +155,14 @@ export interface ToolRunnerProps {
    * @default - none: links reach approvers by webhook and the console only
    */
   readonly approvers?: readonly ToolRunnerApprover[];
+  /**
+   * Makes the API and `/mcp` an OAuth 2.1 resource server beside bearer keys: any OpenID Connect issuer (the
+   * config document's `oauth` shape; this wins over the document's), or `{ cognito: true }` for a Cognito user
+   * pool with a resource server (`toolrunner/<role>` scopes) and a client-credentials app client. The runner's
+   * own check decides (no gateway authorizer), so it behaves as locally. The stack outputs the metadata URL.
+   * @default - bearer keys only (unless the principals document has `oauth`)
+   */
+  readonly oauth?: ToolRunnerOAuth;
 }
 
 /**
@@ -245,6 +254,8 @@ export class ToolRunner extends Construct {
   readonly alarms: Record<RunnerAlarm, cloudwatch.Alarm>;
   /** This instance's dashboard: API, executions, functions, tables and the runner's own metrics. */
   readonly dashboard: cloudwatch.Dashboard;
+  /** The OAuth issuer's wiring (and with `{ cognito: true }` the user pool and its app client), when `oauth` is set. */
+  readonly oauth?: RunnerOAuth;
   private readonly stateMachineName: string;
   private readonly xrayTracing: boolean;
   private readonly sweepScheduleRole: iam.Role;
@@ -489,6 +500,8 @@ export class ToolRunner extends Construct {
     });
     this.alarms = monitoring.alarms;
     this.dashboard = monitoring.dashboard;
+    if (props.oauth)
+      this.oauth = new RunnerOAuth(this, 'OAuth', { oauth: props.oauth, apiUrl: this.apiUrl, api: this.functions.Api, removalPolicy });
 
     this.suppressFindingsWithReasons();
   }

@@ -9,8 +9,23 @@ export type ConfigSource = () => Promise<ResolvedConfig>;
 /** Locally, without a configured secret, links are signed with a per-process one (they die with the process). */
 const processSecret = randomBytes(32).toString('base64url');
 
+/**
+ * The construct's `oauth` prop reaches the functions as `TOOLRUNNER_OAUTH` (JSON) and wins over the
+ * document's `oauth`, so an issuer set in code cannot be undone by editing the secret.
+ */
+function oauthOverride(): unknown {
+  const text = process.env.TOOLRUNNER_OAUTH;
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error('TOOLRUNNER_OAUTH: not valid JSON');
+  }
+}
+
 function resolve(raw: unknown, origin: string, secret: 'required' | 'per-process'): ResolvedConfig {
-  const parsed = RunnerConfigSchema.safeParse(raw);
+  const override = oauthOverride();
+  const parsed = RunnerConfigSchema.safeParse(override && raw && typeof raw === 'object' ? { ...raw, oauth: override } : raw);
   if (!parsed.success)
     throw new Error(`${origin}: invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   if (parsed.data.approvalSecret) return { ...parsed.data, approvalSecret: parsed.data.approvalSecret };

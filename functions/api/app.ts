@@ -14,7 +14,7 @@ import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
 import { createRun, submitToolCall } from '../commands/submit';
 import { approvalPage, decisionPage } from '../html/approval-page';
-import { bearerKeyOf, principalForKey } from '../http/authenticate';
+import { authenticateBearer, bearerChallenge, bearerKeyOf, protectedResourceMetadata } from '../http/authenticate';
 import { bodySizeLimit } from '../http/body-limit';
 import { PAGE_SECURITY_HEADERS } from '../html/page-basics';
 import { decodeCursor, encodeCursor, PendingApprovalKeySchema, RunListKeySchema } from './cursor';
@@ -127,7 +127,12 @@ export function preferredWaitSeconds(header: string | undefined): number {
 export function makeApp(deps: Deps): Hono<Env> {
   const app = new Hono<Env>();
 
-  app.onError((error, c) => {
+  app.onError(async (error, c) => {
+    if (error instanceof ApiError && error.status === 401) {
+      // RFC 9728: every 401 says where a client finds the authorization server (when there is one).
+      const challenge = bearerChallenge(await deps.config().catch(() => ({})), deps.publicBaseUrl);
+      return c.json({ error: { code: error.code, message: error.message } }, 401, { 'WWW-Authenticate': challenge });
+    }
     if (error instanceof ApiError) return c.json({ error: { code: error.code, message: error.message } }, error.status);
     console.error(JSON.stringify({ level: 'error', message: 'unhandled API error', error: error.name, detail: error.message }));
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
@@ -146,10 +151,10 @@ export function makeApp(deps: Deps): Hono<Env> {
   app.route('/', open);
 
   const authenticate: MiddlewareHandler<Env> = async (c, next) => {
-    const key = bearerKeyOf(c.req.header('authorization'));
-    const principal = key ? principalForKey(await deps.config(), key) : undefined;
-    if (!principal) throw new ApiError(401, 'unauthenticated', 'a valid bearer key is required');
-    c.set('principal', principal);
+    const bearer = bearerKeyOf(c.req.header('authorization'));
+    const who = bearer ? await authenticateBearer(await deps.config(), bearer, deps.publicBaseUrl) : undefined;
+    if (!who) throw new ApiError(401, 'unauthenticated', 'a valid bearer key or access token is required');
+    c.set('principal', who.principal);
     await next();
   };
   app.use('/v1/*', except(pathsOf(open), authenticate));
@@ -377,6 +382,16 @@ function publicRoutes(deps: Deps): Hono<Env> {
   const open = new Hono<Env>();
 
   open.get('/v1/health', (c) => c.json({ status: 'ok' }));
+
+  // RFC 9728 protected-resource metadata: how a client finds the authorization server. For the API, and
+  // the path-suffixed form for `/mcp`; not found while no OAuth issuer is configured.
+  for (const path of ['', '/mcp'] as const) {
+    open.get(`/.well-known/oauth-protected-resource${path}`, async (c) => {
+      const config = await deps.config();
+      if (!config.oauth) throw new ApiError(404, 'not_found', 'this runner accepts no OAuth access tokens');
+      return c.json(protectedResourceMetadata(config, deps.publicBaseUrl, path), 200, { 'Cache-Control': 'max-age=300' });
+    });
+  }
 
   // Built on first request, not at start: a cold Lambda that never serves it does not pay for it.
   let reference: Record<string, unknown> | undefined;

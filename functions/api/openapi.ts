@@ -86,6 +86,18 @@ export const ROUTES: Route[] = [
     access: 'public',
     responses: { 200: { description: 'the OpenAPI 3.1 document of the API' } },
   },
+  ...(['', '/mcp'] as const).map(
+    (suffix): Route => ({
+      method: 'get',
+      path: `/.well-known/oauth-protected-resource${suffix}`,
+      summary: `OAuth protected-resource metadata (RFC 9728)${suffix ? ' for the MCP endpoint' : ''}`,
+      access: 'public',
+      responses: {
+        200: { description: '`resource`, `authorization_servers`, `scopes_supported`, `bearer_methods_supported`' },
+        404: error('this runner accepts no OAuth access tokens (no `oauth` configured)'),
+      },
+    }),
+  ),
   {
     method: 'post',
     path: '/v1/runs',

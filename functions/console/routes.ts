@@ -3,7 +3,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
 import { bodySizeLimit } from '../http/body-limit';
-import { principalForKey } from '../http/authenticate';
+import { authenticateBearer } from '../http/authenticate';
 import { PAGE_SECURITY_HEADERS } from '../html/page-basics';
 import { timelineMainOf } from '../html/timeline-page';
 import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client';
@@ -24,7 +24,15 @@ import {
   type Viewer,
 } from './pages';
 import { checkFormOrigin, cookieIsSecure, requestSite } from './request-checks';
-import { csrfToken, csrfTokenMatches, issueSession, SESSION_LIFETIME_SECONDS, verifySession } from './session';
+import {
+  csrfToken,
+  csrfTokenMatches,
+  issueSession,
+  issueTokenSession,
+  MAX_SESSION_TOKEN_CHARS,
+  SESSION_LIFETIME_SECONDS,
+  verifySession,
+} from './session';
 
 export interface ConsoleOptions {
   /** The runner's own API, called in-process with the signed-in principal's key: the console can do what the key can. */
@@ -91,10 +99,19 @@ export function consoleRoutes(options: ConsoleOptions): Hono {
     const config = await options.config();
     const found = verifySession(config, getCookie(c, cookieName(c)), now());
     if (!found) return undefined;
-    const { principal, session } = found;
+    const { session } = found;
+    // A token session acts with its token, checked again now (a principal mapping or a key set may have changed).
+    const authenticated =
+      found.kind === 'key'
+        ? { principal: found.principal, bearer: found.principal.key }
+        : await authenticateBearer(config, found.token, options.publicBaseUrl()).then((who) =>
+            who && who.principal.id === session.principalId ? { principal: who.principal, bearer: found.token } : undefined,
+          );
+    if (!authenticated) return undefined;
+    const { principal, bearer } = authenticated;
     const client = createClient({
       baseUrl: 'http://runner.internal',
-      apiKey: principal.key,
+      apiKey: bearer,
       fetch: (url, init) => options.api(new Request(url, init)),
     });
     return {
@@ -103,7 +120,7 @@ export function consoleRoutes(options: ConsoleOptions): Hono {
         csrf: csrfToken(config.approvalSecret, session),
       },
       client,
-      key: principal.key,
+      key: bearer,
       ownsForm: (token) => csrfTokenMatches(config.approvalSecret, session, token),
     };
   }
@@ -169,16 +186,23 @@ export function consoleRoutes(options: ConsoleOptions): Hono {
     if (!origin.ok) return c.html(messagePage('Refused', `This form was not sent from the console (${origin.reason}).`), 403);
     const form = await textFields(c);
     const config = await options.config();
-    const key = typeof form.key === 'string' && form.key.length <= 512 ? form.key.trim() : '';
-    const principal = key ? principalForKey(config, key) : undefined;
-    const entry = principal && config.principals.find((p) => p.id === principal.id);
-    if (!entry) return c.html(loginPage('That key is not valid.'), 401);
-    setCookie(c, cookieName(c), issueSession(config.approvalSecret, entry, now()), {
+    const key = typeof form.key === 'string' && form.key.length <= MAX_SESSION_TOKEN_CHARS ? form.key.trim() : '';
+    const who = key ? await authenticateBearer(config, key, options.publicBaseUrl()) : undefined;
+    const entry = who && !who.expiresAt ? config.principals.find((p) => p.id === who.principal.id && p.key === key) : undefined;
+    if (!who || (!who.expiresAt && !entry)) return c.html(loginPage('That key or token is not valid.'), 401);
+    const value =
+      entry?.key !== undefined
+        ? issueSession(config.approvalSecret, { id: entry.id, key: entry.key }, now())
+        : issueTokenSession(config.approvalSecret, who.principal.id, key, who.expiresAt!, now());
+    setCookie(c, cookieName(c), value, {
       path: '/',
       httpOnly: true,
       secure: cookieName(c) === SECURE_COOKIE,
       sameSite: 'Strict',
-      maxAge: SESSION_LIFETIME_SECONDS,
+      // A token session's cookie ends with its token.
+      maxAge: who.expiresAt
+        ? Math.max(1, Math.min(SESSION_LIFETIME_SECONDS, Math.floor((who.expiresAt - now()) / 1000)))
+        : SESSION_LIFETIME_SECONDS,
     });
     return c.redirect('/console', 303);
   });

@@ -17,13 +17,46 @@ export const NotifySchema = z.strictObject({
   secret: z.string().min(16).max(512),
 });
 
-/** The principals file (TOOLRUNNER_CONFIG locally, a secret on AWS), parsed once per change. */
-export const PrincipalSchema = z.object({
-  id: z.string().min(1),
-  key: z.string().min(16),
-  roles: z.array(z.enum(['agent', 'approver', 'reviewer', 'admin'])).min(1),
-  tools: z.union([z.literal('*'), z.array(z.string())]),
-  notify: NotifySchema.optional(),
+export const RoleSchema = z.enum(['agent', 'approver', 'reviewer', 'admin']);
+const ToolListSchema = z.union([z.literal('*'), z.array(z.string())]);
+
+/**
+ * The principals file (TOOLRUNNER_CONFIG locally, a secret on AWS), parsed once per change. A principal is
+ * reached by its bearer `key`, by an access token whose `<iss>|<claim>` equals its `oauthSubject`, or both.
+ */
+export const PrincipalSchema = z
+  .object({
+    id: z.string().min(1),
+    key: z.string().min(16).optional(),
+    oauthSubject: z.string().min(3).max(1000).optional(),
+    roles: z.array(RoleSchema).min(1),
+    tools: ToolListSchema,
+    notify: NotifySchema.optional(),
+  })
+  .refine((p) => p.key !== undefined || p.oauthSubject !== undefined, {
+    message: 'a principal needs a key, an oauthSubject, or both',
+    path: ['key'],
+  });
+
+/**
+ * The API and `/mcp` as an OAuth 2.1 resource server (beside bearer keys): access tokens from `issuer`,
+ * checked against its JWKS (found through its metadata, or `jwksUri`). docs/security.md has the rules.
+ */
+export const OAuthSchema = z.strictObject({
+  issuer: z.url(),
+  /** The `aud` a token must contain; by default the resource URL (the public base URL, or it with `/mcp`). */
+  audience: z.string().min(1).optional(),
+  /** The claim that names the person or workload: `oauth:<claim>` unless a principal's `oauthSubject` matches. */
+  principalClaim: z.string().min(1).default('sub'),
+  /** A claim holding role names (a list, or a space-separated string). */
+  rolesClaim: z.string().min(1).optional(),
+  /** Roles granted by scopes (`scope` or `scp`), e.g. `{ "toolrunner/agent": ["agent"] }`. */
+  scopeRoles: z.record(z.string(), z.array(RoleSchema)).optional(),
+  /** The tools a token's principal may call (default none). */
+  tools: ToolListSchema.default([]),
+  /** Clients whose access tokens name them in `client_id` instead of `aud` (Cognito). */
+  clientIds: z.array(z.string().min(1)).optional(),
+  jwksUri: z.url().optional(),
 });
 
 /** The policy of one tool served by an upstream MCP server (the runner cannot know it from the upstream). */
@@ -77,6 +110,7 @@ export const RunnerConfigSchema = z
     mcpUpstreams: z.array(McpUpstreamSchema).optional(),
     /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; http/request-origin.ts). */
     mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
+    oauth: OAuthSchema.optional(),
   })
   .superRefine((config, ctx) => {
     // Every webhook receiver holds its approver's notify.secret: it must open nothing else.
@@ -95,3 +129,5 @@ export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
 export type NotifyConfig = z.infer<typeof NotifySchema>;
 export type McpUpstream = z.infer<typeof McpUpstreamSchema>;
 export type UpstreamToolPolicy = z.infer<typeof UpstreamToolPolicySchema>;
+/** The `oauth` section of the config document (and of the construct's `oauth` prop): see docs/reference/config.md. */
+export type OAuthConfig = z.infer<typeof OAuthSchema>;

@@ -1,24 +1,69 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RunnerConfig } from '../core/config';
 import type { Principal } from '../core/model';
+import { looksLikeJwt } from '../core/oauth-principal';
 import { findPrincipal } from '../core/policy';
+import { verifyAccessToken } from './oauth-tokens';
 
 /**
  * Who a request is: the one authentication every surface (the API, `/mcp`, the console's sign-in) shares,
- * so a key means the same principal wherever it is presented.
+ * so a key or a token means the same principal wherever it is presented.
  */
 
 function keyDigest(key: string): Buffer {
   return createHash('sha256').update(key).digest();
 }
 
-/** Finds the principal for a bearer key; compares digests in constant time. */
+/** Finds the principal for a bearer key; compares digests in constant time. Principals without a key have none. */
 export function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
   const digest = keyDigest(key);
-  return findPrincipal(config, (p) => timingSafeEqual(keyDigest(p.key), digest));
+  return findPrincipal(config, (p) => p.key !== undefined && timingSafeEqual(keyDigest(p.key), digest));
 }
 
 /** The key of an `Authorization: Bearer <key>` header, or undefined for any other shape. */
 export function bearerKeyOf(header: string | undefined): string | undefined {
   return (header ?? '').match(/^Bearer\s+(\S+)$/i)?.[1];
+}
+
+/** The resource a token must be for: the public base URL, and `/mcp` under it (what MCP clients ask tokens for). */
+export function resourceUrlsOf(publicBaseUrl: string): string[] {
+  const base = publicBaseUrl.replace(/\/$/, '');
+  return [base, `${base}/mcp`];
+}
+
+export type Authenticated = { principal: Principal; expiresAt?: number };
+
+/**
+ * The principal a bearer value names: a key from the principals document, or, when the config has `oauth`, an
+ * access token from that issuer. A value that looks like a JWT is checked as a token only; a token is never
+ * kept, forwarded to a tool or an upstream, or logged.
+ */
+export async function authenticateBearer(config: RunnerConfig, value: string, publicBaseUrl: string): Promise<Authenticated | undefined> {
+  if (config.oauth && looksLikeJwt(value)) {
+    const check = await verifyAccessToken(config, value, resourceUrlsOf(publicBaseUrl));
+    if (!check.ok) {
+      console.error(JSON.stringify({ level: 'info', message: 'access token refused', reason: check.reason }));
+      return undefined;
+    }
+    return { principal: check.principal, expiresAt: check.expiresAt };
+  }
+  const principal = principalForKey(config, value);
+  return principal && { principal };
+}
+
+/** RFC 9728's `WWW-Authenticate` challenge for a 401: where a client finds the authorization server. */
+export function bearerChallenge(config: Pick<RunnerConfig, 'oauth'>, publicBaseUrl: string, path: '' | '/mcp' = ''): string {
+  if (!config.oauth) return 'Bearer';
+  return `Bearer resource_metadata="${publicBaseUrl.replace(/\/$/, '')}/.well-known/oauth-protected-resource${path}"`;
+}
+
+/** RFC 9728 protected-resource metadata for the API (`path` ''), or for `/mcp`. */
+export function protectedResourceMetadata(config: Pick<RunnerConfig, 'oauth'>, publicBaseUrl: string, path: '' | '/mcp' = '') {
+  const oauth = config.oauth!;
+  return {
+    resource: `${publicBaseUrl.replace(/\/$/, '')}${path}`,
+    authorization_servers: [oauth.issuer],
+    scopes_supported: Object.keys(oauth.scopeRoles ?? {}),
+    bearer_methods_supported: ['header'],
+  };
 }

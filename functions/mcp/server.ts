@@ -10,7 +10,7 @@ import {
 import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
-import { bearerKeyOf, principalForKey } from '../http/authenticate';
+import { authenticateBearer, bearerChallenge, bearerKeyOf } from '../http/authenticate';
 import { bodySizeLimit } from '../http/body-limit';
 import { MAX_BODY_BYTES } from '../http/schemas';
 import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client';
@@ -81,9 +81,11 @@ export function mcpRoutes(options: McpOptions): Hono {
     if (!origin.ok) return jsonRpcError(c, 403, 'forbidden', origin.reason);
 
     const key = bearerKeyOf(c.req.header('authorization'));
-    const principal = key ? principalForKey(config, key) : undefined;
+    const principal = key ? (await authenticateBearer(config, key, publicBaseUrl))?.principal : undefined;
     if (!key || !principal)
-      return jsonRpcError(c, 401, 'unauthenticated', 'a valid bearer key is required', { 'WWW-Authenticate': 'Bearer' });
+      return jsonRpcError(c, 401, 'unauthenticated', 'a valid bearer key or access token is required', {
+        'WWW-Authenticate': bearerChallenge(config, publicBaseUrl, '/mcp'),
+      });
     // Nothing is ever pushed to a client unasked, and a stream cannot outlive a Lambda invocation; ending a
     // session would need state the server does not keep (the run lives on; a client simply stops using the id).
     if (c.req.method !== 'POST')

@@ -108,7 +108,7 @@ describeWithChromium('the console in Chromium, without JavaScript', () => {
     await page.locator('input[name=key]').fill('tr_not_a_key_of_anyone_here');
     await page.locator('button[type=submit]').click();
     await page.waitForLoadState();
-    expect(await page.locator('.banner.error').innerText()).toBe('That key is not valid.');
+    expect(await page.locator('.banner.error').innerText()).toBe('That key or token is not valid.');
     expect(await context.cookies()).toEqual([]);
 
     await page.locator('input[name=key]').fill(stack.keys.approver);

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { timelineMainOf, timelinePage } from '../../functions/html/timeline-page';
-import { csrfToken, csrfTokenMatches, issueSession, SESSION_LIFETIME_SECONDS, verifySession } from '../../functions/console/session';
+import {
+  csrfToken,
+  csrfTokenMatches,
+  issueSession,
+  issueTokenSession,
+  SESSION_LIFETIME_SECONDS,
+  verifySession,
+} from '../../functions/console/session';
 import { RunnerConfigSchema } from '../../functions/core/config';
 import { formatCents } from '../../functions/core/format';
 import { approvalSummary } from '../../functions/core/notices';
@@ -14,21 +21,22 @@ const config = () => ({
   approvalSecret: 'the-config-secret-0123456789',
 });
 const now = Date.parse('2026-12-01T10:00:00Z');
+const alice = { id: 'alice', key: 'alice-key-0123456789abcdef' };
 
 describe('console sessions', () => {
   it('carry the principal and a fingerprint of its key, never the key, and verify until they expire', () => {
     const c = config();
-    const cookie = issueSession(c.approvalSecret, c.principals[0], now);
+    const cookie = issueSession(c.approvalSecret, alice, now);
     expect(cookie).not.toContain('alice-key');
     expect(Buffer.from(cookie.split('.')[0], 'base64url').toString()).not.toContain('alice-key');
-    expect(verifySession(c, cookie, now)?.principal.id).toBe('alice');
+    expect(verifySession(c, cookie, now)).toMatchObject({ kind: 'key', principal: { id: 'alice' } });
     expect(verifySession(c, cookie, now + (SESSION_LIFETIME_SECONDS - 1) * 1000)).toBeDefined();
     expect(verifySession(c, cookie, now + SESSION_LIFETIME_SECONDS * 1000)).toBeUndefined();
   });
 
   it('end when the key changes, the principal goes, or the secret changes, and refuse any tampering', () => {
     const c = config();
-    const cookie = issueSession(c.approvalSecret, c.principals[0], now);
+    const cookie = issueSession(c.approvalSecret, alice, now);
     const rotated = { ...c, principals: [{ ...c.principals[0], key: 'alice-new-key-0123456789' }] };
     expect(verifySession(rotated, cookie, now)).toBeUndefined();
     expect(verifySession({ ...c, principals: [] }, cookie, now)).toBeUndefined();
@@ -46,10 +54,20 @@ describe('console sessions', () => {
       expect(verifySession(c, bad, now)).toBeUndefined();
   });
 
+  it('opened with an access token, end when the token expires and carry the token for the console to act with', () => {
+    const c = config();
+    const tokenExpires = now + 600_000;
+    const cookie = issueTokenSession(c.approvalSecret, 'oauth:robot', 'eyJ.a.b', tokenExpires, now);
+    expect(verifySession(c, cookie, now)).toMatchObject({ kind: 'token', token: 'eyJ.a.b', session: { principalId: 'oauth:robot' } });
+    expect(verifySession(c, cookie, tokenExpires - 1000)).toBeDefined();
+    expect(verifySession(c, cookie, tokenExpires)).toBeUndefined();
+    expect(verifySession({ ...c, approvalSecret: 'another-config-secret-0123' }, cookie, now)).toBeUndefined();
+  });
+
   it('give each session its own CSRF token, which only that session accepts', () => {
     const c = config();
-    const a = verifySession(c, issueSession(c.approvalSecret, c.principals[0], now), now)!.session;
-    const b = verifySession(c, issueSession(c.approvalSecret, c.principals[0], now), now)!.session;
+    const a = verifySession(c, issueSession(c.approvalSecret, alice, now), now)!.session;
+    const b = verifySession(c, issueSession(c.approvalSecret, alice, now), now)!.session;
     expect(csrfToken(c.approvalSecret, a)).not.toBe(csrfToken(c.approvalSecret, b));
     expect(csrfTokenMatches(c.approvalSecret, a, csrfToken(c.approvalSecret, a))).toBe(true);
     expect(csrfTokenMatches(c.approvalSecret, a, csrfToken(c.approvalSecret, b))).toBe(false);

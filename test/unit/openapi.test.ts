@@ -36,6 +36,8 @@ describe('the OpenAPI document', () => {
         .map(([m]) => `${m} ${path}`),
     );
     expect(open.sort()).toEqual([
+      'get /.well-known/oauth-protected-resource',
+      'get /.well-known/oauth-protected-resource/mcp',
       'get /v1/approvals/{approvalId}',
       'get /v1/health',
       'get /v1/openapi.json',

@@ -1,0 +1,99 @@
+import { CfnOutput, Duration, Names, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as cognito from 'aws-cdk-lib/aws-cognito';
+import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
+import { Construct } from 'constructs';
+import type { OAuthConfig } from '../functions/core/config';
+
+/** The runner's roles, each a scope of the Cognito resource server the construct creates (`toolrunner/<role>`). */
+const ROLES = ['agent', 'approver', 'reviewer', 'admin'] as const;
+
+/**
+ * The `oauth` prop: any OpenID Connect issuer (the config document's `oauth` shape), or `{ cognito: true }`
+ * for a Cognito user pool the construct creates. Either wins over the principals document's `oauth`.
+ */
+export type ToolRunnerOAuth =
+  | (Omit<OAuthConfig, 'principalClaim' | 'tools'> & Partial<Pick<OAuthConfig, 'principalClaim' | 'tools'>>)
+  | {
+      /** Create a user pool with a resource server (`toolrunner`, one scope per role) and a client-credentials app client. */
+      readonly cognito: true;
+      /** The tools a token's principal may call. @default - none */
+      readonly tools?: OAuthConfig['tools'];
+    };
+
+/**
+ * OAuth for one runner: the issuer the API function checks tokens against (as `TOOLRUNNER_OAUTH`), and with
+ * `{ cognito: true }` the user pool, its resource server and scopes, an app client for client credentials, and
+ * a domain whose prefix is derived from the stack and the construct path, so a redeploy gets the same one.
+ */
+export class RunnerOAuth extends Construct {
+  /** The user pool the construct created, with `{ cognito: true }`. */
+  readonly userPool?: cognito.UserPool;
+  /** The app client agents obtain tokens with (client credentials), with `{ cognito: true }`. */
+  readonly appClient?: cognito.UserPoolClient;
+  /** What the API function checks tokens against. */
+  readonly config: Record<string, unknown>;
+
+  constructor(
+    scope: Construct,
+    id: string,
+    props: { oauth: ToolRunnerOAuth; apiUrl: string; api: LambdaFunction; removalPolicy: RemovalPolicy },
+  ) {
+    super(scope, id);
+    if ('cognito' in props.oauth) {
+      this.userPool = new cognito.UserPool(this, 'UserPool', {
+        selfSignUpEnabled: false,
+        removalPolicy: props.removalPolicy,
+        passwordPolicy: { minLength: 14, requireDigits: true, requireLowercase: true, requireUppercase: true, requireSymbols: true },
+        mfa: cognito.Mfa.REQUIRED,
+        mfaSecondFactor: { sms: false, otp: true },
+        featurePlan: cognito.FeaturePlan.PLUS,
+        standardThreatProtectionMode: cognito.StandardThreatProtectionMode.FULL_FUNCTION,
+      });
+      const scopes = ROLES.map((role) => new cognito.ResourceServerScope({ scopeName: role, scopeDescription: `act as ${role}` }));
+      const server = this.userPool.addResourceServer('ResourceServer', { identifier: 'toolrunner', scopes });
+      this.appClient = this.userPool.addClient('AgentClient', {
+        generateSecret: true,
+        authFlows: {},
+        oAuth: {
+          flows: { clientCredentials: true },
+          scopes: scopes.map((s) => cognito.OAuthScope.resourceServer(server, s)),
+        },
+        accessTokenValidity: Duration.hours(1),
+      });
+      this.userPool.addDomain('Domain', { cognitoDomain: { domainPrefix: domainPrefixOf(this) } });
+      this.config = {
+        issuer: this.userPool.userPoolProviderUrl,
+        clientIds: [this.appClient.userPoolClientId],
+        scopeRoles: Object.fromEntries(ROLES.map((role) => [`toolrunner/${role}`, [role]])),
+        tools: props.oauth.tools ?? [],
+      };
+    } else {
+      this.config = { ...props.oauth };
+    }
+    props.api.addEnvironment('TOOLRUNNER_OAUTH', Stack.of(this).toJsonString(this.config));
+    new CfnOutput(this, 'ProtectedResourceMetadataUrl', {
+      description: 'RFC 9728 protected-resource metadata: where OAuth clients find the authorization server',
+      value: `${props.apiUrl}/.well-known/oauth-protected-resource`,
+    });
+    if (this.userPool)
+      Validations.of(this.userPool).acknowledge({
+        id: 'AwsSolutions-COG3',
+        reason: 'Threat protection is on (full function, Plus plan); the check predates the featurePlan setting.',
+      });
+  }
+}
+
+/**
+ * A Cognito domain prefix: lower case letters, digits and hyphens, at most 63, none of the words Cognito
+ * reserves, and stable for this construct in this stack (so `cdk destroy` then `cdk deploy` gets it again).
+ */
+export function domainPrefixOf(scope: Construct): string {
+  const unique = Names.uniqueResourceName(scope, { maxLength: 200, separator: '-' }).toLowerCase();
+  const clean = unique
+    .replace(/[^a-z0-9-]/g, '-')
+    .replace(/aws|amazon|cognito/g, 'x')
+    .replace(/-+/g, '-')
+    .replace(/^-|-$/g, '');
+  const hash = clean.slice(-8);
+  return `${clean.slice(0, 63 - hash.length - 1).replace(/-$/, '')}-${hash}`.replace(/^-/, 'tr-');
+}
