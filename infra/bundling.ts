@@ -10,8 +10,8 @@ import type { BundlingOptions, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodej
  */
 export const LAMBDA_BUNDLING = {
   format: 'esm',
-  /** The Lambda runtime's Node.js major (NODEJS_22_X); the bundle targets it. */
-  target: 'node22',
+  /** The default Lambda runtime's Node.js major (NODEJS_24_X); the bundle targets it. */
+  target: 'node24',
   minify: true,
   // Class and function names survive minification: a thrown error's name is what ErrorEquals matches.
   keepNames: true,
@@ -27,11 +27,11 @@ export const LAMBDA_BUNDLING = {
 export const USER_TOOLS_MODULE = 'toolrunner-user-tools';
 
 /** The `NodejsFunction` bundling props for one Lambda whose entry may import the user's tools. */
-export function cdkBundling(toolsEntry: string): BundlingOptions {
+export function cdkBundling(toolsEntry: string, target: string = LAMBDA_BUNDLING.target): BundlingOptions {
   const b = LAMBDA_BUNDLING;
   return {
     format: b.format as OutputFormat,
-    target: b.target,
+    target,
     minify: b.minify,
     keepNames: b.keepNames,
     sourceMap: b.sourceMap,

@@ -163,6 +163,18 @@ export interface ToolRunnerProps {
    * @default - bearer keys only (unless the principals document has `oauth`)
    */
   readonly oauth?: ToolRunnerOAuth;
+  /**
+   * The Lambda runtime of every function (a Node.js runtime, 22 or newer); the bundles target its Node.js major.
+   * @default lambda.Runtime.NODEJS_24_X
+   */
+  readonly runtime?: lambda.Runtime;
+}
+
+/** esbuild's target for a Node.js Lambda runtime (`nodejs24.x` → `node24`); refuses anything else. */
+export function bundleTargetOf(runtime: lambda.Runtime): string {
+  const major = Number(runtime.name.match(/^nodejs(\d+)\.x$/)?.[1]);
+  if (!(major >= 22)) throw new Error(`ToolRunner: runtime ${runtime.name} is not a Node.js runtime of version 22 or newer`);
+  return `node${major}`;
 }
 
 /**
@@ -289,6 +301,8 @@ export class ToolRunner extends Construct {
       dynamodb.Table
     >;
     const apiMemoryMb = props.apiMemoryMb ?? 256;
+    const runtime = props.runtime ?? lambda.Runtime.NODEJS_24_X;
+    bundleTargetOf(runtime);
     if (!Number.isInteger(apiMemoryMb) || apiMemoryMb < 128 || apiMemoryMb > 10240)
       throw new Error("ToolRunner: apiMemoryMb must be an integer from 128 to 10240 (Lambda's range)");
     const blobRetentionDays = props.blobRetentionDays ?? 31;
@@ -406,7 +420,7 @@ export class ToolRunner extends Construct {
         const fn = new NodejsFunction(this, `${name}Function`, {
           entry: runnerFile(`functions/handlers/${spec.entry}`),
           handler: 'handler',
-          runtime: lambda.Runtime.NODEJS_22_X,
+          runtime,
           architecture: lambda.Architecture.ARM_64,
           memorySize: name === 'Api' ? apiMemoryMb : (spec.memoryMb ?? 256),
           timeout: Duration.seconds(spec.timeoutSeconds),
@@ -414,7 +428,7 @@ export class ToolRunner extends Construct {
           role,
           environment: spec.tools ? { ...props.tools.environment, ...environment } : environment,
           logGroup: logs,
-          bundling: cdkBundling(toolsEntry),
+          bundling: cdkBundling(toolsEntry, bundleTargetOf(runtime)),
         });
         this.grantPorts(fn, spec.tables, spec.ports, { stateMachineArn, expressStateMachineArn, executionsArn });
         return [name, fn];
@@ -423,7 +437,14 @@ export class ToolRunner extends Construct {
 
     // Under /aws/vendedlogs/: Step Functions then delivers logs without adding the group to the account's
     // CloudWatch Logs resource policy, which has a size limit that many state machines would fill.
-    const vendedLogGroup = (logId: string, machineName: string) => logGroup(logId, `/aws/vendedlogs/states/${machineName}`);
+    // A state machine's log group has a fixed name (Step Functions wants /aws/vendedlogs/states/): retained, it
+    // would make `cdk deploy` fail after `cdk destroy` under the same stack name. Deleted with the stack instead.
+    const vendedLogGroup = (logId: string, machineName: string) =>
+      new logs.LogGroup(this, logId, {
+        logGroupName: `/aws/vendedlogs/states/${machineName}`,
+        retention,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
     this.stateMachine = new sfn.StateMachine(this, 'Invocation', {
       stateMachineName,
       stateMachineType: sfn.StateMachineType.STANDARD,
@@ -612,9 +633,9 @@ export class ToolRunner extends Construct {
       ack(
         fn,
         'AwsSolutions-L1',
-        'Node.js 22 is a supported LTS Lambda runtime; the bundles target it (infra/bundling.ts) and LocalStack runs it. Moving to a newer runtime is a deliberate change, tested first.',
+        'The runtime is the `runtime` prop (default Node.js 24, the newest LTS Lambda runtime); the bundles target its Node.js major (infra/bundling.ts). Moving to a newer one is a deliberate change, tested first.',
       );
-      ack(fn, 'Serverless-LambdaLatestVersion', 'Same as AwsSolutions-L1: Node.js 22 is the chosen, supported runtime.');
+      ack(fn, 'Serverless-LambdaLatestVersion', 'Same as AwsSolutions-L1: the runtime is the `runtime` prop, a supported Node.js runtime.');
       ack(
         fn,
         'Serverless-LambdaDLQ',

@@ -88,7 +88,7 @@ describe('what is deployed keeps the error names the state machine matches', () 
     const stack = new Stack(app, 'BundleCheck');
     new NodejsFunction(stack, 'Api', {
       entry: runnerFile('functions/handlers/api'),
-      runtime: lambda.Runtime.NODEJS_22_X,
+      runtime: lambda.Runtime.NODEJS_24_X,
       architecture: lambda.Architecture.ARM_64,
       bundling: cdkBundling(DEMO_TOOLS_ENTRY()),
     });

@@ -64,11 +64,11 @@ describe('CDK stack', () => {
     expect(express.Properties.LoggingConfiguration).toMatchObject({ Level: 'ERROR', IncludeExecutionData: false });
   });
 
-  it('runs every Lambda on Node.js 22 or newer, arm64, X-Ray tracing only where the caller samples (xrayTracing off)', () => {
+  it('runs every Lambda on Node.js 24 by default, arm64, X-Ray tracing only where the caller samples (xrayTracing off)', () => {
     const fns = Object.values(resources('AWS::Lambda::Function'));
     expect(fns.length).toBe(LIFECYCLE_FUNCTIONS.length + 2);
     for (const fn of fns) {
-      expect(Number(String(fn.Properties.Runtime).match(/^nodejs(\d+)\.x$/)?.[1])).toBeGreaterThanOrEqual(22);
+      expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
       expect(fn.Properties.TracingConfig).toEqual({ Mode: 'PassThrough' });
     }
