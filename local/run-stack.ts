@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ToolSpec } from '../functions/core/tool-spec';
 import { formatSample } from '../functions/adapters/metrics';
 import { startOtlpExport } from '../functions/adapters/otlp-export';
+import { guardProcess } from '../functions/handlers/process-guard';
 import { claimDataDir, firstPortInUse } from './data-dir-owner';
 import { ensureConfig, startStack } from './stack';
 import { startSummary } from './summary';
@@ -55,6 +56,8 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
     console.error(`${command}: ${(error as Error).message}`);
     process.exit(1);
   }
+  // A tool's stray rejection or timer exception is logged and attributed; it never ends the stack.
+  guardProcess();
   console.log(`toolrunner: starting the embedded stack (data in ${dataDir})`);
   const otlp = startOtlpExport();
   if (otlp)

@@ -15,6 +15,7 @@ import type { Deps } from '../core/ports';
 import { makeDemoTools } from '../tools/demo-tools';
 import { withMcpUpstreams } from '../tools/mcp-upstream';
 import { otelTelemetry } from '../adapters/otel';
+import { guardProcess } from './process-guard';
 import { startOtlpExport } from '../adapters/otlp-export';
 import { emfMetrics, memoryMetrics } from '../adapters/metrics';
 import { S3Client, s3Blobs, s3ClientConfig } from '../adapters/s3-blobs';
@@ -136,7 +137,10 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
 let shared: Deps | undefined;
 /** One set of clients per Lambda container, made on first use; `tools` come from the bundled user module. */
 export function lazyDeps(extra: Pick<ExtraDeps, 'tools'> = {}): Deps {
-  if (!shared) startOtlpExport();
+  if (!shared) {
+    startOtlpExport();
+    guardProcess();
+  }
   shared ??= depsFromEnv(parseEnv(), extra);
   return shared;
 }

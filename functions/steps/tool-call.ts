@@ -1,5 +1,6 @@
 import { ensureError, TransportError } from '../core/errors';
 import type { ToolContext } from '../core/tool-spec';
+import { asAttempt } from './attempt-context';
 import type { Deps } from './deps';
 
 export interface ToolCallResult<T> {
@@ -51,7 +52,7 @@ export async function callTool<T>(
     );
   });
   try {
-    const value = await Promise.race([run(ctx), overdue]);
+    const value = await Promise.race([asAttempt({ operationId, attempt: base.attempt }, () => run(ctx)), overdue]);
     return { ok: true, value, latencyMs: deps.now() - started, upstreamStatus };
   } catch (thrown) {
     return { ok: false, thrown: ensureError(thrown), latencyMs: deps.now() - started, upstreamStatus };
