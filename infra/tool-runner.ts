@@ -549,7 +549,14 @@ export class ToolRunner extends Construct {
         this.tables[id].tableArn,
         ...(TABLES.find((l) => l.id === id)?.indexes ?? []).map((i) => `${this.tables[id].tableArn}/index/${i.name}`),
       ]);
-      fn.addToRolePolicy(new iam.PolicyStatement({ actions: dynamo, resources }));
+      // Nothing the runner records is ever deleted: the store deletes only a released lock (no transaction of
+      // it deletes), and Powertools idempotency only its own records. DeleteItem goes to those tables alone.
+      const deletes = tableIds.filter((id) => id === 'locks' || (id === 'idempotency' && ports.includes('onceGuard')));
+      fn.addToRolePolicy(new iam.PolicyStatement({ actions: dynamo.filter((a) => a !== 'dynamodb:DeleteItem'), resources }));
+      if (dynamo.includes('dynamodb:DeleteItem') && deletes.length)
+        fn.addToRolePolicy(
+          new iam.PolicyStatement({ actions: ['dynamodb:DeleteItem'], resources: deletes.map((id) => this.tables[id].tableArn) }),
+        );
     }
     const on = (port: Port, resources: string[]) => {
       if (ports.includes(port)) fn.addToRolePolicy(new iam.PolicyStatement({ actions: actionsOf([port]), resources }));

@@ -55,8 +55,25 @@ describe('IAM is what the code calls', () => {
       const granted = [...new Set(statements.flatMap((s: { Action: string | string[] }) => [s.Action].flat()))]
         .filter((a) => !PLATFORM.has(a))
         .sort();
-      expect(granted, name).toEqual(actionsOf(spec.ports));
+      // DeleteItem only where something is ever deleted (a released lock, Powertools' own records).
+      const deletes = spec.tables.some(
+        (t) => t === 'locks' || (t === 'idempotency' && (spec.ports as readonly string[]).includes('onceGuard')),
+      );
+      expect(granted, name).toEqual(actionsOf(spec.ports).filter((a) => deletes || a !== 'dynamodb:DeleteItem'));
     }
+  });
+
+  it('lets no role delete from the runs, operations, events or watch tables', () => {
+    const tables = template.findResources('AWS::DynamoDB::Table');
+    const idOf = (layout: string) => Object.keys(tables).find((id) => id.toLowerCase().includes(`${layout}table`))!;
+    const deletable = Object.values(template.findResources('AWS::IAM::Policy'))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement)
+      .filter((st: { Action: string | string[] }) => [st.Action].flat().includes('dynamodb:DeleteItem'))
+      .flatMap((st: { Resource: unknown }) => [st.Resource].flat())
+      .map((r: any) => r['Fn::GetAtt']?.[0] as string);
+    expect(deletable.length).toBeGreaterThan(0);
+    for (const kept of ['runs', 'operations', 'events', 'watch']) expect(deletable, kept).not.toContain(idOf(kept));
+    expect(new Set(deletable)).toEqual(new Set([idOf('locks'), idOf('idempotency')].filter((id) => deletable.includes(id))));
   });
 
   it('grants none of the broad actions the old grants carried', () => {
