@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createClient, ToolRunnerError } from '../functions/client';
+import { withHashedKeys } from '../functions/core/config';
 import { loadTools } from './load-tools';
 import { startNotesApi } from './notes-api';
 import { formatTimeline } from './timeline';
@@ -20,6 +21,10 @@ const COMMANDS = {
   TOOLRUNNER_URL   the API (default http://127.0.0.1:3000)
   TOOLRUNNER_KEY   a bearer key that may read the run (required)
 `,
+  keys: `usage: toolrunner keys hash [PATH]
+  Prints the config document at PATH (or on standard input) with every principal's key replaced by its
+  keySha256, for a deployed secret that authenticates without holding any key.
+`,
   'notes-api': `usage: toolrunner notes-api
   Serves the quick start's example upstream: a notes API on NOTES_PORT (default 4000).
 `,
@@ -30,6 +35,7 @@ const USAGE = `usage: toolrunner <command> [options]
   toolrunner start [--tools PATH]   the embedded stack (knobs: PORT, SANDBOX_PORT, TOOLRUNNER_DATA_DIR,
                                     TOOLRUNNER_CONFIG; TOOLRUNNER_TOOLS=PATH is the same as --tools)
   toolrunner trace RUN_ID           a run's trace as a timeline (TOOLRUNNER_URL, TOOLRUNNER_KEY)
+  toolrunner keys hash [PATH]       a config document with keys replaced by their SHA-256 (for the deployed secret)
   toolrunner notes-api              the quick start's example upstream: a notes API on NOTES_PORT (default 4000)
   toolrunner --version              the installed version
   toolrunner <command> --help       one command's usage
@@ -97,6 +103,29 @@ async function trace(args: string[]): Promise<void> {
   }
 }
 
+async function keys(args: string[]): Promise<void> {
+  const { positionals } = argsOf('keys', { args, allowPositionals: true });
+  if (positionals[0] !== 'hash' || positionals.length > 2) usageError('keys needs the subcommand hash', 'keys');
+  const path = positionals[1];
+  let text: string;
+  try {
+    text = path ? readFileSync(path, 'utf8') : readFileSync(0, 'utf8');
+  } catch (error) {
+    fail(`keys hash: cannot read ${path ?? 'standard input'}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    fail(`keys hash: ${path ?? 'standard input'} is not JSON`);
+  }
+  try {
+    process.stdout.write(`${JSON.stringify(withHashedKeys(document), null, 2)}\n`);
+  } catch (error) {
+    fail(`keys hash: ${(error as Error).message}`);
+  }
+}
+
 const NotesEnv = z.object({ NOTES_PORT: z.coerce.number().int().min(0).max(65535).default(4000) });
 
 async function notesApi(args: string[]): Promise<void> {
@@ -133,6 +162,8 @@ async function main(argv: string[]): Promise<void> {
       return trace(rest);
     case 'notes-api':
       return notesApi(rest);
+    case 'keys':
+      return keys(rest);
   }
 }
 

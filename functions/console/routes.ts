@@ -188,12 +188,14 @@ export function consoleRoutes(options: ConsoleOptions): Hono {
     const config = await options.config();
     const key = typeof form.key === 'string' && form.key.length <= MAX_SESSION_TOKEN_CHARS ? form.key.trim() : '';
     const who = key ? await authenticateBearer(config, key, options.publicBaseUrl()) : undefined;
-    const entry = who && !who.expiresAt ? config.principals.find((p) => p.id === who.principal.id && p.key === key) : undefined;
-    if (!who || (!who.expiresAt && !entry)) return c.html(loginPage('That key or token is not valid.'), 401);
+    if (!who) return c.html(loginPage('That key or token is not valid.'), 401);
+    // A key the document holds in plain text: a session bound to it (it ends when the key changes). A token, or a
+    // key the document holds only as its hash: a session that carries it and checks it again on every request.
+    const entry = who.expiresAt ? undefined : config.principals.find((p) => p.id === who.principal.id && p.key === key);
     const value =
       entry?.key !== undefined
         ? issueSession(config.approvalSecret, { id: entry.id, key: entry.key }, now())
-        : issueTokenSession(config.approvalSecret, who.principal.id, key, who.expiresAt!, now());
+        : issueTokenSession(config.approvalSecret, who.principal.id, key, who.expiresAt ?? now() + SESSION_LIFETIME_SECONDS * 1000, now());
     setCookie(c, cookieName(c), value, {
       path: '/',
       httpOnly: true,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isLoopbackAddress } from './loopback';
 
@@ -28,14 +29,23 @@ export const PrincipalSchema = z
   .object({
     id: z.string().min(1),
     key: z.string().min(16).optional(),
+    /** The hex SHA-256 of the key, instead of the key (`toolrunner keys hash`): a leaked document then opens nothing. */
+    keySha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, 'keySha256 is the hex SHA-256 of the key: 64 lower-case hex digits')
+      .optional(),
     oauthSubject: z.string().min(3).max(1000).optional(),
     roles: z.array(RoleSchema).min(1),
     tools: ToolListSchema,
     notify: NotifySchema.optional(),
   })
-  .refine((p) => p.key !== undefined || p.oauthSubject !== undefined, {
-    message: 'a principal needs a key, an oauthSubject, or both',
+  .refine((p) => p.key !== undefined || p.keySha256 !== undefined || p.oauthSubject !== undefined, {
+    message: 'a principal needs a key (or its keySha256), an oauthSubject, or both',
     path: ['key'],
+  })
+  .refine((p) => p.key === undefined || p.keySha256 === undefined, {
+    message: 'a principal has a key or its keySha256, not both',
+    path: ['keySha256'],
   });
 
 /**
@@ -131,3 +141,20 @@ export type McpUpstream = z.infer<typeof McpUpstreamSchema>;
 export type UpstreamToolPolicy = z.infer<typeof UpstreamToolPolicySchema>;
 /** The `oauth` section of the config document (and of the construct's `oauth` prop): see docs/reference/config.md. */
 export type OAuthConfig = z.infer<typeof OAuthSchema>;
+
+/**
+ * The same principals document with every `key` replaced by its `keySha256`, for a deployed secret that must
+ * authenticate without holding a usable key (`toolrunner keys hash`). The rest of the document is kept as is.
+ */
+export function withHashedKeys(document: unknown): unknown {
+  const parsed = RunnerConfigSchema.safeParse(document);
+  if (!parsed.success)
+    throw new Error(`not a valid config document: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const raw = document as { principals: Record<string, unknown>[] };
+  return {
+    ...raw,
+    principals: raw.principals.map(({ key, ...rest }) =>
+      typeof key === 'string' ? { ...rest, keySha256: createHash('sha256').update(key).digest('hex') } : rest,
+    ),
+  };
+}

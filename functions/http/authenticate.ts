@@ -14,10 +14,16 @@ function keyDigest(key: string): Buffer {
   return createHash('sha256').update(key).digest();
 }
 
-/** Finds the principal for a bearer key; compares digests in constant time. Principals without a key have none. */
+/**
+ * Finds the principal for a bearer key, held in the document as the key or as its hex SHA-256 (`keySha256`);
+ * compares digests in constant time. Principals with neither are reached by token only.
+ */
 export function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
   const digest = keyDigest(key);
-  return findPrincipal(config, (p) => p.key !== undefined && timingSafeEqual(keyDigest(p.key), digest));
+  return findPrincipal(config, (p) => {
+    const stored = p.key !== undefined ? keyDigest(p.key) : p.keySha256 !== undefined ? Buffer.from(p.keySha256, 'hex') : undefined;
+    return stored !== undefined && timingSafeEqual(stored, digest);
+  });
 }
 
 /** The key of an `Authorization: Bearer <key>` header, or undefined for any other shape. */

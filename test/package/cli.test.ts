@@ -98,6 +98,23 @@ describe('toolrunner command', () => {
     noStack(`${refused.stderr}${secret.stderr}`);
   });
 
+  it('hashes a config document’s keys for a deployed secret, from a file or standard input', async () => {
+    const file = join(dir, 'principals.json');
+    writeFileSync(file, JSON.stringify({ principals: [{ id: 'a', key: 'tr_0123456789abcdefgh', roles: ['agent'], tools: '*' }] }));
+    const hashed = await cli(['keys', 'hash', file]);
+    expect(hashed.code).toBe(0);
+    expect(JSON.parse(hashed.stdout).principals[0]).toEqual({
+      id: 'a',
+      roles: ['agent'],
+      tools: '*',
+      keySha256: '482d21773343ae6be716cb3233b5d9bc4c92e86c280e0b8cede3467e0acc8402',
+    });
+    expect(hashed.stdout).not.toContain('tr_0123456789abcdefgh');
+    expect((await cli(['keys', '--help'])).stdout).toContain('usage: toolrunner keys hash');
+    expect((await cli(['keys', 'hash', join(dir, 'missing.json')])).code).toBe(1);
+    expect((await cli(['keys'])).code).toBe(2);
+  });
+
   it('serves the quick start’s notes API: reads, writes deduplicated on Idempotency-Key, clear refusals', async () => {
     const api = await startNotesApi(0);
     try {

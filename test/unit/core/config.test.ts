@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RunnerConfigSchema } from '../../../functions/core/config';
+import { RunnerConfigSchema, withHashedKeys } from '../../../functions/core/config';
 
 const principal = { id: 'alice', key: 'k'.repeat(24), roles: ['approver'], tools: [] };
 
@@ -23,5 +23,34 @@ describe('the config document', () => {
   it('bounds the approval time to live and the secret length', () => {
     expect(RunnerConfigSchema.safeParse({ principals: [], approvalTtlSeconds: 8 * 86400 }).success).toBe(false);
     expect(RunnerConfigSchema.safeParse({ principals: [], approvalSecret: 'short' }).success).toBe(false);
+  });
+});
+
+describe('hashed keys', () => {
+  it('replace each key with its SHA-256 and keep the rest of the document', () => {
+    const doc = {
+      principals: [
+        { id: 'a', key: 'tr_0123456789abcdefgh', roles: ['agent'], tools: '*' },
+        { id: 'b', oauthSubject: 'https://idp|b', roles: ['reviewer'], tools: [] },
+      ],
+      approvalSecret: 's'.repeat(16),
+    };
+    const hashed = withHashedKeys(doc) as typeof doc & { principals: Record<string, unknown>[] };
+    expect(hashed.principals[0]).toEqual({
+      id: 'a',
+      roles: ['agent'],
+      tools: '*',
+      keySha256: '482d21773343ae6be716cb3233b5d9bc4c92e86c280e0b8cede3467e0acc8402',
+    });
+    expect(hashed.principals[1]).toEqual(doc.principals[1]);
+    expect(hashed.approvalSecret).toBe(doc.approvalSecret);
+    expect(RunnerConfigSchema.safeParse(hashed).success).toBe(true);
+    expect(() => withHashedKeys({ principals: [{ id: 'x' }] })).toThrow(/not a valid config document/);
+  });
+
+  it('refuse a principal with both a key and its hash, or a hash that is not hex SHA-256', () => {
+    const both = { id: 'a', key: 'tr_0123456789abcdefgh', keySha256: 'a'.repeat(64), roles: ['agent'], tools: [] };
+    expect(RunnerConfigSchema.safeParse({ principals: [both] }).success).toBe(false);
+    expect(RunnerConfigSchema.safeParse({ principals: [{ id: 'a', keySha256: 'XYZ', roles: ['agent'], tools: [] }] }).success).toBe(false);
   });
 });
