@@ -8,6 +8,7 @@ import { hashValue } from '../core/canonical';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
 import { decideApproval, decideAs, mayDecide, openApproval } from '../commands/approval-decisions';
 import { approvalUrl } from '../steps/approval';
+import { resumeOperation } from '../steps/resume';
 import { cancelOperation, cancelRun, resolveOperation } from '../commands/cancel';
 import { operationIdFor } from '../core/ids';
 import type { Deps } from '../core/ports';
@@ -270,6 +271,18 @@ export function makeApp(deps: Deps): Hono<Env> {
     const result = await cancelOperation(deps, op);
     if (!result.ok) throw new ApiError(409, 'invalid_state', `an operation in state ${result.op.state} cannot be cancelled`);
     return c.json(await operationAnswer(c, result.op));
+  });
+
+  // An operator's nudge: the sweeper's resume for one operation now (a fresh execution from the durable record;
+  // an attempt that was in flight is presumed lost and reconciled, never sent again blindly).
+  app.post('/v1/operations/:operationId/resume', async (c) => {
+    requireRole(c, 'admin');
+    const op = await deps.store.getOperation(pathId(c, 'operationId', 'operation'));
+    if (!op) throw new ApiError(404, 'not_found', 'no such operation');
+    if (!(await resumeOperation(deps, op.operationId)))
+      throw new ApiError(409, 'invalid_state', `an operation in state ${op.state} is not active: there is nothing to resume`);
+    const now = await deps.store.getOperation(op.operationId);
+    return c.json({ operationId: op.operationId, state: now?.state ?? op.state, resumes: now?.resumes ?? op.resumes }, 202);
   });
 
   // The signed link's decision, made with an approver's key (the people's console, scripts): the same rules.

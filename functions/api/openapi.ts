@@ -195,6 +195,17 @@ export const ROUTES: Route[] = [
   },
   {
     method: 'post',
+    path: '/v1/operations/{operationId}/resume',
+    summary: 'Resume one operation now, as the sweeper does for a lost execution (admin)',
+    access: ['admin'],
+    responses: {
+      202: { description: 'the sweeper’s resume ran: `{ operationId, state, resumes }`' },
+      404: error('no such operation'),
+      409: error('`invalid_state`: the operation is terminal or not active'),
+    },
+  },
+  {
+    method: 'post',
     path: '/v1/operations/{operationId}/approval',
     summary: 'Decide an operation’s approval with an approver’s key: the same decision, under the same rules, as the signed link',
     access: ['approver'],
