@@ -1,4 +1,5 @@
 import type { TableLayout } from '../functions/adapters/tables';
+import { TOOL_FUNCTION_TIMEOUT_SECONDS } from '../functions/core/tool-spec';
 import type { LifecycleFunction } from '../statemachines/definition';
 import type { Port } from './permissions';
 
@@ -61,7 +62,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   // One attempt: the longest tool timeout plus the intent and outcome writes. Holds the operation's lock.
   Execute: {
     entry: 'execute',
-    timeoutSeconds: 300,
+    timeoutSeconds: TOOL_FUNCTION_TIMEOUT_SECONDS.execute,
     memoryMb: 512,
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'locks'],
@@ -69,7 +70,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
   },
   Reconcile: {
     entry: 'reconcile',
-    timeoutSeconds: 120,
+    timeoutSeconds: TOOL_FUNCTION_TIMEOUT_SECONDS.reconcile,
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'locks'],
     ports: [...STEP_PORTS, 'notifyNotices'],

@@ -65,6 +65,20 @@ export class ToolRegistrationError extends Error {
 
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
+/**
+ * How long the functions that run tool code may run (infra/functions.ts takes them from here): Execute runs
+ * `execute`, Reconcile runs `reconcile`. A first attempt runs in the API only when its caller waits longer
+ * than the tool's timeout (commands/submit.ts), so the API's limit bounds no tool.
+ */
+export const TOOL_FUNCTION_TIMEOUT_SECONDS = { execute: 300, reconcile: 120 } as const;
+/** What a step needs besides the tool's own time: its reads and writes, and the runner's grace after a timeout. */
+const STEP_MARGIN_MS = 10_000;
+/** The longest `timeoutMs` a function can wait for, with its step's own work. */
+export const MAX_TOOL_TIMEOUT_MS = {
+  execute: TOOL_FUNCTION_TIMEOUT_SECONDS.execute * 1000 - STEP_MARGIN_MS,
+  reconcile: TOOL_FUNCTION_TIMEOUT_SECONDS.reconcile * 1000 - STEP_MARGIN_MS,
+} as const;
+
 /** Refuses a tool whose policy could repeat a side effect or that cannot be described to a model. */
 export function checkToolSpec(spec: ToolSpec): void {
   if (!NAME.test(spec.name)) throw new ToolRegistrationError(`tool name ${spec.name} must match ${NAME}`);
@@ -72,6 +86,14 @@ export function checkToolSpec(spec: ToolSpec): void {
     throw new ToolRegistrationError(`${spec.name}: maxAttempts must be a positive integer`);
   }
   if (!(spec.timeoutMs > 0)) throw new ToolRegistrationError(`${spec.name}: timeoutMs must be positive`);
+  if (spec.timeoutMs > MAX_TOOL_TIMEOUT_MS.execute)
+    throw new ToolRegistrationError(
+      `${spec.name}: timeoutMs ${spec.timeoutMs} is longer than the Execute function can wait for a tool (${MAX_TOOL_TIMEOUT_MS.execute} ms)`,
+    );
+  if (spec.reconcile && spec.timeoutMs > MAX_TOOL_TIMEOUT_MS.reconcile)
+    throw new ToolRegistrationError(
+      `${spec.name}: timeoutMs ${spec.timeoutMs} is longer than the Reconcile function can wait for its reconcile lookup (${MAX_TOOL_TIMEOUT_MS.reconcile} ms)`,
+    );
   if (
     spec.maxResultBytes !== undefined &&
     !(Number.isInteger(spec.maxResultBytes) && spec.maxResultBytes >= 1 && spec.maxResultBytes <= RESULT_LIMITS.maxMaxResultBytes)

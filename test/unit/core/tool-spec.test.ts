@@ -4,8 +4,10 @@ import {
   deadlineSecondsOf,
   defineTool,
   makeRegistry,
+  MAX_TOOL_TIMEOUT_MS,
   maxResultBytesOf,
   needsApproval,
+  TOOL_FUNCTION_TIMEOUT_SECONDS,
   ToolRegistrationError,
 } from '../../../functions/core/tool-spec';
 import { toolSpec } from '../../support/records';
@@ -44,5 +46,20 @@ describe('tool specs', () => {
   it('register each name once', () => {
     expect(makeRegistry([toolSpec()]).get('charge_card')?.name).toBe('charge_card');
     expect(() => makeRegistry([toolSpec(), toolSpec()])).toThrow(/charge_card/);
+  });
+});
+
+describe('a tool’s timeout', () => {
+  it('is refused only when no function that runs that code can wait for it', () => {
+    expect(defineTool(toolSpec({ timeoutMs: MAX_TOOL_TIMEOUT_MS.execute, reconcile: undefined })).name).toBe('charge_card');
+    expect(() => defineTool(toolSpec({ timeoutMs: MAX_TOOL_TIMEOUT_MS.execute + 1 }))).toThrow(/longer than the Execute function/);
+    const lookup = async () => ({ found: false as const });
+    expect(defineTool(toolSpec({ timeoutMs: MAX_TOOL_TIMEOUT_MS.reconcile, reconcile: lookup })).name).toBe('charge_card');
+    expect(() => defineTool(toolSpec({ timeoutMs: MAX_TOOL_TIMEOUT_MS.reconcile + 1, reconcile: lookup }))).toThrow(/Reconcile function/);
+  });
+
+  it('leaves each function its step’s own time', () => {
+    expect(MAX_TOOL_TIMEOUT_MS.execute).toBeLessThan(TOOL_FUNCTION_TIMEOUT_SECONDS.execute * 1000);
+    expect(MAX_TOOL_TIMEOUT_MS.reconcile).toBeLessThan(TOOL_FUNCTION_TIMEOUT_SECONDS.reconcile * 1000);
   });
 });
