@@ -3,34 +3,12 @@ import { ACCEPTS, InvalidEventError } from '../../../functions/core/transition-t
 import { transition } from '../../../functions/core/engine';
 import type { LifecycleEvent } from '../../../functions/core/lifecycle-events';
 import type { OperationRecord } from '../../../functions/core/model';
+import { operation } from '../../support/records';
 import { storedResultOf } from '../../../functions/core/result-record';
 
 const now = Date.parse('2026-11-30T12:00:00Z');
-const op = (over: Partial<OperationRecord>): OperationRecord => ({
-  schemaVersion: 1,
-  operationId: 'op_1',
-  runId: 'run_1',
-  callId: 'call_1',
-  turn: 1,
-  toolName: 't',
-  principalId: 'p',
-  state: 'proposed',
-  rawArguments: '{}',
-  inputHash: 'sha256:x',
-  idempotencyKey: 'idk_x',
-  attempts: 0,
-  createdAt: '',
-  updatedAt: '',
-  version: 1,
-  resumes: 0,
-  ...over,
-});
-const _finished = {
-  attempt: 1,
-  outcome: { kind: 'failed_retryable', code: 'upstream_unavailable', message: '' } as const,
-  latencyMs: 1,
-  finishedAt: '',
-};
+const op = (over: Partial<OperationRecord>): OperationRecord =>
+  operation({ schemaVersion: 1, toolName: 't', principalId: 'p', createdAt: '', updatedAt: '', ...over });
 
 describe('engine', () => {
   it('a resumed approval wait keeps its request and expiry: no second approval.requested', () => {

@@ -1,27 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { nextStep, stepOutput } from '../../../functions/core/next-step';
 import type { OperationRecord } from '../../../functions/core/model';
+import { operation } from '../../support/records';
 
 const now = Date.parse('2026-11-30T12:00:00Z');
-const op = (over: Partial<OperationRecord>): OperationRecord => ({
-  schemaVersion: 1,
-  operationId: 'op_1',
-  runId: 'run_1',
-  callId: 'call_1',
-  turn: 1,
-  toolName: 't',
-  principalId: 'p',
-  state: 'proposed',
-  rawArguments: '{}',
-  inputHash: 'sha256:x',
-  idempotencyKey: 'idk_x',
-  attempts: 0,
-  createdAt: '',
-  updatedAt: '',
-  version: 1,
-  resumes: 0,
-  ...over,
-});
+const op = (over: Partial<OperationRecord>): OperationRecord =>
+  operation({ schemaVersion: 1, toolName: 't', principalId: 'p', createdAt: '', updatedAt: '', ...over });
 const finished = {
   attempt: 1,
   outcome: { kind: 'failed_retryable', code: 'upstream_unavailable', message: '' } as const,
