@@ -18,7 +18,7 @@ function keyDigest(key: string): Buffer {
  * Finds the principal for a bearer key, held in the document as the key or as its hex SHA-256 (`keySha256`);
  * compares digests in constant time. Principals with neither are reached by token only.
  */
-export function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
+function principalForKey(config: RunnerConfig, key: string): Principal | undefined {
   const digest = keyDigest(key);
   return findPrincipal(config, (p) => {
     const stored = p.key !== undefined ? keyDigest(p.key) : p.keySha256 !== undefined ? Buffer.from(p.keySha256, 'hex') : undefined;

@@ -40,7 +40,7 @@ describe('the layering rule (npm run lint)', () => {
     ['functions/core', "import { hashValue } from './canonical';"],
     ['functions/steps', "import { accepts } from '../core/transition-table';"],
     ['functions/commands', "import { advance } from '../steps/advance';"],
-    ['functions/console', "import { principalForKey } from '../http/authenticate';"],
+    ['functions/console', "import { authenticateBearer } from '../http/authenticate';"],
   ])('allows in %s: %s', (dir, importLine) => {
     const { status, output } = lintProbe(dir, `${importLine}\nexport const probe = 1;\n`);
     expect(output).not.toContain('noRestrictedImports');
