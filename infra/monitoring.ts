@@ -24,6 +24,7 @@ export const WATCHED_METRICS = {
   notificationFailures: MetricName.notificationFailures,
   toolCalls: MetricName.toolCalls,
   operationsResumed: 'OperationsResumed',
+  operationBacklogAge: MetricName.operationBacklogAge,
 } as const;
 
 export interface RunnerMonitoringProps {
@@ -36,8 +37,8 @@ export interface RunnerMonitoringProps {
   readonly sweeperLogs: logs.ILogGroup;
   /** Where the functions publish the runner's EMF metrics. */
   readonly metricsNamespace: string;
-  /** @default - no alarm action */
-  readonly alarmTopic?: sns.ITopic;
+  /** Where every alarm (and its return to OK) is sent. */
+  readonly alarmTopic: sns.ITopic;
 }
 
 /** What each alarm watches; the keys of `ToolRunner.alarms`. */
@@ -55,7 +56,13 @@ export type RunnerAlarm =
   | 'sweeperErrors'
   | 'unknownOutcomes'
   | 'reviewsOpen'
-  | 'notificationFailures';
+  | 'notificationFailures'
+  | 'sweeperStopped'
+  | 'operationBacklogAge'
+  | 'stepFunctionsApiThrottled';
+
+/** The Step Functions API calls the runner's functions make (`infra/permissions.ts`), whose throttling stalls calls. */
+const STATES_APIS = ['StartExecution', 'StartSyncExecution', 'StopExecution', 'SendTaskSuccess', 'SendTaskFailure'] as const;
 
 const PERIOD = Duration.minutes(5);
 /** CloudWatch evaluates at most 10 metrics in one alarm's math expression. */
@@ -100,7 +107,17 @@ export class RunnerMonitoring extends Construct {
     const throttleEvents = (kind: 'Read' | 'Write') =>
       tables.map(([, t]) => t.metric(`${kind}ThrottleEvents`, { statistic: 'Sum', period: PERIOD }));
 
-    const specs: Record<RunnerAlarm, { metric: cloudwatch.IMetric; threshold: number; description: string; periods?: [number, number] }> = {
+    const specs: Record<
+      RunnerAlarm,
+      {
+        metric: cloudwatch.IMetric;
+        threshold: number;
+        description: string;
+        periods?: [number, number];
+        below?: boolean;
+        missingBreaches?: boolean;
+      }
+    > = {
       executionsFailed: {
         metric: sumOf('Standard executions failed or timed out', [props.stateMachine.metricFailed(), props.stateMachine.metricTimedOut()]),
         threshold: 1,
@@ -185,8 +202,41 @@ export class RunnerMonitoring extends Construct {
         threshold: 1,
         description: 'Approval or review notifications that could not be delivered: approvers may not know a call waits.',
       },
+      sweeperStopped: {
+        metric: (props.functions.Sweeper as lambda.IFunction).metricInvocations({ statistic: 'Sum', period: PERIOD }),
+        threshold: 1,
+        periods: [2, 2],
+        below: true,
+        // No datapoint is the failure watched for: a schedule that stopped invokes nothing at all.
+        missingBreaches: true,
+        description: 'The sweeper has not run for 10 minutes (its schedule runs it every minute): lost executions are not resumed.',
+      },
+      operationBacklogAge: {
+        metric: runner('MAX', WATCHED_METRICS.operationBacklogAge, 'Operation backlog age (s)'),
+        threshold: 600,
+        periods: [2, 2],
+        description: 'An operation past its lease has waited more than 10 minutes to be resumed: the sweeper falls behind or fails on it.',
+      },
+      stepFunctionsApiThrottled: {
+        metric: sumOf(
+          'Step Functions API calls throttled',
+          STATES_APIS.map(
+            (api) =>
+              new cloudwatch.Metric({
+                namespace: 'AWS/States',
+                metricName: 'ThrottledEvents',
+                dimensionsMap: { APIName: api },
+                statistic: 'Sum',
+                period: PERIOD,
+              }),
+          ),
+        ),
+        threshold: 1,
+        description:
+          'Step Functions throttled the runner’s API calls (StartExecution, SendTaskSuccess…): calls stall until retried or resumed.',
+      },
     };
-    const action = props.alarmTopic && new actions.SnsAction(props.alarmTopic);
+    const action = new actions.SnsAction(props.alarmTopic);
     this.alarms = Object.fromEntries(
       Object.entries(specs).map(([key, spec]) => {
         const [evaluationPeriods, datapointsToAlarm] = spec.periods ?? [1, 1];
@@ -195,14 +245,14 @@ export class RunnerMonitoring extends Construct {
           threshold: spec.threshold,
           evaluationPeriods,
           datapointsToAlarm,
-          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+          comparisonOperator: spec.below
+            ? cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD
+            : cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          treatMissingData: spec.missingBreaches ? cloudwatch.TreatMissingData.BREACHING : cloudwatch.TreatMissingData.NOT_BREACHING,
           alarmDescription: spec.description,
         });
-        if (action) {
-          alarm.addAlarmAction(action);
-          alarm.addOkAction(action);
-        }
+        alarm.addAlarmAction(action);
+        alarm.addOkAction(action);
         return [key, alarm];
       }),
     ) as Record<RunnerAlarm, cloudwatch.Alarm>;

@@ -125,10 +125,15 @@ export interface ToolRunnerProps {
    */
   readonly publicBaseUrl?: string;
   /**
-   * Where the alarms send their state changes (into ALARM and back to OK).
-   * @default - no action: the alarms show on the dashboard and in the CloudWatch console only
+   * Where every alarm sends its state changes (into ALARM and back to OK), so someone is paged.
+   * @default - a topic the construct creates (`alarmTopic` member), encrypted, TLS only
    */
   readonly alarmTopic?: sns.ITopic;
+  /**
+   * Email addresses subscribed to the alarms topic (each confirms the subscription AWS mails it).
+   * @default - none
+   */
+  readonly alarmEmails?: readonly string[];
   /**
    * X-Ray active tracing of every function and both state machines. Lambda then samples by its fixed rule
    * (the first call each second, then 5%), so at low traffic nearly every call is traced: $5 per million
@@ -266,6 +271,8 @@ export class ToolRunner extends Construct {
   readonly alarms: Record<RunnerAlarm, cloudwatch.Alarm>;
   /** This instance's dashboard: API, executions, functions, tables and the runner's own metrics. */
   readonly dashboard: cloudwatch.Dashboard;
+  /** Where every alarm of this instance sends its state changes: the `alarmTopic` prop, or the topic created for it. */
+  readonly alarmTopic: sns.ITopic;
   /** The OAuth issuer's wiring (and with `{ cognito: true }` the user pool and its app client), when `oauth` is set. */
   readonly oauth?: RunnerOAuth;
   private readonly stateMachineName: string;
@@ -428,6 +435,8 @@ export class ToolRunner extends Construct {
           role,
           environment: spec.tools ? { ...props.tools.environment, ...environment } : environment,
           logGroup: logs,
+          // One JSON record per line (Logs Insights parses them); Powertools' own records pass through as they are.
+          loggingFormat: lambda.LoggingFormat.JSON,
           bundling: cdkBundling(toolsEntry, bundleTargetOf(runtime)),
         });
         this.grantPorts(fn, spec.tables, spec.ports, { stateMachineArn, expressStateMachineArn, executionsArn });
@@ -509,6 +518,9 @@ export class ToolRunner extends Construct {
       target: new targets.LambdaInvoke(this.functions.Sweeper, { retryAttempts: 0, role: this.sweepScheduleRole }),
     });
 
+    this.alarmTopic =
+      props.alarmTopic ?? new sns.Topic(this, 'Alarms', { displayName: 'Tool runner alarms', enforceSSL: true, masterKey: snsKey });
+    for (const email of props.alarmEmails ?? []) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(email));
     const monitoring = new RunnerMonitoring(this, 'Monitoring', {
       api: this.api,
       stateMachine: this.stateMachine,
@@ -517,7 +529,7 @@ export class ToolRunner extends Construct {
       tables: this.tables,
       sweeperLogs: functionLogs.Sweeper,
       metricsNamespace: this.metricsNamespace,
-      alarmTopic: props.alarmTopic,
+      alarmTopic: this.alarmTopic,
     });
     this.alarms = monitoring.alarms;
     this.dashboard = monitoring.dashboard;

@@ -20,6 +20,11 @@ export const MetricName = {
   approvalsWaiting: 'ApprovalsWaiting',
   /** A gauge: operations waiting for a reviewer's resolution, as the store holds them now (published by the sweeper). */
   reviewsOpen: 'ReviewsOpen',
+  /**
+   * A gauge: seconds since the oldest operation past its lease came due and is still not resumed (0 when none),
+   * as the watch holds it after a sweep (published by the sweeper). No dimensions.
+   */
+  operationBacklogAge: 'OperationBacklogAge',
   /** Runs stopped by a budget (calls, turns, spend or wall clock), by `tool` (the call that hit it) and `status`. */
   budgetStops: 'BudgetStops',
   /** Duplicate submissions answered from the stored operation, by `tool`. */

@@ -9,9 +9,18 @@ import type { Deps } from '../core/ports';
  */
 export async function publishGauges(
   deps: Pick<Deps, 'store' | 'metrics' | 'now'>,
-): Promise<{ approvalsWaiting: number; reviewsOpen: number }> {
-  const counts = await deps.store.countWaiting(new Date(deps.now()).toISOString());
+): Promise<{ approvalsWaiting: number; reviewsOpen: number; operationBacklogAge: number }> {
+  const now = new Date(deps.now()).toISOString();
+  const counts = await deps.store.countWaiting(now);
   deps.metrics?.gauge(MetricName.approvalsWaiting, {}, counts.approvalsWaiting);
   deps.metrics?.gauge(MetricName.reviewsOpen, {}, counts.reviewsOpen);
-  return counts;
+  // What the sweep left due: the age of the oldest, so a backlog that only grows pages someone.
+  const due = await deps.store.listExpiredLeases(now, BACKLOG_SAMPLE);
+  const oldest = Math.min(...due.map((op) => Date.parse(op.leaseUntil ?? now)));
+  const operationBacklogAge = due.length ? Math.max(0, Math.round((deps.now() - oldest) / 1000)) : 0;
+  deps.metrics?.gauge(MetricName.operationBacklogAge, {}, operationBacklogAge);
+  return { ...counts, operationBacklogAge };
 }
+
+/** The due entries looked at for the backlog's age: the watch keeps them by due time in each shard, so the first few hold the oldest. */
+const BACKLOG_SAMPLE = 25;

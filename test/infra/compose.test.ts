@@ -155,9 +155,13 @@ describe('the construct composes: two runners in one stack, one in a stack named
       expect(props.AlarmActions).toEqual([{ Ref: topicId }]);
       expect(props.OKActions).toEqual([{ Ref: topicId }]);
     }
+    // Without alarmTopic the instance pages through a topic of its own.
     const second = built.runners[1];
+    const ownTopic = stack.getLogicalId(second.alarmTopic.node.defaultChild as sns.CfnTopic);
     for (const alarm of Object.values(second.alarms))
-      expect(templates[0].resources[stack.getLogicalId(alarm.node.defaultChild as any)].Properties!.AlarmActions).toBeUndefined();
+      expect(templates[0].resources[stack.getLogicalId(alarm.node.defaultChild as any)].Properties!.AlarmActions).toEqual([
+        { Ref: ownTopic },
+      ]);
   });
 
   it('publishes each instance’s metrics in its own namespace, which its alarms read', () => {

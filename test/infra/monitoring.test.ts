@@ -73,4 +73,23 @@ describe('alarms and dashboard', () => {
     expect(Object.keys(runner.alarms).length).toBeGreaterThanOrEqual(8);
     for (const alarm of Object.values(runner.alarms)) expect(body).toContain(`"${logicalId(alarm)}"`);
   });
+
+  it('pages when the sweeper stops, when the backlog ages, and when Step Functions throttles the runner’s API calls', () => {
+    const stopped = resource(runner.alarms.sweeperStopped).Properties;
+    expect(stopped).toMatchObject({
+      ComparisonOperator: 'LessThanThreshold',
+      TreatMissingData: 'breaching',
+      Threshold: 1,
+      EvaluationPeriods: 2,
+    });
+    expect(stopped.MetricName).toBe('Invocations');
+    expect(JSON.stringify(stopped.Dimensions)).toContain(logicalId(runner.functions.Sweeper));
+    const backlog = queries('operationBacklogAge');
+    expect(backlog.some((q) => q.Expression?.includes(`MAX(${MetricName.operationBacklogAge})`))).toBe(true);
+    const throttled = queries('stepFunctionsApiThrottled').filter((q) => q.MetricStat);
+    expect(throttled.map((q) => q.MetricStat!.Metric.MetricName)).toEqual(Array(5).fill('ThrottledEvents'));
+    // Every alarm pages the alarms topic the construct made (the demo stack gives none).
+    const topic = logicalId(runner.alarmTopic as never);
+    for (const alarm of Object.values(runner.alarms)) expect(resource(alarm).Properties.AlarmActions).toEqual([{ Ref: topic }]);
+  });
 });

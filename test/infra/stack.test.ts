@@ -110,7 +110,7 @@ describe('CDK stack', () => {
       Target: { Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('SweeperFunction'), 'Arn'] } },
     });
     // Approval links (for the construct's approvers only) and link-free notices.
-    template.resourceCountIs('AWS::SNS::Topic', 2);
+    template.resourceCountIs('AWS::SNS::Topic', 3); // links, notices, alarms
   });
 
   it('serves the $default stage, deployed on every change and throttled', () => {
