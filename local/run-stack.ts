@@ -58,6 +58,9 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
   }
   // A tool's stray rejection or timer exception is logged and attributed; it never ends the stack.
   guardProcess();
+  // Everything this process writes in the data directory (the blob store's files, the sandbox's state) is its
+  // owner's alone, as DynamoDB Local's files are (its shell sets the same umask).
+  process.umask(0o077);
   console.log(`toolrunner: starting the embedded stack (data in ${dataDir})`);
   const otlp = startOtlpExport();
   if (otlp)

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -104,6 +104,23 @@ describe.runIf(handlerMode === 'source')('a data directory in use', () => {
       expect(statSync(dataDir).mode & 0o777).toBe(0o700);
       const owner = JSON.parse(readFileSync(join(dataDir, 'owner.json'), 'utf8')) as { pid: number };
       expect(owner.pid).not.toBe(Number(gone.stdout));
+      // Arguments over 64 KiB go to the blob store: its files are the owner's alone too.
+      const api = started.output().match(/ready: api=(\S+)/)![1];
+      const { principals } = JSON.parse(readFileSync(join(parent, 'orphaned-config.json'), 'utf8')) as {
+        principals: { key: string; roles: string[] }[];
+      };
+      const headers = {
+        authorization: `Bearer ${principals.find((p) => p.roles.includes('agent'))!.key}`,
+        'content-type': 'application/json',
+      };
+      const run = (await (await fetch(`${api}/v1/runs`, { method: 'POST', headers, body: '{}' })).json()) as { runId: string };
+      const call = { callId: 'call_big', turn: 1, name: 'no_such_tool', arguments: { text: 'x'.repeat(70_000) } };
+      expect((await fetch(`${api}/v1/runs/${run.runId}/tool-calls`, { method: 'POST', headers, body: JSON.stringify(call) })).status).toBe(
+        200,
+      );
+      const files = readdirSync(join(dataDir, 'blobs'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+      expect(files.length).toBeGreaterThan(0);
+      for (const f of files) expect(statSync(join(f.parentPath, f.name)).mode & 0o077, f.name).toBe(0);
     } finally {
       await started.signalGroup('SIGTERM');
     }
