@@ -2,6 +2,18 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 
+/** The provider this process registered, if any: what `flushSpans` empties. */
+let registered: NodeTracerProvider | undefined;
+
+/**
+ * Sends every span still buffered, now. A Lambda is frozen as soon as its invocation returns: a span left in
+ * the batch would wait for the next invocation, or be lost with the container. Resolves at once when nothing
+ * is exported; never rejects (a collector that is down must not fail the invocation).
+ */
+export async function flushSpans(): Promise<void> {
+  await registered?.forceFlush().catch(() => undefined);
+}
+
 export interface OtlpExport {
   /** Flushes the spans still buffered and stops exporting. */
   shutdown(): Promise<void>;
@@ -20,5 +32,11 @@ export function startOtlpExport(env: NodeJS.ProcessEnv = process.env): OtlpExpor
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
   provider.register();
-  return { shutdown: () => provider.shutdown() };
+  registered = provider;
+  return {
+    shutdown: () => {
+      if (registered === provider) registered = undefined;
+      return provider.shutdown();
+    },
+  };
 }

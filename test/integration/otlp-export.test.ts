@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { otelTelemetry } from '../../functions/adapters/otel';
 import { startOtlpExport } from '../../functions/adapters/otlp-export';
+import { flushingSpans } from '../../functions/handlers/flush-spans';
+import { trace } from '@opentelemetry/api';
 import { storedResultOf } from '../../functions/core/result-record';
 
 /** A stand-in OTLP/HTTP collector: records what reaches it. */
@@ -59,5 +61,31 @@ describe('OTLP export', () => {
     const text = traces.map((t) => t.body.toString('utf8')).join('');
     expect(text).toContain('execute_tool get_order');
     expect(text).toContain('gen_ai.tool.call.id');
+  });
+});
+
+describe('spans at the end of an invocation', () => {
+  it('are sent before a handler returns, not left in the batch for a frozen Lambda', async () => {
+    if (!collector.listening) await new Promise<void>((r) => collector.listen(0, '127.0.0.1', () => r()));
+    const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+    // The API keeps the first global provider registered; the one above was shut down, so clear it first.
+    trace.disable();
+    const exporting = startOtlpExport({ ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
+    try {
+      const before = received.length;
+      const handler = flushingSpans(async () => {
+        trace.getTracer('test').startActiveSpan('invocation work', (span) => span.end());
+        return 'done';
+      });
+      expect(await handler()).toBe('done');
+      // The batch processor waits 5 s by default: the span is there at once only because the handler flushed it.
+      const sent = received
+        .slice(before)
+        .map((r) => r.body.toString('utf8'))
+        .join('');
+      expect(sent).toContain('invocation work');
+    } finally {
+      await exporting!.shutdown();
+    }
   });
 });
