@@ -16,8 +16,11 @@ export const API_ROUTES = [
   'ANY /.well-known/oauth-protected-resource/{proxy+}',
 ] as const;
 
-/** The construct's functions by name: one per lifecycle step, the API, and the sweeper. */
-export type FunctionName = LifecycleFunction | 'Api' | 'Sweeper';
+/** The construct's functions by name: one per lifecycle step, the API, the sweeper, and where tools run. */
+export type FunctionName = LifecycleFunction | 'Api' | 'Sweeper' | 'Tools';
+
+/** The functions that make attempts and lookups: with `toolIsolation: "function"` they invoke `Tools` for the tool code. */
+export const RUNS_TOOL_CODE = ['Api', 'Execute', 'Reconcile'] as const satisfies readonly FunctionName[];
 
 export interface FunctionSpec {
   /** The entry under `functions/handlers/`, without extension. */
@@ -66,14 +69,14 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     memoryMb: 512,
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'locks'],
-    ports: [...STEP_PORTS, 'notifyNotices'],
+    ports: [...STEP_PORTS, 'notifyNotices', 'invokeTools'],
   },
   Reconcile: {
     entry: 'reconcile',
     timeoutSeconds: TOOL_FUNCTION_TIMEOUT_SECONDS.reconcile,
     tools: true,
     tables: [...LIFECYCLE_TABLES, 'locks'],
-    ports: [...STEP_PORTS, 'notifyNotices'],
+    ports: [...STEP_PORTS, 'notifyNotices', 'invokeTools'],
   },
   // Releases the lock of an operation it reports (records written before reporting was folded in).
   Report: { entry: 'report', timeoutSeconds: 30, tools: true, tables: [...LIFECYCLE_TABLES, 'locks'], ports: STEP_PORTS },
@@ -99,6 +102,7 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       'stopExecution',
       'taskResponse',
       'notifyNotices',
+      'invokeTools',
     ],
   },
   // Resumes operations past their lease: stops the lost execution, starts a fresh one. Reads no config.
@@ -109,6 +113,9 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     tables: LIFECYCLE_TABLES,
     ports: ['store', 'blobs', 'startExecution', 'stopExecution'],
   },
+  // Tool code alone (`toolIsolation: "function"`): invoked synchronously by Api, Execute and Reconcile for each
+  // attempt or lookup. No table, port or runner variable: its role holds only what `toolPolicies` grants.
+  Tools: { entry: 'tools', timeoutSeconds: TOOL_FUNCTION_TIMEOUT_SECONDS.execute, tools: true, tables: [], ports: [] },
 };
 
 export const FUNCTION_NAMES = Object.keys(FUNCTIONS) as FunctionName[];

@@ -30,6 +30,7 @@ export const COMMAND_ACTIONS = {
   PublishCommand: ['sns:Publish'],
   PutObjectCommand: ['s3:PutObject'],
   GetObjectCommand: ['s3:GetObject'],
+  InvokeCommand: ['lambda:InvokeFunction'],
 } as const satisfies Record<string, readonly string[]>;
 export type SdkCommand = keyof typeof COMMAND_ACTIONS;
 
@@ -55,6 +56,8 @@ export const PORT_COMMANDS = {
   notifyNotices: ['PublishCommand'],
   /** `s3-blobs.ts`: results over 64 KiB and large arguments, read wherever a record is read. */
   blobs: ['PutObjectCommand', 'GetObjectCommand'],
+  /** `tool-function.ts`: the `Tools` function, which runs tool code without the runner's privileges (`toolIsolation`). */
+  invokeTools: ['InvokeCommand'],
 } as const satisfies Record<string, readonly SdkCommand[]>;
 export type Port = keyof typeof PORT_COMMANDS;
 

@@ -31,7 +31,7 @@ import {
   readExpressDefinition,
 } from '../statemachines/definition';
 import { cdkBundling, runnerFile } from './bundling';
-import { API_ROUTES, FUNCTIONS, type FunctionName } from './functions';
+import { API_ROUTES, FUNCTIONS, type FunctionName, RUNS_TOOL_CODE } from './functions';
 import { RunnerMonitoring, type RunnerAlarm } from './monitoring';
 import { RunnerOAuth, type ToolRunnerOAuth } from './oauth';
 import { actionsOf, type Port } from './permissions';
@@ -173,6 +173,24 @@ export interface ToolRunnerProps {
    * @default lambda.Runtime.NODEJS_24_X
    */
   readonly runtime?: lambda.Runtime;
+  /**
+   * Where tool code (`execute`, `reconcile`) runs. `"function"`: in the `Tools` function, invoked synchronously
+   * by the function making the attempt (Api, Execute, Reconcile); its role holds nothing of the runner's (no
+   * tables, config secret, topics, state machines or bucket), only `toolPolicies` and `grantSecretToTools`, so a
+   * compromised tool dependency cannot decide an approval or rewrite a record. `"none"`: tools run inside the
+   * runner's functions and hold their privileges; cheaper (one invocation less per attempt, no second function
+   * billed while the upstream answers), for tools you trust as much as the runner. Either way the tools
+   * module's top level and its schemas and policy functions load in the runner's functions (to validate calls):
+   * keep its top level free of side effects.
+   * @default "function"
+   */
+  readonly toolIsolation?: 'function' | 'none';
+  /**
+   * IAM statements for the role that runs tool code: the `Tools` function's (or, with `toolIsolation: "none"`,
+   * those of Api, Execute and Reconcile). For a secret, `grantSecretToTools`.
+   * @default - none
+   */
+  readonly toolPolicies?: readonly iam.PolicyStatement[];
 }
 
 /** esbuild's target for a Node.js Lambda runtime (`nodejs24.x` → `node24`); refuses anything else. */
@@ -263,7 +281,10 @@ export class ToolRunner extends Construct {
    */
   readonly noticesTopic: sns.Topic;
   readonly configSecret: secrets.ISecret;
-  readonly functions: Record<FunctionName, NodejsFunction>;
+  /** Every function; `Tools` only with `toolIsolation: "function"`. */
+  readonly functions: Record<Exclude<FunctionName, 'Tools'>, NodejsFunction> & { readonly Tools?: NodejsFunction };
+  /** The functions whose roles tool code runs with: `Tools`, or (without isolation) Api, Execute and Reconcile. */
+  readonly toolCodeFunctions: readonly NodejsFunction[];
   readonly sweepSchedule: scheduler.Schedule;
   /** The CloudWatch namespace of this instance's own metrics (`ToolCalls`, `UnknownOutcomes`…): `toolrunner/<name>`. */
   readonly metricsNamespace: string;
@@ -411,9 +432,25 @@ export class ToolRunner extends Construct {
     // Absolute, because esbuild resolves an alias target from the directory it runs in, not from here.
     const toolsEntry = resolve(props.tools.entry);
     if (!existsSync(toolsEntry)) throw new Error(`ToolRunner: tools.entry ${toolsEntry} does not exist`);
+    const toolIsolation = props.toolIsolation ?? 'function';
+    if (toolIsolation !== 'function' && toolIsolation !== 'none') throw new Error('ToolRunner: toolIsolation must be "function" or "none"');
+    const isolated = toolIsolation === 'function';
+    // Tools first: the functions that invoke it need its name and ARN.
+    const deployed = (Object.entries(FUNCTIONS) as [FunctionName, (typeof FUNCTIONS)[FunctionName]][])
+      .filter(([name]) => name !== 'Tools' || isolated)
+      .sort(([a], [b]) => Number(b === 'Tools') - Number(a === 'Tools'));
+    const toolsEnvironment = {
+      ...props.tools.environment,
+      POWERTOOLS_SERVICE_NAME: 'toolrunner-tools',
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      NODE_OPTIONS: '--enable-source-maps',
+    };
     const functionLogs = {} as Record<FunctionName, logs.LogGroup>;
+    const made = {} as Record<FunctionName, NodejsFunction>;
     this.functions = Object.fromEntries(
-      Object.entries(FUNCTIONS).map(([name, spec]) => {
+      deployed.map(([name, spec]) => {
+        const ports = isolated ? spec.ports : spec.ports.filter((p) => p !== 'invokeTools');
+        const invokesTools = ports.includes('invokeTools');
         const logs = logGroup(`${name}Logs`);
         functionLogs[name as FunctionName] = logs;
         const role = new iam.Role(this, `${name}Role`, {
@@ -433,16 +470,29 @@ export class ToolRunner extends Construct {
           timeout: Duration.seconds(spec.timeoutSeconds),
           tracing: xrayTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.PASS_THROUGH,
           role,
-          environment: spec.tools ? { ...props.tools.environment, ...environment } : environment,
+          environment:
+            name === 'Tools'
+              ? toolsEnvironment
+              : spec.tools
+                ? { ...props.tools.environment, ...environment, ...(invokesTools ? { TOOLS_FUNCTION_NAME: made.Tools.functionName } : {}) }
+                : environment,
           logGroup: logs,
           // One JSON record per line (Logs Insights parses them); Powertools' own records pass through as they are.
           loggingFormat: lambda.LoggingFormat.JSON,
           bundling: cdkBundling(toolsEntry, bundleTargetOf(runtime)),
         });
-        this.grantPorts(fn, spec.tables, spec.ports, { stateMachineArn, expressStateMachineArn, executionsArn });
+        this.grantPorts(fn, spec.tables, ports, {
+          stateMachineArn,
+          expressStateMachineArn,
+          executionsArn,
+          toolsArn: made.Tools?.functionArn,
+        });
+        made[name] = fn;
         return [name, fn];
       }),
-    ) as Record<FunctionName, NodejsFunction>;
+    ) as ToolRunner['functions'];
+    this.toolCodeFunctions = isolated ? [made.Tools] : RUNS_TOOL_CODE.map((n) => made[n]);
+    for (const statement of props.toolPolicies ?? []) for (const fn of this.toolCodeFunctions) fn.addToRolePolicy(statement);
 
     // Under /aws/vendedlogs/: Step Functions then delivers logs without adding the group to the account's
     // CloudWatch Logs resource policy, which has a size limit that many state machines would fill.
@@ -552,7 +602,7 @@ export class ToolRunner extends Construct {
     fn: NodejsFunction,
     tableIds: readonly TableLayout['id'][],
     ports: readonly Port[],
-    arns: { stateMachineArn: string; expressStateMachineArn: string; executionsArn: string },
+    arns: { stateMachineArn: string; expressStateMachineArn: string; executionsArn: string; toolsArn?: string },
   ): void {
     const dynamo = actionsOf(ports.filter((p) => p === 'store' || p === 'onceGuard'));
     if (dynamo.length) {
@@ -587,6 +637,17 @@ export class ToolRunner extends Construct {
     on('notifyLinks', [this.approvalTopic.topicArn]);
     on('notifyNotices', [this.noticesTopic.topicArn]);
     on('blobs', [this.blobBucket.arnForObjects('*')]);
+    // The unqualified function only (what the caller invokes), not `<arn>:*` as `grantInvoke` would add.
+    if (arns.toolsArn) on('invokeTools', [arns.toolsArn]);
+  }
+
+  /**
+   * Lets tool code read `secret` (an upstream's API key): the `Tools` function's role, or without isolation
+   * the roles of the functions that run tool code. The runner's own config secret is never granted here.
+   */
+  grantSecretToTools(secret: secrets.ISecret): void {
+    if (secret === this.configSecret) throw new Error("ToolRunner: the runner's config secret is not for tools (it signs approvals)");
+    for (const fn of this.toolCodeFunctions) secret.grantRead(fn);
   }
 
   /** One approver's subscription of the links topic, filtered on its `approverId`, whatever its own filter said. */

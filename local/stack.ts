@@ -62,6 +62,11 @@ export interface StackOptions {
   handlers?: HandlerMode;
   /** Template mode: changes a copy of the synthesized template before the stack is built from it (tests). */
   editTemplate?(template: CfnTemplate): void;
+  /**
+   * Template mode: the functions that bundle the tools module run bundles of this module instead, built with
+   * the construct's esbuild options, as a deployment whose `tools.entry` is this module would (tests).
+   */
+  toolsEntry?: string;
 }
 
 /** What `npm run cost` counts on the stack built from the template; each hook is told as it happens. */
@@ -95,6 +100,8 @@ export interface Stack {
   published?: readonly PublishedMessage[];
   /** Template mode: the AWS calls the IAM check refused. */
   denials?: readonly Denial[];
+  /** Template mode: the config secret's ARN, as the runner's functions are told it. */
+  configSecretArn?: string;
   stop(): Promise<void>;
 }
 

@@ -2,7 +2,7 @@ import type { AdmissionDelta } from './budgets';
 import type { RunnerConfig } from './config';
 import type { MetricName } from './metric-names';
 import type { OperationRecord, Outcome, RunRecord, RunStatus, Risk } from './model';
-import type { ToolRegistry } from './tool-spec';
+import type { ToolContext, ToolRegistry } from './tool-spec';
 import type { NewTraceEvent, TraceEvent } from './trace';
 
 /**
@@ -242,6 +242,20 @@ export interface RecentRuns {
   remember(run: RunRecord): void;
 }
 
+/** Which tool function an invocation runs. */
+export type ToolAction = 'execute' | 'reconcile';
+
+/**
+ * Where tool code runs when it must not run with the runner's privileges: the `Tools` function of a
+ * deployment with `toolIsolation: "function"` (adapters/tool-function.ts). It answers what the tool returned,
+ * or throws what it threw (same name and fields), or an error of its own when the function could not run it.
+ */
+export interface ToolHost {
+  /** Whether this host has the tool (the user's tools module; the runner's own MCP upstream tools stay with the runner). */
+  hosts(toolName: string): boolean;
+  run(call: { action: ToolAction; tool: string; operationId: string; arguments: string }, ctx: ToolContext): Promise<unknown>;
+}
+
 /** Everything a step touches outside the pure core; tests swap these without mocking frameworks. */
 export interface Deps {
   store: Store;
@@ -263,4 +277,6 @@ export interface Deps {
   telemetry?: Telemetry;
   metrics?: Metrics;
   recentRuns?: RecentRuns;
+  /** Where tool code runs instead of this process (a deployment that isolates tools); absent: here. */
+  toolHost?: ToolHost;
 }

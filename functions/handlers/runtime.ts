@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SFNClient, type SFNClientConfig } from '@aws-sdk/client-sfn';
+import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { z } from 'zod';
 import { fileConfigSource, secretConfigSource } from '../adapters/config-source';
@@ -22,6 +23,7 @@ import { S3Client, s3Blobs, s3ClientConfig } from '../adapters/s3-blobs';
 import { tracer } from './observability';
 import { bothTelemetries, xrayTelemetry } from './xray-telemetry';
 import { recentRuns } from '../steps/recent-runs';
+import { lambdaToolHost } from '../adapters/tool-function';
 
 /** Environment, parsed once with zod: the same variables on AWS, LocalStack and the embedded stack. */
 const EnvSchema = z
@@ -46,6 +48,8 @@ const EnvSchema = z
     NOTICES_TOPIC_ARN: z.string().min(1).optional(),
     /** The blob store for results over 64 KiB and large arguments; without it such results are `invalid_output`. */
     BLOB_BUCKET: z.string().min(3).optional(),
+    /** The `Tools` function (`toolIsolation: "function"`): the user's tools run there, not in this process. */
+    TOOLS_FUNCTION_NAME: z.string().min(1).optional(),
   })
   .refine((e) => e.TOOLRUNNER_CONFIG || e.CONFIG_SECRET_ARN, 'set TOOLRUNNER_CONFIG (a file) or CONFIG_SECRET_ARN (a secret)');
 export type RuntimeEnv = z.infer<typeof EnvSchema>;
@@ -107,13 +111,23 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
           noticesTopicArn: env.NOTICES_TOPIC_ARN,
         })
       : undefined;
+  const userTools = tools ?? (env.SANDBOX_URL ? makeDemoTools(env.SANDBOX_URL) : []);
+  // Retries are the runner's (its attempt policy), so the client makes one attempt.
+  const toolHost = env.TOOLS_FUNCTION_NAME
+    ? lambdaToolHost(
+        tracer.captureAWSv3Client(new LambdaClient({ maxAttempts: 1 })),
+        env.TOOLS_FUNCTION_NAME,
+        new Set(userTools.map((t) => t.name)),
+      )
+    : undefined;
   const notifier = makeNotifier([webhookChannel({ config }), sns ?? consoleChannel()], { metrics });
   return {
     store,
     watch,
     blobs,
     // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
-    tools: withMcpUpstreams(makeRegistry(tools ?? (env.SANDBOX_URL ? makeDemoTools(env.SANDBOX_URL) : [])), config),
+    tools: withMcpUpstreams(makeRegistry(userTools), config),
+    toolHost,
     config,
     lifecycle: sfnLifecycle(
       tracer.captureAWSv3Client(new SFNClient(sfnClientConfig())),

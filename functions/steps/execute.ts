@@ -15,7 +15,7 @@ import { advance, mustGet } from './advance';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
 import { tracedAttempt } from './telemetry';
 import { placeResult } from './results';
-import { callTool } from './tool-call';
+import { callTool, toolCode } from './tool-call';
 
 const LOCK_BUSY_DELAY_SECONDS = 1;
 
@@ -68,7 +68,7 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
       deps,
       operationId,
       { idempotencyKey: begun.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs, abortOnCancel: tool.risk === 'read' },
-      (ctx) => tool.execute(ctx, input),
+      toolCode(deps, tool, 'execute', { operationId, frozenArguments: first.frozenArguments!, input }),
     );
     const classified = classifyAttempt(tool, call.ok ? { ok: true, value: call.value } : { ok: false, thrown: call.thrown });
     return { call, outcome: await placeResult(deps, tool, operationId, String(attempt), classified) };

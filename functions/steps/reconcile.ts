@@ -12,7 +12,7 @@ import { backoffOf, type ReconcileResult, type ToolSpec } from '../core/tool-spe
 import { advance, mustGet } from './advance';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
 import { placeResult } from './results';
-import { callTool } from './tool-call';
+import { callTool, toolCode } from './tool-call';
 
 /**
  * Settles an outcome_unknown by the tool's policy: a status lookup by idempotency key, a replay with the
@@ -46,9 +46,9 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
       deps,
       operationId,
       { idempotencyKey: started.op.idempotencyKey, attempt: started.op.attempts, timeoutMs: tool.timeoutMs, abortOnCancel: true },
-      (ctx) => tool.reconcile!(ctx, input),
+      toolCode(deps, tool, 'reconcile', { operationId, frozenArguments: first.frozenArguments!, input }),
     );
-    lookup = call.ok ? await lookupFinding(deps, tool, started.op, call.value!) : { ok: false };
+    lookup = call.ok ? await lookupFinding(deps, tool, started.op, call.value as ReconcileResult<unknown>) : { ok: false };
   }
   const done = await advance(deps, started.op, (op) => {
     if (!accepts(op, 'finish_reconcile')) return { value: undefined };

@@ -1,5 +1,6 @@
 import { ensureError, TransportError } from '../core/errors';
-import type { ToolContext } from '../core/tool-spec';
+import type { ToolAction } from '../core/ports';
+import type { ToolContext, ToolSpec } from '../core/tool-spec';
 import { asAttempt } from './attempt-context';
 import type { Deps } from './deps';
 
@@ -25,7 +26,7 @@ export const TIMEOUT_GRACE_MS = 250;
  * it cannot undo it and would only lose the knowledge of whether it happened; its result is recorded late.
  */
 export async function callTool<T>(
-  deps: Deps,
+  deps: Pick<Deps, 'now' | 'abortSignalFor'>,
   operationId: string,
   base: { idempotencyKey: string; attempt: number; timeoutMs: number; abortOnCancel: boolean },
   run: (ctx: ToolContext) => Promise<T>,
@@ -59,4 +60,21 @@ export async function callTool<T>(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The tool code of one attempt or lookup: in the `Tools` function when the deployment isolates tools and that
+ * function holds this tool (the user's tools module), else in this process (`npm start`, `toolIsolation:
+ * "none"`, and the runner's own MCP upstream tools). The remote side parses the recorded arguments itself.
+ */
+export function toolCode(
+  deps: Deps,
+  tool: ToolSpec,
+  action: ToolAction,
+  call: { operationId: string; frozenArguments: string; input: unknown },
+): (ctx: ToolContext) => Promise<unknown> {
+  const host = deps.toolHost;
+  if (host?.hosts(tool.name))
+    return (ctx) => host.run({ action, tool: tool.name, operationId: call.operationId, arguments: call.frozenArguments }, ctx);
+  return action === 'execute' ? (ctx) => tool.execute(ctx, call.input) : (ctx) => tool.reconcile!(ctx, call.input);
 }

@@ -19,7 +19,7 @@ export interface Denial extends Check {
 
 /** One AWS API call a function made and IAM allowed, as `npm run cost` counts it. */
 export interface AwsCall {
-  /** The service it was signed for: `dynamodb`, `states`, `secretsmanager`, `sns`. */
+  /** The service it was signed for: `dynamodb`, `states`, `secretsmanager`, `sns`, `s3`, `lambda`. */
   service: string;
   /** The action, e.g. `TransactWriteItems`, `StartSyncExecution`, `Publish`. */
   operation: string;
@@ -56,7 +56,20 @@ export interface Backends {
   s3: string;
   secretsmanager(target: string, body: Record<string, unknown>): Promise<ServiceReply>;
   sns(form: URLSearchParams): ServiceReply;
+  /** The function's ARN for a name, partial or full ARN as `FunctionName` takes it; undefined when no function has it. */
+  lambdaArn(functionName: string): string | undefined;
+  /** A synchronous invocation of the local function (lambda-pool.ts), answered as Lambda's Invoke API answers. */
+  lambdaInvoke(functionArn: string, payload: Buffer): Promise<LambdaInvokeReply>;
 }
+
+/**
+ * What Lambda's Invoke API answers: 200 with the function's result, 200 with `X-Amz-Function-Error` and its
+ * error object when the function failed, or Lambda's own error (throttled, too large) as a status with
+ * `x-amzn-errortype`, when the function never ran.
+ */
+export type LambdaInvokeReply =
+  | { ran: true; payload: string; functionError?: 'Unhandled' }
+  | { ran: false; status: number; type: string; message: string };
 
 interface Arns {
   region: string;
@@ -207,6 +220,34 @@ export async function startAwsGateway(options: {
     return forward(req, body, backends.s3, res);
   };
 
+  /** Lambda's Invoke (`POST /2015-03-31/functions/{name}/invocations`), synchronous only; IAM checks the function's ARN. */
+  const handleLambda = async (req: IncomingMessage, body: Buffer, res: ServerResponse, caller: Caller) => {
+    const restError = (status: number, type: string, message: string) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'x-amzn-errortype': type, 'x-amzn-requestid': crypto.randomUUID() });
+      res.end(JSON.stringify({ Type: 'User', message }));
+    };
+    const match = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/.exec(new URL(req.url ?? '/', 'http://local').pathname);
+    if (req.method !== 'POST' || !match) return restError(400, 'InvalidRequestContentException', 'the local stack serves Invoke only');
+    const type = String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse');
+    if (type !== 'RequestResponse') return restError(400, 'InvalidParameterValueException', `invocation type ${type} is not served here`);
+    const name = decodeURIComponent(match[1]);
+    const arn = backends.lambdaArn(name);
+    const check = { action: 'lambda:InvokeFunction', resource: arn ?? `arn:aws:lambda:${arns.region}:${arns.account}:function:${name}` };
+    const decision = await iam.authorize(caller, check.action, check.resource);
+    if (!decision.allowed) return restError(403, 'AccessDeniedException', deny(caller, check, decision.message));
+    if (!arn) return restError(404, 'ResourceNotFoundException', `Function not found: ${check.resource}`);
+    options.onCall?.({ service: 'lambda', operation: 'Invoke', session: caller.session, requestBytes: body.length, resources: [arn] });
+    const reply = await backends.lambdaInvoke(arn, body);
+    if (!reply.ran) return restError(reply.status, reply.type, reply.message);
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'x-amz-executed-version': '$LATEST',
+      'x-amzn-requestid': crypto.randomUUID(),
+      ...(reply.functionError ? { 'x-amz-function-error': reply.functionError } : {}),
+    });
+    res.end(reply.payload);
+  };
+
   const handle = async (req: IncomingMessage, body: Buffer, res: ServerResponse) => {
     const credential = credentialOf(req);
     const caller = credential && callers.get(credential.keyId);
@@ -222,6 +263,7 @@ export async function startAwsGateway(options: {
       );
     }
     if (service === 's3') return handleS3(req, body, res, caller);
+    if (service === 'lambda') return handleLambda(req, body, res, caller);
     const form = service === 'sns' ? new URLSearchParams(body.toString('utf8')) : undefined;
     let parsed: Record<string, unknown> = {};
     if (!form) {

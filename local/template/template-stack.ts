@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { TABLE_ENV, type TableNames } from '../../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../../functions/handlers/runtime';
 import { sweep } from '../../functions/steps/resume';
@@ -18,12 +18,14 @@ import {
 } from '../stack-parts';
 import { ensureConfig, type Stack, type StackOptions } from '../stack';
 import { ensureAssembly, readAssembly } from './assembly';
-import { startAwsGateway } from './aws-gateway';
+import { type LambdaInvokeReply, startAwsGateway } from './aws-gateway';
 import { httpApi } from './http-api';
 import { type Caller, IamCheck } from './iam';
 import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
 import { secretsManager, snsTopics } from './local-services';
-import { bindStack, type RoleModel } from './stack-model';
+import { bindStack, type FunctionModel, type RoleModel } from './stack-model';
+import { lambdaBundle } from '../bundles';
+import { FUNCTIONS, type FunctionName } from '../../infra/functions';
 
 /**
  * The variables the local stack adds to a function's own (the template's): where AWS is (the region and the
@@ -40,6 +42,7 @@ export const ADDED_VARIABLES = [
   'AWS_ENDPOINT_URL_SECRETS_MANAGER',
   'AWS_ENDPOINT_URL_SNS',
   'AWS_ENDPOINT_URL_S3',
+  'AWS_ENDPOINT_URL_LAMBDA',
 ] as const;
 
 /**
@@ -71,6 +74,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
   const apiPort = await serveApiPart((request) => serve(request), options.port ?? 0, started);
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const model = bindStack(assembly, { tablePrefix: options.tablePrefix ?? 'toolrunner', apiUrl, sandboxUrl });
+  if (options.toolsEntry) await useToolsModule(model.functions, options.toolsEntry);
   progress(
     `template of stack ${model.stackName}: ${model.functions.length} functions, ${model.machines.length} state machines, ${model.tables.length} tables, ${model.routes.length} routes`,
   );
@@ -144,6 +148,8 @@ export async function startTemplateParts(options: StackOptions, started: Started
       s3: s3Endpoint ?? 'http://127.0.0.1:9',
       secretsmanager: (t, b) => secrets.handle(t, b),
       sns: (f) => topics.handle(f),
+      lambdaArn: (name) => model.functions.find((f) => f.name === name || f.arn === name)?.arn,
+      lambdaInvoke: (arn, payload) => invokeAsLambdaApi(functions.get(arn)!, payload),
     },
     arns: { region: model.region, account: model.account, secretArn: (id) => secrets.find(id)?.arn },
     onDenied: (d) => console.error(`iam: ${d.session} (role ${d.role}) may not ${d.action} on ${d.resource}: AccessDenied`),
@@ -166,6 +172,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
       AWS_ENDPOINT_URL_SECRETS_MANAGER: gateway.url,
       AWS_ENDPOINT_URL_SNS: gateway.url,
       AWS_ENDPOINT_URL_S3: gateway.url,
+      AWS_ENDPOINT_URL_LAMBDA: gateway.url,
     };
     const meter = options.meter;
     functions.set(
@@ -237,6 +244,36 @@ export async function startTemplateParts(options: StackOptions, started: Started
     tables,
     published: topics.published,
     denials: gateway.denials,
+    configSecretArn: api.environment.CONFIG_SECRET_ARN,
     stop,
   };
+}
+
+/** One synchronous invocation through Lambda's Invoke API: the function's result or error, or Lambda's refusal. */
+async function invokeAsLambdaApi(fn: LambdaFunction, payload: Buffer): Promise<LambdaInvokeReply> {
+  let event: unknown;
+  try {
+    event = JSON.parse(payload.toString('utf8') || 'null');
+  } catch {
+    return { ran: false, status: 400, type: 'InvalidRequestContentException', message: 'Could not parse request body into json' };
+  }
+  try {
+    return { ran: true, payload: JSON.stringify((await fn.invoke(event)) ?? null) };
+  } catch (error) {
+    if (!(error instanceof LambdaError)) throw error;
+    if (!error.functionError) {
+      const status = error.name === 'RequestEntityTooLargeException' ? 413 : error.name === 'TooManyRequestsException' ? 429 : 500;
+      return { ran: false, status, type: error.name, message: error.message };
+    }
+    return { ran: true, functionError: 'Unhandled', payload: JSON.stringify({ errorType: error.name, errorMessage: error.message }) };
+  }
+}
+
+/** Points each function that bundles the tools module (by its construct name) at a bundle of `toolsEntry`. */
+async function useToolsModule(functions: FunctionModel[], toolsEntry: string): Promise<void> {
+  for (const name of Object.keys(FUNCTIONS) as FunctionName[]) {
+    if (!FUNCTIONS[name].tools) continue;
+    const fn = functions.find((f) => new RegExp(`${name}Function[0-9A-F]{8}$`).test(f.logicalId));
+    if (fn) fn.codeDir = dirname(await lambdaBundle(name, { toolsEntry }));
+  }
 }

@@ -31,7 +31,7 @@ describe("the README's claims about the deployed stack hold in the synthesized t
     functions = Object.fromEntries(
       (Object.keys(FUNCTIONS) as FunctionName[]).map((name) => [
         name,
-        byId[demo.stack.getLogicalId(demo.stack.runner.functions[name].node.defaultChild as any)],
+        byId[demo.stack.getLogicalId(demo.stack.runner.functions[name]!.node.defaultChild as any)],
       ]),
     ) as Record<FunctionName, Resource>;
   }, 120_000);

@@ -20,7 +20,9 @@ export interface Keys {
   other: string;
 }
 
-export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials'>, Partial<Pick<Stack, 'tables'>> {
+export interface TestStack
+  extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials' | 'configSecretArn'>,
+    Partial<Pick<Stack, 'tables'>> {
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
   /** Only on the embedded stack: its state machine on the local Step Functions endpoint. */
@@ -46,7 +48,7 @@ export interface TestStack extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' 
  * tables and sandbox state; with TARGET=localstack|aws, the deployed stack named by the environment.
  */
 export async function startTestStack(
-  options: { seed?: number; handlers?: HandlerMode } & Pick<StackOptions, 'editTemplate' | 'tools'> = {},
+  options: { seed?: number; handlers?: HandlerMode } & Pick<StackOptions, 'editTemplate' | 'tools' | 'toolsEntry'> = {},
 ): Promise<TestStack> {
   if (!isEmbedded) {
     const target = deployedTarget();
@@ -86,6 +88,7 @@ export async function startTestStack(
     sweepIntervalMs: 500,
     handlers: options.handlers ?? handlerMode,
     editTemplate: options.editTemplate,
+    toolsEntry: options.toolsEntry,
     // A tools module of the test's own instead of the demo tools (then no sandbox starts).
     tools: options.tools,
   };
@@ -103,6 +106,7 @@ export async function startTestStack(
     stateMachineArn: stack.stateMachineArn,
     published: stack.published,
     denials: stack.denials,
+    configSecretArn: stack.configSecretArn,
     tables: stack.tables,
     keys,
     configPath,

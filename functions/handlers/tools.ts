@@ -1,0 +1,33 @@
+import tools from 'toolrunner-user-tools';
+import { deepFreeze } from '../core/canonical';
+import { makeRegistry } from '../core/tool-spec';
+import { crossError, type ToolAnswer, ToolInvocationSchema } from '../core/tool-invocation';
+import { callTool } from '../steps/tool-call';
+import { guardProcess } from './process-guard';
+
+/**
+ * The `Tools` Lambda: runs one tool's `execute` or `reconcile` for the function making the attempt, and
+ * nothing else. It holds none of the runner's privileges (no tables, secret, topics, state machines or
+ * bucket; only what `toolPolicies` grants), and imports none of the runner's adapters: a compromised tool
+ * dependency here can neither decide an approval nor rewrite a record. The attempt's deadline holds here as in
+ * the caller (the same `callTool`), so a tool that ignores its signal still answers a timeout.
+ */
+const registry = makeRegistry(tools);
+
+export async function handler(event: unknown): Promise<ToolAnswer> {
+  guardProcess();
+  const invocation = ToolInvocationSchema.parse(event);
+  const tool = registry.get(invocation.tool);
+  if (!tool) throw new Error(`tool ${invocation.tool} is not in this function's tools module`);
+  if (invocation.action === 'reconcile' && !tool.reconcile) throw new Error(`tool ${invocation.tool} has no reconcile`);
+  const input = deepFreeze(tool.inputSchema.parse(JSON.parse(invocation.arguments)));
+  const call = await callTool(
+    { now: Date.now },
+    invocation.operationId,
+    { idempotencyKey: invocation.idempotencyKey, attempt: invocation.attempt, timeoutMs: invocation.timeoutMs, abortOnCancel: false },
+    (ctx) => (invocation.action === 'execute' ? tool.execute(ctx, input) : tool.reconcile!(ctx, input)),
+  );
+  return call.ok
+    ? { ok: true, value: call.value, upstreamStatus: call.upstreamStatus }
+    : { ok: false, error: crossError(call.thrown), upstreamStatus: call.upstreamStatus };
+}
