@@ -41,6 +41,13 @@ const Scenario = z.object({
   callsPerPath: z.coerce.number().int().min(1).max(100).default(5),
   /** Uncounted calls (reads and writes in turn) that warm the functions first, as a container serving many is. */
   warmupCalls: z.coerce.number().int().min(1).max(1000).default(40),
+  /**
+   * Steady traffic the Secrets Manager share is priced at: each warm function that reads the config re-reads it
+   * at most every 30 s, however many calls it serves, so its share per call falls as traffic grows.
+   */
+  callsPerSecond: z.coerce.number().min(0.01).max(100_000).default(10),
+  /** `function` (the construct's default) or `none`: tools in the runner's functions (the template without TOOLS_FUNCTION_NAME). */
+  toolIsolation: z.enum(['function', 'none']).default('function'),
 });
 type Scenario = z.infer<typeof Scenario>;
 
@@ -52,6 +59,8 @@ function scenarioFromArgs(): Scenario {
       'upstream-ms': { type: 'string' },
       calls: { type: 'string' },
       warmup: { type: 'string' },
+      'calls-per-second': { type: 'string' },
+      'tool-isolation': { type: 'string' },
     },
   });
   const parsed = Scenario.safeParse({
@@ -60,6 +69,8 @@ function scenarioFromArgs(): Scenario {
     upstreamMs: values['upstream-ms'] ?? process.env.COST_UPSTREAM_MS,
     callsPerPath: values.calls ?? process.env.COST_CALLS_PER_PATH,
     warmupCalls: values.warmup ?? process.env.COST_WARMUP_CALLS,
+    callsPerSecond: values['calls-per-second'] ?? process.env.COST_CALLS_PER_SECOND,
+    toolIsolation: values['tool-isolation'] ?? process.env.COST_TOOL_ISOLATION,
   });
   if (!parsed.success) {
     console.error(`npm run cost: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
@@ -87,6 +98,8 @@ interface Tally {
   traces: number;
   /** Entries written for the sweeper, each read once by a later sweep (charged below). */
   watchEntries: number;
+  /** Invocations of functions that read the config secret (a share of their containers' re-reads is charged). */
+  configReaders: Set<string>;
 }
 const zero = (): Tally => ({
   apiRequests: 0,
@@ -106,13 +119,22 @@ const zero = (): Tally => ({
   logBytes: 0,
   traces: 0,
   watchEntries: 0,
+  configReaders: new Set(),
 });
+/** Secrets Manager: per 10,000 API calls; and how often a warm function re-reads the config (config-source.ts). */
+const SECRETS_MANAGER_CALL_USD = 0.05 / 10_000;
+const CONFIG_MAX_AGE_SECONDS = 30;
 
 const WRITES = /^(Put|Update|Delete)Item$|^TransactWriteItems$|^BatchWriteItem$/;
 
-/** USD per million calls, by what AWS bills it as. */
-function components(t: Tally, shape: DeployedShape) {
+/**
+ * USD per million calls, by what AWS bills it as. Secrets Manager: each function on the path keeps a warm
+ * container that re-reads the config every 30 s; at `callsPerSecond` of such calls, each call's share of
+ * those reads is (functions on the path / 30) / callsPerSecond.
+ */
+function components(t: Tally, shape: DeployedShape, callsPerSecond: number) {
   const usd = {
+    secretsManager: ((t.configReaders.size / CONFIG_MAX_AGE_SECONDS) * SECRETS_MANAGER_CALL_USD) / callsPerSecond,
     apiGateway: t.apiMeteredRequests * (shape.api.type === 'HTTP' ? PRICES.httpApiRequest : PRICES.restApiRequest),
     stepFunctions:
       t.transitions * PRICES.standardTransition + t.expressExecutions * PRICES.expressRequest + t.expressGbSeconds * PRICES.expressGbSecond,
@@ -217,6 +239,7 @@ async function main(): Promise<void> {
       const key = `${shortName(fn.logicalId)} ${fn.memoryMb} MB`;
       durations.set(key, [...(durations.get(key) ?? []), { measuredMs, busyMs, ms }]);
       current.lambdaInvocations++;
+      if (fn.environment.CONFIG_SECRET_ARN) current.configReaders.add(fn.logicalId);
       current.lambdaGbSeconds += gbSeconds;
       current.lambdaUsd += PRICES.lambdaRequest + gbSeconds * PRICES.lambdaGbSecond[f.architecture];
       const lines = platformLines(f, { durationMs: ms, memoryMb: fn.memoryMb, traced: f.tracing === 'Active' });
@@ -283,7 +306,23 @@ async function main(): Promise<void> {
         () => current,
       );
     },
-    stack: { handlers: 'template', sweepIntervalMs: 3_600_000, meter, onProgress: (line) => console.log(`  ${line}`) },
+    stack: {
+      handlers: 'template',
+      sweepIntervalMs: 3_600_000,
+      meter,
+      onProgress: (line) => console.log(`  ${line}`),
+      // `none`: what the construct deploys with toolIsolation "none", where no function is told of Tools.
+      editTemplate:
+        scenario.toolIsolation === 'none'
+          ? (template) => {
+              for (const r of Object.values(template.Resources) as {
+                Type: string;
+                Properties: { Environment?: { Variables?: Record<string, unknown> } };
+              }[])
+                if (r.Type === 'AWS::Lambda::Function') delete r.Properties.Environment?.Variables?.TOOLS_FUNCTION_NAME;
+            }
+          : undefined,
+    },
   });
   const { stack } = bench;
   watchTable = stack.tables.watch;
@@ -299,10 +338,8 @@ async function main(): Promise<void> {
     if (!res.ok) throw new Error(`sandbox ${method} ${path}: ${res.status} ${await res.text()}`);
   };
   /** The next call on this route answers after `upstreamMs` (the sandbox's commit_then_timeout holds a done answer). */
-  const slowUpstream = (route: string) =>
-    scenario.upstreamMs > 0
-      ? sandbox('POST', '/_sandbox/faults', { route, mode: 'commit_then_timeout', delayMs: scenario.upstreamMs })
-      : undefined;
+  const slowUpstream = (route: string, delayMs = scenario.upstreamMs) =>
+    delayMs > 0 ? sandbox('POST', '/_sandbox/faults', { route, mode: 'commit_then_timeout', delayMs }) : undefined;
   const settled = async (operationId: string) => {
     for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
       if ((await stack.deps.store.getOperation(operationId))?.state === 'reported') return;
@@ -345,6 +382,30 @@ async function main(): Promise<void> {
       if (env.status !== 'succeeded') throw new Error(`retry path: ${JSON.stringify(env)}`);
       await settled(env.logical_operation_id);
     },
+    upstream_2s: async (runId) => {
+      await slowUpstream('POST /v1/charges', 2000);
+      const env = await envelopeOf(runId, 'upstream_2s', 'charge_card', charge(1000));
+      await settled(env.logical_operation_id);
+    },
+    mcp: async () => {
+      await slowUpstream('POST /v1/charges');
+      const args = charge(1000);
+      carried.argsBytes.set('mcp', Buffer.byteLength(JSON.stringify(args)));
+      const reply = await mcpRequest({ jsonrpc: '2.0', id: n++, method: 'tools/call', params: { name: 'charge_card', arguments: args } });
+      const envelope = McpEnvelope.parse(reply).result.structuredContent;
+      carried.resultBytes.set('mcp', Buffer.byteLength(JSON.stringify(envelope.result ?? null)));
+      await settled(envelope.logical_operation_id);
+    },
+    // A tool with a lock key: its first attempt runs on the Express machine (Execute), not in the API.
+    express: async (runId) => {
+      await slowUpstream('POST /v1/orders/{id}/shipping-address');
+      const env = await envelopeOf(runId, 'express', 'update_shipping_address', {
+        orderId,
+        address: { line1: `${n} Main Street`, city: 'Springfield', postalCode: '10001', country: 'US' },
+      });
+      if (env.status !== 'succeeded') throw new Error(`express path: ${JSON.stringify(env)}`);
+      await settled(env.logical_operation_id);
+    },
     approval: async (runId) => {
       await slowUpstream('POST /v1/charges');
       const args = charge(75_000);
@@ -359,11 +420,56 @@ async function main(): Promise<void> {
     },
   };
 
+  // One MCP session for the MCP path (its initialize is not counted: a client opens it once for many calls).
+  let mcpSession = '';
+  const mcpRequest = async (body: unknown): Promise<unknown> => {
+    const res = await fetch(`${stack.apiUrl}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${agentKey}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+        ...(mcpSession ? { 'mcp-session-id': mcpSession } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`/mcp: ${res.status} ${await res.text()}`);
+    mcpSession ||= res.headers.get('mcp-session-id') ?? '';
+    return res.status === 202 ? undefined : res.json();
+  };
+  /** A long poll while a person decides: the agent asks again for its call, waiting up to 25 s (`Prefer: wait=25`). */
+  const longPoll = async (runId: string) => {
+    const args = charge(75_000);
+    const callId = `c${n++}`;
+    const first = await agent.callTool(runId, { callId, turn: 1, name: 'charge_card', arguments: args }, { waitSeconds: 0 });
+    if (first.kind !== 'pending') throw new Error(`long poll: expected a pending call, got ${JSON.stringify(first)}`);
+    await quiet();
+    const counted = current;
+    current = zero();
+    await agent.callTool(runId, { callId, turn: 1, name: 'charge_card', arguments: args }, { waitSeconds: 25 });
+    await quiet();
+    const poll = current;
+    current = counted;
+    await approver.approve(first.operationId);
+    await settled(first.operationId);
+    return poll;
+  };
+
   try {
+    await mcpRequest({
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'npm-run-cost', version: '1' } },
+    });
+    await mcpRequest({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const runId = (await agent.createRun({ budgets: { maxSpendCents: 100_000_000, maxToolCalls: 100_000, maxTurns: 10_000 } })).runId;
     // Calls first, not counted: every function's first invocation reads the config and warms its clients, and
     // a container that serves a million calls runs them with its code compiled (busy time falls several-fold).
     await paths.approval(runId);
+    await paths.mcp(runId);
+    await paths.express(runId);
     for (let i = 0; i < scenario.warmupCalls; i++) await (i % 2 ? paths.write : paths.read)(runId);
     await quiet();
     const results: Record<string, Tally> = {};
@@ -378,7 +484,7 @@ async function main(): Promise<void> {
         current = zero();
         await path(runId);
         await quiet();
-        for (const key of Object.keys(sum) as (keyof Tally)[]) sum[key] += current[key];
+        addTo(sum, current);
       }
       const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
       timings[name] = [...durations]
@@ -392,7 +498,15 @@ async function main(): Promise<void> {
         [...units].map(([call, u]) => `${call} ${round(u / scenario.callsPerPath, 2)}`).join(', '),
         `(request bytes: ${[...requestBytes].map(([call, b]) => `${call} ${Math.round(b / scenario.callsPerPath)}`).join(', ')})`,
       ].join(' ');
-      results[name] = Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, v / scenario.callsPerPath])) as unknown as Tally;
+      results[name] = averageOf(sum, scenario.callsPerPath);
+    }
+    // Long polls, each 25 s: two, counted per poll (not per call).
+    {
+      const sum = zero();
+      durations = new Map();
+      for (let i = 0; i < 2; i++) addTo(sum, await longPoll(runId));
+      results.long_poll = averageOf(sum, 2);
+      timings.long_poll = [...durations].map(([fn, runs]) => `${fn} ${runs.length}x`).join(', ');
     }
     // The sweeper's share: one sweep, late enough that every entry is due, over all the entries written.
     current = zero();
@@ -405,7 +519,7 @@ async function main(): Promise<void> {
 
     const report = Object.fromEntries(
       Object.entries(results).map(([name, t]) => {
-        const c = components(t, shape);
+        const c = components(t, shape, scenario.callsPerSecond);
         return [
           name,
           {
@@ -441,14 +555,33 @@ async function main(): Promise<void> {
     console.log('USD per million calls, by component:');
     console.table(Object.fromEntries(Object.entries(report).map(([k, v]) => [k, { ...v.components, total: v.usdPerMillion }])));
     console.log(
-      'not counted: data transfer out (free within the region; $0.09/GB to the internet, about $0.0004 per call at the default scenario), log storage, monthly fixed costs (custom metrics, alarms, the dashboard, the secret), Secrets Manager reads (each warm function re-reads the config at most every 30 s, however many calls it serves), INIT time (a cold start, billed since August 2025, once per container however many calls it serves)',
+      'not counted: data transfer out (free within the region; $0.09/GB to the internet, about $0.0004 per call at the default scenario), log storage, monthly fixed costs (custom metrics, alarms, the dashboard, the secret), INIT time (a cold start, billed since August 2025, once per container however many calls it serves)',
     );
     // The target's subject: calls that need no approval, on the path they take when the upstream answers.
     const noApproval = Math.max(report.read.usdPerMillion, report.write.usdPerMillion);
+    const dearer = report.read.usdPerMillion >= report.write.usdPerMillion ? 'read' : 'write';
+    const scenarios = Object.fromEntries(
+      (
+        [
+          ['default', dearer],
+          ['upstream_2s', 'upstream_2s'],
+          ['mcp', 'mcp'],
+          ['express', 'express'],
+          ['approval', 'approval'],
+          ['long_poll', 'long_poll'],
+        ] as const
+      ).map(([scenarioName, path]) => [scenarioName, { ...report[path].components, total: report[path].usdPerMillion }]),
+    );
+    console.log(
+      `scenarios (tool isolation ${scenario.toolIsolation}; USD per million calls, long_poll per million 25 s polls; secretsManager at ${scenario.callsPerSecond} calls/s):`,
+    );
+    console.table(scenarios);
     console.log(
       JSON.stringify({
         scenario: { argsBytes: scenario.argsBytes, resultBytes: scenario.resultBytes, upstreamMs: scenario.upstreamMs },
+        toolIsolation: scenario.toolIsolation,
         paths: report,
+        scenarios,
         noApprovalUsdPerMillion: noApproval,
       }),
     );
@@ -456,6 +589,27 @@ async function main(): Promise<void> {
     await bench.stop();
   }
 }
+
+function addTo(sum: Tally, one: Tally): void {
+  for (const key of Object.keys(sum) as (keyof Tally)[]) {
+    if (key === 'configReaders') for (const f of one.configReaders) sum.configReaders.add(f);
+    else sum[key] += one[key];
+  }
+}
+
+/** Per call: every count divided by `calls`; the functions that read the config, as they were. */
+function averageOf(sum: Tally, calls: number): Tally {
+  const mean = Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, typeof v === 'number' ? v / calls : v]));
+  return mean as unknown as Tally;
+}
+
+/** The envelope an MCP `tools/call` answers with, in `structuredContent`. */
+const McpEnvelope = z.object({
+  result: z.object({
+    isError: z.literal(false),
+    structuredContent: z.looseObject({ logical_operation_id: z.string(), result: z.unknown().optional() }),
+  }),
+});
 
 /** Capacity the stack's own client consumes while `active` (the sweep the bill charges per watch entry). */
 function countSweep(client: DynamoDBClient, active: () => boolean, tally: () => Tally): void {

@@ -191,6 +191,13 @@ export interface ToolRunnerProps {
    * @default - none
    */
   readonly toolPolicies?: readonly iam.PolicyStatement[];
+  /**
+   * Memory of the `Tools` function (MB, 128 to 10240). Tool code mostly waits on its upstream, and every
+   * millisecond of that wait is billed twice (Tools, and the function waiting for it), so the least memory
+   * is the default; raise it for tools that compute (Lambda gives CPU in proportion to memory).
+   * @default 128
+   */
+  readonly toolMemoryMb?: number;
 }
 
 /** esbuild's target for a Node.js Lambda runtime (`nodejs24.x` → `node24`); refuses anything else. */
@@ -329,6 +336,9 @@ export class ToolRunner extends Construct {
       dynamodb.Table
     >;
     const apiMemoryMb = props.apiMemoryMb ?? 256;
+    const toolMemoryMb = props.toolMemoryMb ?? 128;
+    if (!Number.isInteger(toolMemoryMb) || toolMemoryMb < 128 || toolMemoryMb > 10240)
+      throw new Error("ToolRunner: toolMemoryMb must be an integer from 128 to 10240 (Lambda's range)");
     const runtime = props.runtime ?? lambda.Runtime.NODEJS_24_X;
     bundleTargetOf(runtime);
     if (!Number.isInteger(apiMemoryMb) || apiMemoryMb < 128 || apiMemoryMb > 10240)
@@ -466,7 +476,7 @@ export class ToolRunner extends Construct {
           handler: 'handler',
           runtime,
           architecture: lambda.Architecture.ARM_64,
-          memorySize: name === 'Api' ? apiMemoryMb : (spec.memoryMb ?? 256),
+          memorySize: name === 'Api' ? apiMemoryMb : name === 'Tools' ? toolMemoryMb : (spec.memoryMb ?? 256),
           timeout: Duration.seconds(spec.timeoutSeconds),
           tracing: xrayTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.PASS_THROUGH,
           role,
@@ -479,6 +489,9 @@ export class ToolRunner extends Construct {
           logGroup: logs,
           // One JSON record per line (Logs Insights parses them); Powertools' own records pass through as they are.
           loggingFormat: lambda.LoggingFormat.JSON,
+          // Tools: no platform.start/report records per invocation (its caller's span and Lambda's Duration
+          // metric tell its time); what the tool code logs still passes, as do Lambda's own warnings and errors.
+          ...(name === 'Tools' ? { systemLogLevelV2: lambda.SystemLogLevel.WARN } : {}),
           bundling: cdkBundling(toolsEntry, bundleTargetOf(runtime)),
         });
         this.grantPorts(fn, spec.tables, ports, {

@@ -36,13 +36,18 @@ export function memoryMetrics(): Metrics & { snapshot(): MetricSample[] } {
  * metric with its own dimensions, written at once, so no flush at the end of an invocation is needed.
  */
 export function emfMetrics(
-  metrics = new PowertoolsMetrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'toolrunner', serviceName: 'toolrunner' }),
+  namespace = process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'toolrunner',
+  metrics = new PowertoolsMetrics({ namespace, serviceName: 'toolrunner' }),
 ): Metrics {
   return {
     count(name, dimensions, value = 1) {
       const single = metrics.singleMetric();
       single.addDimensions(dimensions);
       single.addMetric(name, MetricUnit.Count, value);
+    },
+    // One line for a write's counts instead of one each: CloudWatch Logs bills every line it ingests.
+    countAll(samples) {
+      for (const line of emfLines(namespace, 'toolrunner', samples, Date.now())) process.stdout.write(`${line}\n`);
     },
     // A gauge is one datapoint per publication: the alarms and the dashboard read its MAX per period.
     gauge(name, dimensions, value) {
@@ -59,4 +64,43 @@ export function formatSample(sample: MetricSample): string {
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   return `${sample.name}{${dims}} ${sample.value}`;
+}
+
+/**
+ * Counts as few embedded-metric-format lines as CloudWatch allows: one document holds one directive per
+ * dimension set, each metric's value and each dimension's value once at its root. So two counts that need
+ * the same root key with different values (a metric counted twice, a dimension with two values) go to
+ * another line. Every metric gets the `service` dimension, as Powertools' own lines have it.
+ */
+export function emfLines(namespace: string, service: string, samples: readonly MetricSample[], timestamp: number): string[] {
+  type Doc = { root: Record<string, string | number>; directives: Map<string, { dims: string[]; metrics: string[] }> };
+  const docs: Doc[] = [];
+  for (const sample of samples) {
+    const dims = { service, ...sample.dimensions };
+    const fits = (doc: Doc) => !(sample.name in doc.root) && Object.entries(dims).every(([k, v]) => !(k in doc.root) || doc.root[k] === v);
+    let doc = docs.find(fits);
+    if (!doc) {
+      doc = { root: {}, directives: new Map() };
+      docs.push(doc);
+    }
+    Object.assign(doc.root, dims, { [sample.name]: sample.value });
+    const keys = Object.keys(dims).sort();
+    const id = keys.join(',');
+    const directive = doc.directives.get(id) ?? { dims: keys, metrics: [] };
+    directive.metrics.push(sample.name);
+    doc.directives.set(id, directive);
+  }
+  return docs.map((doc) =>
+    JSON.stringify({
+      _aws: {
+        Timestamp: timestamp,
+        CloudWatchMetrics: [...doc.directives.values()].map((d) => ({
+          Namespace: namespace,
+          Dimensions: [d.dims],
+          Metrics: d.metrics.map((Name) => ({ Name, Unit: 'Count' })),
+        })),
+      },
+      ...doc.root,
+    }),
+  );
 }

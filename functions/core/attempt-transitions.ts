@@ -18,6 +18,7 @@ export const startAttempt: Handler<'start_attempt'> = (op, event, { ids }) => {
     leaseUntil: event.leaseUntil,
     plan: { next: 'execute' },
     failureToConfirm: undefined,
+    lockWaits: undefined,
   });
   return { op: moved.op, events: [...moved.events, { type: 'attempt.started', ...ids, attempt }] };
 };
@@ -33,7 +34,7 @@ export const refuseAttempt: Handler<'refuse_attempt'> = (op, event, ctx) => {
         ? { kind: 'failed_permanent', code: 'permanent_failure', message: refused.message }
         : undefined;
   if (failure && event.inDoubt) return deferFailure(op, failure, event.inDoubt, {}, ctx);
-  return recordOutcome(op, failure ?? refused);
+  return recordOutcome(op, failure ?? refused, event.reason ? { reason: event.reason } : undefined);
 };
 
 /**
@@ -167,11 +168,13 @@ export const loseAttempt: Handler<'lose_attempt'> = (op, event, { at }) =>
     { reason: 'attempt_lost' },
   );
 
+// Every state that may attempt waits the same way: a retry not before the delay (never an immediate re-entry).
 export const lockBusy: Handler<'lock_busy'> = (op, event, ctx) => {
-  const waiting =
-    op.state === S.executing || op.state === S.outcomeUnknown
-      ? { ...op, plan: { next: 'retry' as const, notBefore: notBeforeIn(ctx, event.delaySeconds) } }
-      : op;
+  const waiting = {
+    ...op,
+    plan: { next: 'retry' as const, notBefore: notBeforeIn(ctx, event.delaySeconds) },
+    lockWaits: (op.lockWaits ?? 0) + 1,
+  };
   return {
     op: { ...waiting, leaseUntil: event.leaseUntil },
     events: [

@@ -24,3 +24,17 @@ export function backoffSeconds(nextAttempt: number, policy: BackoffPolicy, rando
 export function backoffMs(nextAttempt: number, policy: { baseMs: number; capMs: number }, random: () => number): number {
   return random() * Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, nextAttempt - 2));
 }
+
+/**
+ * Seconds a call blocked on its resource's lock waits before its `waits + 1`th look (`waits` = looks so far
+ * that found the lock held). One quick look (the holder usually settles within a second), then long ones:
+ * any 60 s of waiting holds at most 3 looks, so a blocked call costs at most 3 invocations and 9 Standard
+ * transitions (Execute, Route, Backoff) per minute, where an immediate re-entry cost one every 150 ms. Waits
+ * up to 60 s stay on an Express execution (30 s and 60 s into the wait, well inside its 5 minutes); the next
+ * is longer than Express waits, so the operation goes on on the Standard machine.
+ */
+export const LOCK_WAIT_SECONDS = [2, 28, 30] as const;
+export const LOCK_WAIT_LATER_SECONDS = 61;
+export function lockWaitSeconds(waits: number): number {
+  return LOCK_WAIT_SECONDS[waits] ?? LOCK_WAIT_LATER_SECONDS;
+}

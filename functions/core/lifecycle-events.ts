@@ -34,6 +34,8 @@ export type LifecycleEvent =
       outcome: Exclude<Outcome, { kind: 'succeeded' }>;
       /** An earlier attempt may still take effect: how the refusal is settled (core/attempt-policy.ts). */
       inDoubt?: DoubtSettlement;
+      /** Why, where the outcome's code alone does not say it (traced on `result.recorded`). */
+      reason?: 'lock_wait_deadline';
     }
   | {
       type: 'finish_attempt';

@@ -153,6 +153,8 @@ export interface OperationRecord {
   lastAttempt?: AttemptInfo;
   /** What the lifecycle decided to do next and, for a retry, not before when. */
   plan?: { next: NextStep; notBefore?: string };
+  /** Looks that found the resource's lock held, since the last attempt began (the lock wait's backoff). */
+  lockWaits?: number;
   outcome?: Outcome;
   reconcileAttempts?: number;
   /**

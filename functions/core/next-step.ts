@@ -27,10 +27,12 @@ export function nextStep(op: OperationRecord, now: number): NextStep {
   switch (op.state) {
     case S.proposed:
       return 'validate';
+    // A first attempt that found its resource's lock held waits (plan `retry`) before it looks again.
     case S.validated:
-      return op.approvalRequired ? 'await_approval' : 'execute';
+      if (op.approvalRequired) return 'await_approval';
+      return op.plan?.next === 'retry' ? 'retry' : 'execute';
     case S.awaitingApproval:
-      if (op.approval?.state === 'approved') return 'execute';
+      if (op.approval?.state === 'approved') return op.plan?.next === 'retry' ? 'retry' : 'execute';
       if (op.approval?.state === 'pending') return now >= Date.parse(op.approval.expiresAt) ? 'expire_approval' : 'await_approval';
       return 'report';
     case S.executing:

@@ -220,6 +220,8 @@ export interface Telemetry {
 /** Counters for dashboards (EMF on AWS, an in-process registry locally); names come from metric-names.ts. */
 export interface Metrics {
   count(name: MetricName, dimensions: Record<string, string>, value?: number): void;
+  /** Several counts of one write at once (on AWS one log line for all of them); absent: `count` each. */
+  countAll?(samples: readonly { name: MetricName; dimensions: Record<string, string>; value: number }[]): void;
   /** Sets a gauge to an absolute value read from the store (replacing, never adding to, the last one). */
   gauge(name: MetricName, dimensions: Record<string, string>, value: number): void;
   /** Where the counts are kept in process (the embedded stack): what they are now. Absent where they are published. */

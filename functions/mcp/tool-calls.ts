@@ -87,11 +87,13 @@ export async function callTool(
   const { callId, turn } = await callIdentity(session, request, extra.requestId);
   const deadline = Date.now() + session.waitMs;
 
-  // A short first wait answers fast calls in one round trip; longer waits poll so cancellation is seen.
+  // The whole wait on the submission: a call that fits in it has its first attempt run in this very
+  // invocation (no Express execution, no second function billed while the upstream answers). A cancellation
+  // still ends the wait: it settles the operation, and the submission answers once the record says so.
   const submitted = await session.client.submitToolCall(
     session.runId,
     { callId, turn, name: request.name, arguments: request.arguments ?? {} },
-    { waitSeconds: Math.min(1, session.waitMs / 1000) },
+    { waitSeconds: Math.floor(session.waitMs / 1000) },
   );
   if (submitted.kind === 'refused') return refusalResult(submitted.code, submitted.message);
   if (submitted.kind === 'envelope') return envelopeResult(submitted.envelope);

@@ -1,4 +1,5 @@
 import { decideAfterAttempt, settleFailureBy } from '../core/attempt-policy';
+import { lockWaitSeconds } from '../core/backoff';
 import { mayContinue } from '../core/budgets';
 import { deepFreeze } from '../core/canonical';
 import { classifyAttempt } from '../core/classify';
@@ -17,8 +18,6 @@ import { tracedAttempt } from './telemetry';
 import { placeResult } from './results';
 import { callTool, toolCode } from './tool-call';
 
-const LOCK_BUSY_DELAY_SECONDS = 1;
-
 type Plan = { kind: 'send'; attempt: number } | { kind: 'route' };
 
 /**
@@ -36,10 +35,7 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
 
   const lease = () => attemptLease(deps.now(), tool.timeoutMs);
   if (lockKey && !(await renewLock(deps, lockKey, operationId, attemptLockMs(tool.timeoutMs)))) {
-    const busy = await advance(deps, first, (op) => ({
-      value: undefined,
-      events: accepts(op, 'lock_busy') ? [{ type: 'lock_busy', delaySeconds: LOCK_BUSY_DELAY_SECONDS, leaseUntil: lease() }] : [],
-    }));
+    const busy = await advance(deps, first, (op) => ({ value: undefined, events: lockWaitEvents(tool, op, deps.now()) }));
     return stepOutput(busy.op, deps.now());
   }
 
@@ -121,6 +117,25 @@ function preAttemptStop(
   }
   const inDoubt = settleFailureBy(tool, op, op.attempts + 1);
   return outcome && { type: 'refuse_attempt', outcome, ...(inDoubt ? { inDoubt } : {}) };
+}
+
+/**
+ * The lock is held by another operation: wait with the lock wait's backoff (core/backoff.ts), or, when the
+ * next look would come too late for an attempt before the operation's deadline, end it (`lock_wait_deadline`).
+ */
+function lockWaitEvents(tool: ToolSpec, op: OperationRecord, now: number): LifecycleEvent[] {
+  if (!accepts(op, 'lock_busy')) return [];
+  const delaySeconds = lockWaitSeconds(op.lockWaits ?? 0);
+  if (op.deadlineAt && now + delaySeconds * 1000 + tool.timeoutMs > Date.parse(op.deadlineAt)) {
+    const outcome = {
+      kind: 'failed_permanent',
+      code: 'permanent_failure',
+      message: 'the operation reached its deadline waiting for another call on the same resource (lock_wait_deadline)',
+    } as const;
+    const inDoubt = settleFailureBy(tool, op, op.attempts + 1);
+    return [{ type: 'refuse_attempt', outcome, reason: 'lock_wait_deadline', ...(inDoubt ? { inDoubt } : {}) }];
+  }
+  return [{ type: 'lock_busy', delaySeconds, leaseUntil: attemptLease(now, tool.timeoutMs, delaySeconds) }];
 }
 
 /** The tool is gone from the registry (a redeploy without it): no attempt can start; an unknown one goes to a person. */

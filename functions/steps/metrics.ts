@@ -6,7 +6,10 @@ import type { TraceEvent } from '../core/trace';
 export function countTrace(deps: Pick<Deps, 'metrics'>, toolName: string, events: readonly TraceEvent[]): void {
   if (!deps.metrics || !events.length) return;
   try {
-    for (const m of metricsOfEvents(toolName, events)) deps.metrics.count(m.name, m.dimensions, m.value);
+    const samples = metricsOfEvents(toolName, events);
+    if (!samples.length) return;
+    if (deps.metrics.countAll) deps.metrics.countAll(samples);
+    else for (const m of samples) deps.metrics.count(m.name, m.dimensions, m.value);
   } catch {
     // Why silent: the write is committed and the trace holds the truth; a lost count is not worth a retry.
   }

@@ -45,6 +45,9 @@ export interface LambdaSpec {
   memoryMb: number;
   timeoutSeconds: number;
   logGroupName: string;
+  /** How Lambda writes its own lines (START, END, REPORT) to the log: as text, or as JSON records from a level. */
+  logFormat?: 'Text' | 'JSON';
+  systemLogLevel?: 'DEBUG' | 'INFO' | 'WARN';
   /** Where the function's output goes (what CloudWatch Logs would receive). */
   logFile: string;
   /** Execution environments at once; more invocations wait for one to be free. */
@@ -163,6 +166,7 @@ export class LambdaFunction {
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
     const started = performance.now();
+    this.platform('start', id);
     const reply = await new Promise<Reply | Error>((settle) => {
       env.pending = { id, settle };
       const timer = setTimeout(() => {
@@ -182,7 +186,9 @@ export class LambdaFunction {
       };
       env.worker.postMessage({ id, event: payload, deadline: Date.now() + timeoutMs });
     });
-    this.spec.meter?.invoked?.(performance.now() - started, reply instanceof Error ? 0 : (reply.busyMs ?? 0));
+    const durationMs = performance.now() - started;
+    this.platform('report', id, durationMs, reply instanceof Error || Boolean(reply.error));
+    this.spec.meter?.invoked?.(durationMs, reply instanceof Error ? 0 : (reply.busyMs ?? 0));
     if (reply instanceof Error) throw reply;
     this.release(env);
     if (reply.error) throw new LambdaError(reply.error.errorType, reply.error.errorMessage);
@@ -211,6 +217,35 @@ export class LambdaFunction {
     await Promise.all([...this.all].map((env) => env.worker.terminate()));
     this.all.clear();
     await new Promise<void>((r) => this.log.end(r));
+  }
+
+  /**
+   * Lambda's own lines for one invocation, as it writes them: `START`, then `END` and `REPORT` (text), or
+   * `platform.start` and `platform.report` records (JSON, at system level INFO or DEBUG). Written to the
+   * log directly: they are Lambda's, not the function's output (`npm run cost` prices them itself).
+   */
+  private platform(phase: 'start' | 'report', requestId: string, durationMs = 0, failed = false): void {
+    const { logFormat = 'Text', systemLogLevel = 'INFO', memoryMb } = this.spec;
+    const time = new Date().toISOString();
+    const billed = Math.ceil(durationMs);
+    if (logFormat === 'JSON') {
+      if (systemLogLevel === 'WARN') return;
+      const record =
+        phase === 'start'
+          ? { requestId, version: '$LATEST' }
+          : {
+              requestId,
+              metrics: { durationMs: Number(durationMs.toFixed(2)), billedDurationMs: billed, memorySizeMB: memoryMb },
+              status: failed ? 'error' : 'success',
+            };
+      this.log.write(`${JSON.stringify({ time, type: `platform.${phase}`, record })}\n`);
+      return;
+    }
+    this.log.write(
+      phase === 'start'
+        ? `START RequestId: ${requestId} Version: $LATEST\n`
+        : `END RequestId: ${requestId}\nREPORT RequestId: ${requestId}\tDuration: ${durationMs.toFixed(2)} ms\tBilled Duration: ${billed} ms\tMemory Size: ${memoryMb} MB\t\n`,
+    );
   }
 
   private async acquire(): Promise<Environment> {

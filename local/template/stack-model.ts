@@ -28,6 +28,9 @@ export interface FunctionModel {
   /** `index.handler`: the module and its export. */
   handler: string;
   logGroupName: string;
+  /** `LoggingConfig`: Lambda's own lines as text (START/END/REPORT) or JSON records, and from which level. */
+  logFormat: 'Text' | 'JSON';
+  systemLogLevel: 'DEBUG' | 'INFO' | 'WARN';
 }
 
 export interface TableModel {
@@ -347,7 +350,9 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
     const variables = ((p.Environment as { Variables?: unknown } | undefined)?.Variables ?? {}) as Record<string, unknown>;
     const environment = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, str(v, `${id}.Environment.Variables.${k}`)]));
     if (placement.sandboxUrl && 'SANDBOX_URL' in environment) environment.SANDBOX_URL = placement.sandboxUrl;
-    const logGroup = (p.LoggingConfig as { LogGroup?: unknown } | undefined)?.LogGroup;
+    const logging = (p.LoggingConfig ?? {}) as { LogGroup?: unknown; LogFormat?: unknown; SystemLogLevel?: unknown };
+    const logGroup = logging.LogGroup;
+    const systemLogLevel = String(logging.SystemLogLevel ?? 'INFO');
     const name = ref(id);
     return {
       logicalId: id,
@@ -360,6 +365,8 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
       codeDir: asset(code.S3Key, `${id}.Code`),
       handler: String(p.Handler ?? 'index.handler'),
       logGroupName: logGroup ? str(logGroup, `${id}.LoggingConfig.LogGroup`) : `/aws/lambda/${name}`,
+      logFormat: logging.LogFormat === 'JSON' ? 'JSON' : 'Text',
+      systemLogLevel: systemLogLevel === 'DEBUG' || systemLogLevel === 'WARN' ? systemLogLevel : 'INFO',
     };
   });
 

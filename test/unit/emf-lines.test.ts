@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { emfLines, type MetricSample } from '../../functions/adapters/metrics';
+import { MetricName, metricsOfEvents } from '../../functions/core/metric-names';
+
+/** What CloudWatch extracts from one EMF line: each directive's metrics, with the values of its dimensions. */
+function extracted(line: string) {
+  const doc = JSON.parse(line) as {
+    _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+    [key: string]: unknown;
+  };
+  return doc._aws.CloudWatchMetrics.flatMap((d) =>
+    d.Metrics.map((m) => ({
+      name: m.Name,
+      namespace: d.Namespace,
+      dimensions: Object.fromEntries(d.Dimensions[0].map((k) => [k, doc[k]])),
+      value: doc[m.Name],
+    })),
+  );
+}
+
+describe('embedded metric format: a write’s counts in as few lines as CloudWatch allows', () => {
+  it('a call that succeeded: its attempt and its outcome in one line, each with its own dimensions', () => {
+    const samples = metricsOfEvents('charge_card', [
+      { type: 'attempt.started', operationId: 'op_1', callId: 'c', at: 't', seq: 1 },
+      { type: 'result.recorded', operationId: 'op_1', callId: 'c', at: 't', seq: 2, detail: { outcome: 'succeeded' } },
+    ] as never);
+    const lines = emfLines('ns', 'toolrunner', samples, 1);
+    expect(lines).toHaveLength(1);
+    expect(extracted(lines[0])).toEqual([
+      { name: MetricName.attempts, namespace: 'ns', dimensions: { service: 'toolrunner', tool: 'charge_card' }, value: 1 },
+      {
+        name: MetricName.toolCalls,
+        namespace: 'ns',
+        dimensions: { outcome: 'succeeded', service: 'toolrunner', tool: 'charge_card' },
+        value: 1,
+      },
+    ]);
+  });
+
+  it('counts that need one root key with two values go to separate lines, none lost', () => {
+    const samples: MetricSample[] = [
+      { name: MetricName.retries, dimensions: { tool: 'a', reason: 'lock_busy' }, value: 1 },
+      { name: MetricName.retries, dimensions: { tool: 'a', reason: 'upstream_unavailable' }, value: 1 },
+      { name: MetricName.attempts, dimensions: { tool: 'b' }, value: 2 },
+    ];
+    const lines = emfLines('ns', 'toolrunner', samples, 1);
+    const all = lines.flatMap(extracted);
+    expect(all).toHaveLength(3);
+    expect(all).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: MetricName.retries, dimensions: { service: 'toolrunner', tool: 'a', reason: 'lock_busy' } }),
+        expect.objectContaining({
+          name: MetricName.retries,
+          dimensions: { service: 'toolrunner', tool: 'a', reason: 'upstream_unavailable' },
+        }),
+        expect.objectContaining({ name: MetricName.attempts, dimensions: { service: 'toolrunner', tool: 'b' }, value: 2 }),
+      ]),
+    );
+    expect(lines.length).toBe(3);
+  });
+});
