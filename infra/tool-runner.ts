@@ -20,7 +20,7 @@ import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct, type IConstruct } from 'constructs';
 import { TABLE_ENV, TABLES, type TableLayout } from '../functions/adapters/tables';
-import { MAX_APPROVAL_TTL_SECONDS } from '../functions/core/config';
+import { MAX_APPROVAL_TTL_SECONDS, type RunnerConfig, withHashedKeys } from '../functions/core/config';
 import {
   ASL_PATH,
   EXPRESS_ASL_PATH,
@@ -97,6 +97,14 @@ export interface ToolRunnerProps {
    * @default 86400
    */
   readonly approvalTtlSeconds?: number;
+  /**
+   * The principals written into the secret the construct creates (not allowed with `configSecret`), in the
+   * principals document's shape. A `key` is replaced by its `keySha256` at synth: the template, the cloud
+   * assembly and the secret hold hashes only, so a leaked secret authenticates no one (`toolrunner keys
+   * hash` converts a document for a secret of your own). Keep the keys themselves out of source control.
+   * @default - none: add them to the secret after deploying
+   */
+  readonly principals?: readonly RunnerConfig['principals'][number][];
   /**
    * For the tables, the config secret and the log groups.
    * @default RemovalPolicy.RETAIN (they hold the record)
@@ -198,6 +206,15 @@ export interface ToolRunnerProps {
    * @default 128
    */
   readonly toolMemoryMb?: number;
+}
+
+/** The `principals` prop as the secret holds them: validated as the runner reads them, every `key` as its SHA-256. */
+function hashedPrincipals(principals: readonly unknown[]): unknown[] {
+  try {
+    return (withHashedKeys({ principals, approvalSecret: 'x'.repeat(32) }) as { principals: unknown[] }).principals;
+  } catch (error) {
+    throw new Error(`ToolRunner: principals: ${(error as Error).message}`);
+  }
 }
 
 /** esbuild's target for a Node.js Lambda runtime (`nodejs24.x` → `node24`); refuses anything else. */
@@ -331,6 +348,9 @@ export class ToolRunner extends Construct {
       }
     }
 
+    if (props.principals && props.configSecret)
+      throw new Error('ToolRunner: principals are written into the secret it creates; with configSecret, put them in that document');
+
     this.tables = Object.fromEntries(TABLES.map((layout) => [layout.id, this.table(layout, removalPolicy)])) as Record<
       TableLayout['id'],
       dynamodb.Table
@@ -360,7 +380,10 @@ export class ToolRunner extends Construct {
         description: 'Tool runner principals, keys and approval settings',
         removalPolicy,
         generateSecretString: {
-          secretStringTemplate: JSON.stringify({ principals: [], approvalTtlSeconds: props.approvalTtlSeconds ?? 86400 }),
+          secretStringTemplate: JSON.stringify({
+            principals: hashedPrincipals(props.principals ?? []),
+            approvalTtlSeconds: props.approvalTtlSeconds ?? 86400,
+          }),
           generateStringKey: 'approvalSecret',
           excludePunctuation: true,
           passwordLength: 48,
@@ -489,9 +512,10 @@ export class ToolRunner extends Construct {
           logGroup: logs,
           // One JSON record per line (Logs Insights parses them); Powertools' own records pass through as they are.
           loggingFormat: lambda.LoggingFormat.JSON,
-          // Tools: no platform.start/report records per invocation (its caller's span and Lambda's Duration
-          // metric tell its time); what the tool code logs still passes, as do Lambda's own warnings and errors.
-          ...(name === 'Tools' ? { systemLogLevelV2: lambda.SystemLogLevel.WARN } : {}),
+          // Api and Tools, invoked for every call: no platform.start/report records per invocation (about $0.1
+          // per million calls each in ingestion); Lambda's Duration, Errors and Throttles metrics and the spans
+          // tell their time. Their own log lines still pass, as do Lambda's warnings and errors (a timeout).
+          ...(name === 'Tools' || name === 'Api' ? { systemLogLevelV2: lambda.SystemLogLevel.WARN } : {}),
           bundling: cdkBundling(toolsEntry, bundleTargetOf(runtime)),
         });
         this.grantPorts(fn, spec.tables, ports, {

@@ -157,6 +157,11 @@ export class LocalStepFunctions {
     private readonly functions: Record<string, LocalFunction>,
     private readonly onFinished?: (summary: ExecutionSummary) => void,
     private readonly mayInvoke?: InvokeCheck,
+    /**
+     * AWS's at-least-once delivery of an Express machine's tasks: told of each Express Task invocation, it may
+     * deliver the same payload again (template mode's `duplicate-delivery` fault); the engine uses the first.
+     */
+    private readonly expressTaskDelivered?: (fn: LocalFunction, payload: unknown) => void,
   ) {
     for (const m of machines) {
       const definition = JSON.parse(m.definition);
@@ -443,6 +448,7 @@ export class LocalStepFunctions {
         if (denied) throw Object.assign(new Error(denied), { name: 'Lambda.AWSLambdaException' });
         const payload = JSON.parse(JSON.stringify(Payload));
         if (!waits) {
+          if (this.machines.get(machineArn)?.type === 'EXPRESS') this.expressTaskDelivered?.(fn, JSON.parse(JSON.stringify(Payload)));
           const result = (await fn(payload)) ?? null;
           if (payloadBytes(result) > STATE_PAYLOAD_LIMIT_BYTES) {
             this.failDataLimit(

@@ -102,6 +102,8 @@ export interface Stack {
   denials?: readonly Denial[];
   /** Template mode: the config secret's ARN, as the runner's functions are told it. */
   configSecretArn?: string;
+  /** Template mode: the AWS behaviours injected (`TOOLRUNNER_AWS_FAULTS`), and what they did. */
+  awsFaults?: import('./template/aws-faults').AwsFaults;
   stop(): Promise<void>;
 }
 

@@ -45,9 +45,12 @@ export function emfMetrics(
       single.addDimensions(dimensions);
       single.addMetric(name, MetricUnit.Count, value);
     },
-    // One line for a write's counts instead of one each: CloudWatch Logs bills every line it ingests.
+    // Held until the invocation ends (flushMetrics), then as few lines as possible: CloudWatch Logs bills
+    // every line it ingests, and an inline call's intent and outcome writes would be two.
     countAll(samples) {
-      for (const line of emfLines(namespace, 'toolrunner', samples, Date.now())) process.stdout.write(`${line}\n`);
+      pending.push(...samples.map((sample) => ({ ...sample, namespace })));
+      // A process that no invocation wrapper flushes (a long-lived server with EMF on) flushes itself.
+      if (!flushTimer) flushTimer = setTimeout(flushMetrics, 1000).unref();
     },
     // A gauge is one datapoint per publication: the alarms and the dashboard read its MAX per period.
     gauge(name, dimensions, value) {
@@ -64,6 +67,28 @@ export function formatSample(sample: MetricSample): string {
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   return `${sample.name}{${dims}} ${sample.value}`;
+}
+
+let pending: (MetricSample & { namespace: string })[] = [];
+let flushTimer: NodeJS.Timeout | undefined;
+
+/** Writes the counts held since the last flush (same metric and dimensions summed), as few EMF lines as fit. */
+export function flushMetrics(): void {
+  if (flushTimer) clearTimeout(flushTimer);
+  flushTimer = undefined;
+  const held = pending;
+  pending = [];
+  const byNamespace = new Map<string, Map<string, MetricSample>>();
+  for (const { namespace, ...sample } of held) {
+    const sums = byNamespace.get(namespace) ?? new Map<string, MetricSample>();
+    const key = `${sample.name}${JSON.stringify(Object.entries(sample.dimensions).sort())}`;
+    const sum = sums.get(key);
+    if (sum) sum.value += sample.value;
+    else sums.set(key, { ...sample });
+    byNamespace.set(namespace, sums);
+  }
+  for (const [namespace, sums] of byNamespace)
+    for (const line of emfLines(namespace, 'toolrunner', [...sums.values()], Date.now())) process.stdout.write(`${line}\n`);
 }
 
 /**

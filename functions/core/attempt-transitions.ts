@@ -19,6 +19,7 @@ export const startAttempt: Handler<'start_attempt'> = (op, event, { ids }) => {
     plan: { next: 'execute' },
     failureToConfirm: undefined,
     lockWaits: undefined,
+    attemptResumes: op.resumes,
   });
   return { op: moved.op, events: [...moved.events, { type: 'attempt.started', ...ids, attempt }] };
 };

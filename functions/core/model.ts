@@ -155,6 +155,12 @@ export interface OperationRecord {
   plan?: { next: NextStep; notBefore?: string };
   /** Looks that found the resource's lock held, since the last attempt began (the lock wait's backoff). */
   lockWaits?: number;
+  /**
+   * `resumes` when the last attempt began: an Execute that finds that attempt unfinished under the same
+   * execution, within its lease, is a second delivery of the step (AWS delivers at least once), not a
+   * successor of a lost worker.
+   */
+  attemptResumes?: number;
   outcome?: Outcome;
   reconcileAttempts?: number;
   /**

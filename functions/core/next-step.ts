@@ -79,3 +79,11 @@ export function stepOutput(op: OperationRecord, now: number, approvalTtlSeconds?
   }
   return out;
 }
+
+/**
+ * A step that found another delivery of itself at work (an attempt in flight under the same execution): look
+ * again in `seconds` (1 to 10), through the Backoff wait, instead of acting on the record now.
+ */
+export function waitOutput(op: OperationRecord, seconds: number): StepOutput {
+  return { operationId: op.operationId, next: 'retry', delaySeconds: Math.min(10, Math.max(1, Math.ceil(seconds))) };
+}

@@ -10,7 +10,7 @@ import { sweep } from '../steps/resume';
 import type { LifecycleFunction } from '../../statemachines/definition';
 import { toolsReady } from '../tools/mcp-upstream';
 import { lazyDeps } from './runtime';
-import { flushingSpans } from './flush-spans';
+import { flushingTelemetry } from './flush-telemetry';
 import { logger } from './observability';
 
 const StepInput = z.object({ operationId: z.string().regex(/^op_[A-Za-z0-9]+$/) });
@@ -20,7 +20,7 @@ type Step = (deps: Deps, operationId: string) => Promise<StepOutput>;
 
 /** A lifecycle Task's Lambda: parse the payload, run the step, return where to go next. */
 export function makeStepHandler(name: string, step: Step, deps: () => Deps = lazyDeps) {
-  return flushingSpans(async (event: unknown): Promise<StepOutput> => {
+  return flushingTelemetry(async (event: unknown): Promise<StepOutput> => {
     const { operationId } = StepInput.parse(event);
     await toolsReady(deps().tools);
     const out = await step(deps(), operationId);
@@ -31,7 +31,7 @@ export function makeStepHandler(name: string, step: Step, deps: () => Deps = laz
 
 /** AwaitApproval's Lambda: the token goes to DynamoDB, never to a log. */
 export function makeRequestApprovalHandler(deps: () => Deps = lazyDeps) {
-  return flushingSpans(async (event: unknown): Promise<void> => {
+  return flushingTelemetry(async (event: unknown): Promise<void> => {
     const { operationId, taskToken } = ApprovalInput.parse(event);
     await requestApproval(deps(), operationId, taskToken);
     logger.debug('approval requested', { operationId });
@@ -39,7 +39,7 @@ export function makeRequestApprovalHandler(deps: () => Deps = lazyDeps) {
 }
 
 export function makeSweepHandler(deps: () => Deps = lazyDeps) {
-  return flushingSpans(async (): Promise<{ resumed: string[] }> => {
+  return flushingTelemetry(async (): Promise<{ resumed: string[] }> => {
     const resumed = await sweep(deps());
     if (resumed.length) logger.warn('resumed operations past their lease', { resumed });
     await publishGauges(deps());

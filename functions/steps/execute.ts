@@ -4,7 +4,7 @@ import { mayContinue } from '../core/budgets';
 import { deepFreeze } from '../core/canonical';
 import { classifyAttempt } from '../core/classify';
 import { accepts, readyToAttempt } from '../core/transition-table';
-import { stepOutput, type StepOutput } from '../core/next-step';
+import { stepOutput, type StepOutput, waitOutput } from '../core/next-step';
 import type { LifecycleEvent } from '../core/lifecycle-events';
 import { attemptLease, attemptLockMs, stepLease } from '../core/leases';
 import type { OperationRecord, Outcome, RunRecord } from '../core/model';
@@ -18,7 +18,7 @@ import { tracedAttempt } from './telemetry';
 import { placeResult } from './results';
 import { callTool, toolCode } from './tool-call';
 
-type Plan = { kind: 'send'; attempt: number } | { kind: 'route' };
+type Plan = { kind: 'send'; attempt: number } | { kind: 'route' } | { kind: 'wait'; seconds: number };
 
 /**
  * Execute's Lambda: exactly one attempt. Its intent (state `executing`, attempt number, same idempotency
@@ -43,6 +43,8 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
   const checks = readyToAttempt(first) ? await preAttemptContext(deps, first) : undefined;
   const begun = await advance<Plan>(deps, first, (op) => {
     if (readyToAttempt(op)) {
+      // A delivery ahead of the lifecycle's own wait (AWS may deliver a task twice): that wait comes first.
+      if (op.plan?.notBefore && deps.now() < Date.parse(op.plan.notBefore)) return { value: { kind: 'route' } };
       const stop = checks && preAttemptStop(tool, op, checks.run, checks.authorized, deps.now());
       if (stop) return { value: { kind: 'route' }, events: [stop] };
       return { value: { kind: 'send', attempt: op.attempts + 1 }, events: [{ type: 'start_attempt', leaseUntil: lease() }] };
@@ -50,10 +52,15 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
     if (attemptUnfinished(op)) {
       // A pending attempt is sent by this step only when sending it twice is harmless (same key, or a read).
       if (op.plan?.next === 'execute' && replaySafe(tool)) return { value: { kind: 'send', attempt: op.attempts } };
+      // Another delivery of this step, under this execution, is sending it now: wait for its outcome instead
+      // of presuming it lost (which would reconcile a call in flight, or send it to a person).
+      const leaseLeft = op.leaseUntil ? Date.parse(op.leaseUntil) - deps.now() : 0;
+      if (op.attemptResumes === op.resumes && leaseLeft > 0) return { value: { kind: 'wait', seconds: leaseLeft / 1000 } };
       return { value: { kind: 'route' }, events: [{ type: 'lose_attempt', leaseUntil: lease() }] };
     }
     return { value: { kind: 'route' } };
   });
+  if (begun.value.kind === 'wait') return waitOutput(begun.op, begun.value.seconds);
   if (begun.value.kind === 'route') {
     await releaseLockIfSettled(deps, lockKey, begun.op);
     return stepOutput(begun.op, deps.now());

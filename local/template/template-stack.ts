@@ -19,6 +19,7 @@ import {
 import { ensureConfig, type Stack, type StackOptions } from '../stack';
 import { ensureAssembly, readAssembly } from './assembly';
 import { type LambdaInvokeReply, startAwsGateway } from './aws-gateway';
+import { awsFaultsFromEnv } from './aws-faults';
 import { httpApi } from './http-api';
 import { type Caller, IamCheck } from './iam';
 import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
@@ -103,6 +104,8 @@ export async function startTemplateParts(options: StackOptions, started: Started
     return found;
   };
   const iam = new IamCheck(model.account, model.region, model.resourcePolicies);
+  const faults = awsFaultsFromEnv();
+  progress(`aws faults: ${[...faults.enabled].join(', ') || 'none'}${faults.enabled.size ? ` (seed ${faults.seed})` : ''}`);
   const functions = new Map<string, LambdaFunction>();
   const invokeAs = (caller: Caller) => async (functionArn: string) => {
     const decision = await iam.authorize(caller, 'lambda:InvokeFunction', functionArn);
@@ -128,6 +131,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
     ),
     options.meter?.executed,
     (machineArn, functionArn) => invokeAs(machineCallers.get(machineArn)!)(functionArn),
+    (fn, payload) => faults.deliverAgain('an Express task', () => fn(payload)),
   );
   const sfnEndpoint = await engine.listen();
   started.push(() => engine.close());
@@ -226,7 +230,10 @@ export async function startTemplateParts(options: StackOptions, started: Started
       async () => {
         const denied = await mayInvoke(schedule.targetArn);
         if (denied) throw new Error(`schedule ${schedule.logicalId}: ${denied}`);
-        return target.invoke(schedule.input ? JSON.parse(schedule.input) : {});
+        const event = schedule.input ? JSON.parse(schedule.input) : {};
+        // The schedule invokes asynchronously: at least once.
+        faults.deliverAgain(`schedule ${schedule.logicalId}`, () => target.invoke(event));
+        return target.invoke(event);
       },
       options.sweepIntervalMs ?? schedule.everyMs,
       started,
@@ -245,6 +252,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
     published: topics.published,
     denials: gateway.denials,
     configSecretArn: api.environment.CONFIG_SECRET_ARN,
+    awsFaults: faults,
     stop,
   };
 }

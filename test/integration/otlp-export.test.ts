@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { otelTelemetry } from '../../functions/adapters/otel';
 import { startOtlpExport } from '../../functions/adapters/otlp-export';
-import { flushingSpans } from '../../functions/handlers/flush-spans';
+import { flushingTelemetry } from '../../functions/handlers/flush-telemetry';
 import { trace } from '@opentelemetry/api';
 import { storedResultOf } from '../../functions/core/result-record';
 
@@ -73,7 +73,7 @@ describe('spans at the end of an invocation', () => {
     const exporting = startOtlpExport({ ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
     try {
       const before = received.length;
-      const handler = flushingSpans(async () => {
+      const handler = flushingTelemetry(async () => {
         trace.getTracer('test').startActiveSpan('invocation work', (span) => span.end());
         return 'done';
       });

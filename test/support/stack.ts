@@ -21,7 +21,7 @@ export interface Keys {
 }
 
 export interface TestStack
-  extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials' | 'configSecretArn'>,
+  extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials' | 'configSecretArn' | 'awsFaults'>,
     Partial<Pick<Stack, 'tables'>> {
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
@@ -107,6 +107,7 @@ export async function startTestStack(
     published: stack.published,
     denials: stack.denials,
     configSecretArn: stack.configSecretArn,
+    awsFaults: stack.awsFaults,
     tables: stack.tables,
     keys,
     configPath,

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { emfLines, type MetricSample } from '../../functions/adapters/metrics';
+import { describe, expect, it, vi } from 'vitest';
+import { emfLines, emfMetrics, flushMetrics, type MetricSample } from '../../functions/adapters/metrics';
 import { MetricName, metricsOfEvents } from '../../functions/core/metric-names';
 
 /** What CloudWatch extracts from one EMF line: each directive's metrics, with the values of its dimensions. */
@@ -57,5 +57,33 @@ describe('embedded metric format: a write’s counts in as few lines as CloudWat
       ]),
     );
     expect(lines.length).toBe(3);
+  });
+});
+
+describe('EMF counts held until the invocation ends', () => {
+  it('the intent write’s and the outcome write’s counts come out as one line at the flush, equal counts summed', () => {
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      const metrics = emfMetrics('ns');
+      metrics.countAll!([{ name: MetricName.attempts, dimensions: { tool: 't' }, value: 1 }]);
+      metrics.countAll!([
+        { name: MetricName.toolCalls, dimensions: { tool: 't', outcome: 'succeeded' }, value: 1 },
+        { name: MetricName.attempts, dimensions: { tool: 't' }, value: 1 },
+      ]);
+      expect(written).toEqual([]);
+      flushMetrics();
+      flushMetrics();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(written).toHaveLength(1);
+    expect(extracted(written[0])).toEqual([
+      { name: MetricName.attempts, namespace: 'ns', dimensions: { service: 'toolrunner', tool: 't' }, value: 2 },
+      { name: MetricName.toolCalls, namespace: 'ns', dimensions: { outcome: 'succeeded', service: 'toolrunner', tool: 't' }, value: 1 },
+    ]);
   });
 });

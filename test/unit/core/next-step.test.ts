@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextStep, stepOutput } from '../../../functions/core/next-step';
+import { nextStep, stepOutput, waitOutput } from '../../../functions/core/next-step';
 import type { OperationRecord } from '../../../functions/core/model';
 import { operation } from '../../support/records';
 
@@ -62,5 +62,14 @@ describe('where the lifecycle goes next', () => {
     expect(
       stepOutput(op({ state: 'outcome_unknown', plan: { next: 'reconcile_later', notBefore: new Date(now + 3000).toISOString() } }), now),
     ).toMatchObject({ next: 'reconcile_later', delaySeconds: 3 });
+  });
+});
+
+describe('a step that finds another delivery of itself at work', () => {
+  it('looks again through the Backoff wait, 1 to 10 s later, never at once', () => {
+    const op = { operationId: 'op_1' } as Parameters<typeof waitOutput>[0];
+    expect(waitOutput(op, 0.2)).toEqual({ operationId: 'op_1', next: 'retry', delaySeconds: 1 });
+    expect(waitOutput(op, 4.1)).toEqual({ operationId: 'op_1', next: 'retry', delaySeconds: 5 });
+    expect(waitOutput(op, 65)).toEqual({ operationId: 'op_1', next: 'retry', delaySeconds: 10 });
   });
 });
