@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { seeded } from '../seeded';
 
 /** The behaviours of AWS template mode can inject (`TOOLRUNNER_AWS_FAULTS`, a comma list). */
 export const AWS_FAULTS = ['duplicate-delivery', 'throttle', 'cold-start', 'eventual-reads'] as const;
@@ -25,18 +26,6 @@ const FaultList = z
       .filter(Boolean),
   )
   .pipe(z.array(z.enum(AWS_FAULTS)));
-
-/** Small deterministic PRNG (mulberry32): a seed replays the same delays. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The faults the environment asks for, validated: an unknown name, or one not emulated yet, is an error. */
 export function awsFaultsFromEnv(env: NodeJS.ProcessEnv = process.env, log: (line: string) => void = console.error): AwsFaults {

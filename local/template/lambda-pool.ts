@@ -214,6 +214,8 @@ export class LambdaFunction {
 
   async close(): Promise<void> {
     this.closed = true;
+    // An invocation in flight ends now, as refused, rather than at its timeout after the stack is gone.
+    for (const env of this.all) env.pending?.settle(new LambdaError('ServiceException', 'the local stack is stopping', false));
     await Promise.all([...this.all].map((env) => env.worker.terminate()));
     this.all.clear();
     await new Promise<void>((r) => this.log.end(r));
@@ -225,6 +227,7 @@ export class LambdaFunction {
    * log directly: they are Lambda's, not the function's output (`npm run cost` prices them itself).
    */
   private platform(phase: 'start' | 'report', requestId: string, durationMs = 0, failed = false): void {
+    if (this.closed) return;
     const { logFormat = 'Text', systemLogLevel = 'INFO', memoryMb } = this.spec;
     const time = new Date().toISOString();
     const billed = Math.ceil(durationMs);
