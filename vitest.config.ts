@@ -53,6 +53,13 @@ const NEEDS_DYNAMODB = [
     .map((file) => `test/integration/${file}`),
 ];
 
+/**
+ * Files that start `npm start` or the bundled stack again and again (over a minute of the two workers' time):
+ * `npm run test:slow` runs them (`.ci/run` does), so `npm test` stays within five minutes on two cores.
+ */
+const SLOW = ['test/e2e/data-dir.test.ts', 'test/e2e/deployed-bundles.test.ts'];
+const slowToo = process.env.TOOLRUNNER_SLOW === '1';
+
 /** What a project whose files start stacks needs: the global setup that starts one DynamoDB Local for it. */
 const onDynamoDb = {
   globalSetup: ['test/support/global-setup.ts'],
@@ -67,7 +74,13 @@ const unit: TestProjectInlineConfiguration = {
 
 const dynamodb: TestProjectInlineConfiguration = {
   extends: true,
-  test: { name: 'dynamodb', include: NEEDS_DYNAMODB, env: oldestSdks, ...onDynamoDb },
+  test: {
+    name: 'dynamodb',
+    include: NEEDS_DYNAMODB,
+    exclude: [...configDefaults.exclude, ...(slowToo ? [] : SLOW)],
+    env: oldestSdks,
+    ...onDynamoDb,
+  },
 };
 
 // The newest frameworks declare Node 22: on an older Node this project is not defined at all.

@@ -30,6 +30,7 @@ import {
   readDefinition,
   readExpressDefinition,
 } from '../statemachines/definition';
+import { LONGEST_WAIT_SECONDS } from '../functions/http/wait';
 import { cdkBundling, runnerFile } from './bundling';
 import { API_ROUTES, FUNCTIONS, type FunctionName, RUNS_TOOL_CODE } from './functions';
 import { RunnerMonitoring, type RunnerAlarm } from './monitoring';
@@ -78,6 +79,35 @@ export interface ToolRunnerThrottling {
   readonly burstLimit: number;
 }
 
+/**
+ * Lambda reserved concurrency: instances kept for the runner's workers, so people's long polls at the API cannot
+ * take the account's whole pool, and the API's ceiling. Every figure is carved out of the account's pool (AWS
+ * keeps at least 100 of it unreserved): the defaults, 652 in all, fit AWS's default quota of 1,000. The API's
+ * longest wait follows from its ceiling: `TOOLRUNNER_MAX_WAIT_SECONDS` = ceiling / the stage's rate limit (at
+ * most 25), so callers waiting at the full rate never need more instances than the ceiling.
+ */
+export interface ToolRunnerConcurrency {
+  /** Execute: attempts, including those a person approved. @default 100 */
+  readonly execute?: number;
+  /** Reconcile: lookups of outcomes a timeout left unknown (they come in bursts, when an upstream falters). @default 50 */
+  readonly reconcile?: number;
+  /** Sweeper: one run a minute; two let a slow run and the next overlap. @default 2 */
+  readonly sweeper?: number;
+  /** The API function's ceiling (requests, MCP and console, long polls included). @default 500 */
+  readonly api?: number;
+}
+
+/** The reservations the construct makes when the `concurrency` prop does not say otherwise. */
+export const DEFAULT_RESERVED_CONCURRENCY: Required<ToolRunnerConcurrency> = { execute: 100, reconcile: 50, sweeper: 2, api: 500 };
+/** The `$default` stage's throttling when the `throttling` prop does not say otherwise. */
+export const DEFAULT_THROTTLING: ToolRunnerThrottling = { rateLimit: 50, burstLimit: 100 };
+
+/** The longest a request waits at the API: its ceiling over the stage's rate, at most 25 s (`functions/http/wait.ts`). */
+export function longestWaitSeconds(apiCeiling: number | undefined, rateLimit: number): number {
+  if (apiCeiling === undefined) return LONGEST_WAIT_SECONDS;
+  return Math.min(LONGEST_WAIT_SECONDS, Math.floor(apiCeiling / rateLimit));
+}
+
 /** The props of the `ToolRunner` construct; only `tools` is required, every other prop documents its default. */
 export interface ToolRunnerProps {
   /**
@@ -122,10 +152,19 @@ export interface ToolRunnerProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * API Gateway throttling of the `$default` stage (every route).
-   * @default { rateLimit: 200, burstLimit: 400 }
+   * API Gateway throttling of the `$default` stage (every route). A higher rate shortens the API's longest wait
+   * (its `concurrency.api` ceiling over this rate): raise both together.
+   * @default { rateLimit: 50, burstLimit: 100 }
    */
   readonly throttling?: ToolRunnerThrottling;
+  /**
+   * Reserved concurrency of Execute, Reconcile and the sweeper, and the API's ceiling (see
+   * `ToolRunnerConcurrency`). `false` reserves nothing, for accounts whose concurrency quota is below 752 (new
+   * accounts may start at 10): workers then share the pool with the API's long polls, which can starve them,
+   * and the API's longest wait is 25 s.
+   * @default DEFAULT_RESERVED_CONCURRENCY: Execute 100, Reconcile 50, Sweeper 2, Api 500
+   */
+  readonly concurrency?: ToolRunnerConcurrency | false;
   /**
    * The API's base URL as approvers reach it (approval links), when it is not the API's endpoint (a custom
    * domain, LocalStack).
@@ -363,6 +402,12 @@ export class ToolRunner extends Construct {
     bundleTargetOf(runtime);
     if (!Number.isInteger(apiMemoryMb) || apiMemoryMb < 128 || apiMemoryMb > 10240)
       throw new Error("ToolRunner: apiMemoryMb must be an integer from 128 to 10240 (Lambda's range)");
+    const throttling = props.throttling ?? DEFAULT_THROTTLING;
+    const reserved = props.concurrency === false ? undefined : { ...DEFAULT_RESERVED_CONCURRENCY, ...props.concurrency };
+    for (const [name, n] of Object.entries(reserved ?? {}))
+      if (!Number.isInteger(n) || n < 1) throw new Error(`ToolRunner: concurrency.${name} must be a positive integer`);
+    if (!(throttling.rateLimit > 0)) throw new Error('ToolRunner: throttling.rateLimit must be positive');
+    const longestWait = longestWaitSeconds(reserved?.api, throttling.rateLimit);
     const blobRetentionDays = props.blobRetentionDays ?? 31;
     if (!Number.isInteger(blobRetentionDays) || blobRetentionDays < 1)
       throw new Error('ToolRunner: blobRetentionDays must be a positive integer');
@@ -478,6 +523,16 @@ export class ToolRunner extends Construct {
       POWERTOOLS_LOG_LEVEL: 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
     };
+    const reservedFor = (name: FunctionName) =>
+      name === 'Execute'
+        ? reserved?.execute
+        : name === 'Reconcile'
+          ? reserved?.reconcile
+          : name === 'Sweeper'
+            ? reserved?.sweeper
+            : name === 'Api'
+              ? reserved?.api
+              : undefined;
     const functionLogs = {} as Record<FunctionName, logs.LogGroup>;
     const made = {} as Record<FunctionName, NodejsFunction>;
     this.functions = Object.fromEntries(
@@ -507,7 +562,12 @@ export class ToolRunner extends Construct {
             name === 'Tools'
               ? toolsEnvironment
               : spec.tools
-                ? { ...props.tools.environment, ...environment, ...(invokesTools ? { TOOLS_FUNCTION_NAME: made.Tools.functionName } : {}) }
+                ? {
+                    ...props.tools.environment,
+                    ...environment,
+                    ...(invokesTools ? { TOOLS_FUNCTION_NAME: made.Tools.functionName } : {}),
+                    ...(name === 'Api' ? { TOOLRUNNER_MAX_WAIT_SECONDS: String(longestWait) } : {}),
+                  }
                 : environment,
           logGroup: logs,
           // One JSON record per line (Logs Insights parses them); Powertools' own records pass through as they are.
@@ -517,6 +577,7 @@ export class ToolRunner extends Construct {
           // tell their time. Their own log lines still pass, as do Lambda's warnings and errors (a timeout).
           ...(name === 'Tools' || name === 'Api' ? { systemLogLevelV2: lambda.SystemLogLevel.WARN } : {}),
           bundling: cdkBundling(toolsEntry, bundleTargetOf(runtime)),
+          reservedConcurrentExecutions: reservedFor(name as FunctionName),
         });
         this.grantPorts(fn, spec.tables, ports, {
           stateMachineArn,
@@ -575,7 +636,6 @@ export class ToolRunner extends Construct {
       new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readExpressDefinition()) }),
     );
 
-    const throttling = props.throttling ?? { rateLimit: 200, burstLimit: 400 };
     const accessLogs = logGroup('ApiAccessLogs');
     new apigw.HttpStage(this, 'ApiStage', {
       httpApi: this.api,

@@ -112,6 +112,7 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
   for (const line of startSummary({ apiUrl: stack.apiUrl, sandboxUrl: stack.sandboxUrl, dataDir, configPath, createdKeys: created }))
     console.log(line);
   console.log(`handlers: ${stack.handlers}`);
+  if (stack.aws) console.log(`aws: ${stack.aws.line}`);
   console.log(`ready: api=${stack.apiUrl}${stack.sandboxUrl ? ` sandbox=${stack.sandboxUrl}` : ''}`);
 
   let stopping = false;

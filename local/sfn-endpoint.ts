@@ -10,6 +10,8 @@ export type LocalFunction = (payload: unknown) => Promise<unknown>;
 
 /** Step Functions' quota on a state's input, output and a task's result (UTF-8 bytes), enforced where AWS enforces it. */
 export const STATE_PAYLOAD_LIMIT_BYTES = 256 * 1024;
+/** Events in one Standard execution's history; an execution that would write more fails. */
+export const HISTORY_EVENT_QUOTA = 25_000;
 
 const payloadBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value ?? null));
 
@@ -62,6 +64,8 @@ interface Execution {
   error?: string;
   cause?: string;
   history: { timestamp: number; type: string; detail?: Record<string, unknown> }[];
+  /** History events as Step Functions counts them toward its quota (`HISTORY_EVENT_QUOTA`). */
+  events: number;
   abort(): void;
   controller: AbortController;
 }
@@ -162,6 +166,7 @@ export class LocalStepFunctions {
      * deliver the same payload again (template mode's `duplicate-delivery` fault); the engine uses the first.
      */
     private readonly expressTaskDelivered?: (fn: LocalFunction, payload: unknown) => void,
+    private readonly historyEventQuota = HISTORY_EVENT_QUOTA,
   ) {
     for (const m of machines) {
       const definition = JSON.parse(m.definition);
@@ -174,10 +179,27 @@ export class LocalStepFunctions {
 
   /** Ends a running execution as AWS does when a payload is over the quota: FAILED, States.DataLimitExceeded. */
   private failDataLimit(arn: string, cause: string): void {
+    this.failOnQuota(arn, 'States.DataLimitExceeded', cause);
+  }
+
+  /**
+   * Counts history events of a Standard execution: past 25,000 it fails, as on AWS. Besides each event the
+   * engine logs (states entered and exited), a task adds what Step Functions writes for it: scheduled,
+   * started, and succeeded or failed.
+   */
+  private countEvents(arn: string, events: number): void {
+    const e = this.executions.get(arn);
+    if (!e || this.machines.get(e.machineArn)?.type !== 'STANDARD') return;
+    e.events += events;
+    if (e.events > this.historyEventQuota)
+      this.failOnQuota(arn, 'States.Runtime', `The execution reached the maximum number of history events (${this.historyEventQuota}).`);
+  }
+
+  private failOnQuota(arn: string, error: string, cause: string): void {
     const e = this.executions.get(arn);
     if (e?.status !== 'RUNNING') return;
     e.status = 'FAILED';
-    e.error = 'States.DataLimitExceeded';
+    e.error = error;
     e.cause = cause;
     e.stopDate = Date.now() / 1000;
     e.history.push({ timestamp: e.stopDate, type: 'ExecutionFailed', detail: { executionFailedEventDetails: { error: e.error, cause } } });
@@ -371,6 +393,7 @@ export class LocalStepFunctions {
       status: 'RUNNING',
       startDate: Date.now() / 1000,
       history: [],
+      events: 0,
       abort: () => undefined,
       controller,
     };
@@ -395,7 +418,12 @@ export class LocalStepFunctions {
     });
     execution.abort = run.abort;
     void (async () => {
-      for await (const event of run.eventLogs) execution.history.push(historyEvent(event as EngineEvent));
+      for await (const event of run.eventLogs) {
+        // Failed on a quota: its history ends with that failure, not with the engine's abort.
+        if (execution.history.at(-1)?.type === 'ExecutionFailed') continue;
+        execution.history.push(historyEvent(event as EngineEvent));
+        this.countEvents(arn, 1);
+      }
     })().catch(() => undefined);
     const done = run.result
       .then(
@@ -438,8 +466,9 @@ export class LocalStepFunctions {
       if (state.Type !== 'Task') continue;
       const waits = state.Resource?.endsWith('.waitForTaskToken');
       handlers[stateName] = async (input) => {
+        this.countEvents(executionArn, 3);
         const execution = this.executions.get(executionArn);
-        // Failed meanwhile (a payload over the quota): no further state runs.
+        // Failed meanwhile (a payload or the history over its quota): no further state runs.
         if (execution && execution.status !== 'RUNNING') return new Promise(() => undefined);
         const { FunctionName, Payload } = input as { FunctionName: string; Payload: { taskToken?: string } };
         const fn = this.functions[FunctionName];

@@ -104,6 +104,8 @@ export interface Stack {
   configSecretArn?: string;
   /** Template mode: the AWS behaviours injected (`TOOLRUNNER_AWS_FAULTS`), and what they did. */
   awsFaults?: import('./template/aws-faults').AwsFaults;
+  /** Template mode: the account's concurrency pool, and the `aws:` line `npm start` prints before `ready:`. */
+  aws?: { line: string; account: import('./template/account-concurrency').AccountConcurrency };
   stop(): Promise<void>;
 }
 

@@ -40,11 +40,11 @@ import {
 import { timelineModel } from '../core/timeline';
 import { validTraceparent } from '../core/trace-context';
 import { PAGE_HEADERS, timelinePage } from '../html/timeline-page';
+import { LONGEST_WAIT_SECONDS } from '../http/wait';
 import { waitForSettled, watchOperation } from './long-poll';
 import { deliveredEnvelope } from './deliver';
 
 export { MAX_BODY_BYTES };
-const MAX_WAIT_SECONDS = 25;
 const DEFAULT_WAIT_SECONDS = 10;
 
 type Env = { Variables: { principal: Principal } };
@@ -117,15 +117,14 @@ function securePage(c: Context): void {
   for (const [name, value] of Object.entries(PAGE_SECURITY_HEADERS)) c.header(name, value);
 }
 
-/** `Prefer: wait=N`, 0 to 25 seconds, default 10. */
-export function preferredWaitSeconds(header: string | undefined): number {
+/** `Prefer: wait=N`, 0 to the deployment's longest wait (25 s locally), default 10 (or that longest, if shorter). */
+export function preferredWaitSeconds(header: string | undefined, longest = LONGEST_WAIT_SECONDS): number {
   const match = header?.match(/(?:^|[;,\s])wait=(\d+)/);
-  if (!match) return DEFAULT_WAIT_SECONDS;
-  return Math.min(MAX_WAIT_SECONDS, Math.max(0, Number(match[1])));
+  return Math.min(longest, match ? Math.max(0, Number(match[1])) : DEFAULT_WAIT_SECONDS);
 }
 
 /** The API as one Hono app: served by API Gateway + Lambda on AWS and by a Node HTTP server locally. */
-export function makeApp(deps: Deps): Hono<Env> {
+export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): Hono<Env> {
   const app = new Hono<Env>();
 
   app.onError(async (error, c) => {
@@ -232,7 +231,7 @@ export function makeApp(deps: Deps): Hono<Env> {
     const call = await jsonBody(c, ToolCallSchema);
     assertArgumentsBounded(call.arguments);
     const run = await ownRun(c, { recent: true });
-    const waitSeconds = preferredWaitSeconds(c.req.header('prefer'));
+    const waitSeconds = preferredWaitSeconds(c.req.header('prefer'), longestWaitSeconds);
     // Listening before submitting: no change the execution commits can slip past the wait, so no read is needed.
     const watcher = watchOperation(deps, operationIdFor(run.runId, call.callId));
     try {

@@ -153,7 +153,8 @@ export const ROUTES: Route[] = [
       {
         name: 'Prefer',
         schema: { type: 'string', pattern: '^wait=\\d+$' },
-        description: '`wait=N`: wait up to N seconds (0 to 25, default 10) for the envelope',
+        description:
+          '`wait=N`: wait up to N seconds (0 to 25, default 10; a deployed stack waits at most its API ceiling over its rate limit, 10 s by default) for the envelope',
       },
     ],
     responses: {

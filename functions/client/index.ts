@@ -179,7 +179,7 @@ export function createClient(options: ClientOptions) {
       return (await request('POST', `/v1/runs/${id(runId)}/cancel`, RunSchema)).body;
     },
     /**
-     * Submits a tool call and waits up to `waitSeconds` (0 to 25, default 10) for its envelope. The same
+     * Submits a tool call and waits up to `waitSeconds` (0 to 25, default 10; a deployed stack caps it, 10 s by default) for its envelope. The same
      * `callId` again answers the same operation (`replayed: true`); other arguments throw `call_id_conflict`.
      */
     async callTool(runId: string, call: ToolCall, opts: { waitSeconds?: number } = {}): Promise<ToolCallResult> {

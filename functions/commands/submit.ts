@@ -125,7 +125,15 @@ export async function submitToolCall(
     }
 
     const proposed = propose(proposalOf(current, caller, call, operationId, inputHash, context), now);
-    const first = firstChange(current, admission, validation, tool, proposed.op, now);
+    const first = firstChange(
+      current,
+      admission,
+      validation,
+      tool,
+      proposed.op,
+      now,
+      sendsFirstAttempt(deps, tool, context.waitSeconds ?? 0),
+    );
     const settled = transitionAll(proposed.op, first.steps, now);
     const events = [...proposed.events, ...first.runEvents, ...settled.events];
     try {
@@ -175,8 +183,9 @@ async function startLifecycle(
     // Not awaited here: the request waits for it only as long as the caller asked to (Prefer: wait).
     const deadline = deps.now() + waitSeconds * 1000;
     const tool = deps.tools.get(op.toolName);
-    const finished =
-      tool && runsInline(tool, waitSeconds) ? executeInline(deps, op, name, deadline) : runSynchronously(deps, input, name, op);
+    const finished = sendsFirstAttempt(deps, tool, waitSeconds)
+      ? executeInline(deps, op, name, deadline)
+      : runSynchronously(deps, input, name, op);
     return { finished };
   }
   await deps.lifecycle.start(input, name, 'express');
@@ -189,8 +198,14 @@ async function startLifecycle(
  * Only where the whole attempt fits in the caller's wait, and not for a tool that takes a lock (the lock table
  * is the Execute function's).
  */
-function runsInline(tool: ToolSpec, waitSeconds: number): boolean {
-  return !tool.lockKey && tool.timeoutMs + INLINE_MARGIN_MS <= waitSeconds * 1000;
+function sendsFirstAttempt(deps: Deps, tool: ToolSpec | undefined, waitSeconds: number): tool is ToolSpec {
+  return (
+    waitSeconds > 0 &&
+    Boolean(deps.lifecycle.startSync) &&
+    Boolean(tool) &&
+    !tool!.lockKey &&
+    tool!.timeoutMs + INLINE_MARGIN_MS <= waitSeconds * 1000
+  );
 }
 
 /**
@@ -206,7 +221,7 @@ async function executeInline(deps: Deps, op: OperationRecord, name: string, dead
     written = next;
   });
   try {
-    const out = await executeStep({ ...deps, store }, op.operationId, op);
+    const out = await executeStep({ ...deps, store }, op.operationId, op, true);
     if (out.next === 'done') return written;
     if (deps.lifecycle.startSync && deps.now() < deadline) await runSynchronously(deps, out, name, op);
     else await deps.lifecycle.start(out, name, 'express');
@@ -285,6 +300,7 @@ function firstChange(
   tool: ToolSpec | undefined,
   op: Pick<OperationRecord, 'operationId' | 'callId'>,
   now: number,
+  sendsItself: boolean,
 ): { steps: LifecycleEvent[]; runEvents: NewTraceEvent[]; runChange: RunChange } {
   if (!admission.admitted) {
     // Exhausted: the operation still exists and settles at once, so the model gets an envelope saying why.
@@ -306,7 +322,8 @@ function firstChange(
   const lease = tool ? attemptLease(now, tool.timeoutMs) : stepLease(now);
   const steps: LifecycleEvent[] = [{ type: 'validate', validation, leaseUntil: lease }];
   if (validation.decision === 'deny') steps.push({ type: 'report' });
-  else if (!validation.approvalRequired && tool && firstAttemptAtSubmission(tool)) steps.push({ type: 'start_attempt', leaseUntil: lease });
+  else if (!validation.approvalRequired && tool && firstAttemptAtSubmission(tool))
+    steps.push({ type: 'start_attempt', leaseUntil: lease, unclaimed: !sendsItself });
   return { steps, runEvents: [], runChange: { kind: 'admit', delta: admission.delta, now } };
 }
 

@@ -20,9 +20,16 @@ export const startAttempt: Handler<'start_attempt'> = (op, event, { ids }) => {
     failureToConfirm: undefined,
     lockWaits: undefined,
     attemptResumes: op.resumes,
+    attemptClaimed: !event.unclaimed,
   });
   return { op: moved.op, events: [...moved.events, { type: 'attempt.started', ...ids, attempt }] };
 };
+
+/** A worker takes the unfinished attempt's send (bookkeeping only: the trace already says the attempt started). */
+export const claimAttempt: Handler<'claim_attempt'> = (op, event) => ({
+  op: { ...op, attemptClaimed: true, attemptResumes: op.resumes, leaseUntil: event.leaseUntil },
+  events: [],
+});
 
 export const refuseAttempt: Handler<'refuse_attempt'> = (op, event, ctx) => {
   const refused = event.outcome;

@@ -1,5 +1,5 @@
 import { envelopeFor } from './envelope';
-import { startAttempt, refuseAttempt, finishAttempt, loseAttempt, lockBusy } from './attempt-transitions';
+import { startAttempt, claimAttempt, refuseAttempt, finishAttempt, loseAttempt, lockBusy } from './attempt-transitions';
 import { stepLease } from './leases';
 import { moveTo, OperationState } from './lifecycle';
 import {
@@ -238,6 +238,7 @@ const HANDLERS: { [K in LifecycleEventType]: Handler<K> } = {
   refuse_attempt: refuseAttempt,
   finish_attempt: finishAttempt,
   lose_attempt: loseAttempt,
+  claim_attempt: claimAttempt,
   lock_busy: lockBusy,
   start_reconcile: startReconcile,
   finish_reconcile: finishReconcile,

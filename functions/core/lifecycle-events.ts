@@ -28,7 +28,13 @@ export type LifecycleEvent =
   | { type: 'request_approval'; approvalId: string; expiresAt: string; taskToken: string; leaseUntil: string }
   | { type: 'decide_approval'; decision: 'approve' | 'reject'; by: string; reason?: string }
   | { type: 'expire_approval' }
-  | { type: 'start_attempt'; leaseUntil: string }
+  | {
+      type: 'start_attempt';
+      leaseUntil: string;
+      /** The submission records the intent; the worker that will send it claims it (`claim_attempt`). */
+      unclaimed?: boolean;
+    }
+  | { type: 'claim_attempt'; leaseUntil: string }
   | {
       type: 'refuse_attempt';
       outcome: Exclude<Outcome, { kind: 'succeeded' }>;

@@ -161,6 +161,13 @@ export interface OperationRecord {
    * successor of a lost worker.
    */
   attemptResumes?: number;
+  /**
+   * Whether a worker holds the unfinished attempt's send. `false` when the submission recorded the intent of a
+   * replay-safe call's first attempt and no worker has picked it up yet: the first delivery of Execute claims
+   * it (a conditional write), so two deliveries never send one attempt at once (each could answer
+   * differently, and a failure of one would hide what the other did). Absent on older records: held.
+   */
+  attemptClaimed?: boolean;
   outcome?: Outcome;
   reconcileAttempts?: number;
   /**

@@ -43,6 +43,7 @@ export const ACCEPTS: { [K in LifecycleEventType]: { states: readonly OperationS
     guard: (op) => attemptUnfinished(op) || attemptPresumedLost(op) || (op.outcome?.kind === 'cancelled' && !op.lateOutcome),
   },
   lose_attempt: { states: [S.executing], guard: attemptUnfinished },
+  claim_attempt: { states: [S.executing], guard: attemptUnfinished },
   lock_busy: { states: [S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown], guard: readyToAttempt },
   start_reconcile: {
     states: [S.outcomeUnknown, S.reported],

@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { makeApp } from '../api/app';
 import { consoleRoutes } from '../console/routes';
 import type { Deps } from '../core/ports';
+import { maxWaitSeconds } from '../http/wait';
 import { mcpRoutes, mcpWaitMs } from '../mcp/server';
 
 /**
@@ -11,13 +12,14 @@ import { mcpRoutes, mcpWaitMs } from '../mcp/server';
  * API, so the API never depends on what is built on it.
  */
 export function makeHttpApp(deps: Deps): Hono {
-  const api = makeApp(deps);
+  const longestWait = maxWaitSeconds();
+  const api = makeApp(deps, longestWait);
   const mcp = mcpRoutes({
     api: (request) => api.fetch(request),
     config: () => deps.config(),
     // Read per request: the embedded stack sets it once its port is known, after building this app.
     publicBaseUrl: () => deps.publicBaseUrl,
-    waitMs: mcpWaitMs(),
+    waitMs: Math.min(mcpWaitMs(), longestWait * 1000),
   });
   const people = consoleRoutes({
     api: (request) => api.fetch(request),

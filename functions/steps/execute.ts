@@ -25,8 +25,9 @@ type Plan = { kind: 'send'; attempt: number } | { kind: 'route' } | { kind: 'wai
  * key) is committed before the network call, by this step or, for replay-safe tools, with the submission;
  * its outcome is committed before anything reports it. `known`: the record as its caller just wrote it (the
  * submission running the attempt itself), which saves a read; a stale one only costs a conditional write's retry.
+ * `holdsIntent`: the caller recorded the first attempt's intent and sends it itself (the submitting API).
  */
-export async function executeStep(deps: Deps, operationId: string, known?: OperationRecord): Promise<StepOutput> {
+export async function executeStep(deps: Deps, operationId: string, known?: OperationRecord, holdsIntent = false): Promise<StepOutput> {
   const first = known?.operationId === operationId ? known : await mustGet(deps, operationId);
   const tool = deps.tools.get(first.toolName);
   if (!tool || !first.frozenArguments) return refuseWithoutTool(deps, first);
@@ -50,12 +51,19 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
       return { value: { kind: 'send', attempt: op.attempts + 1 }, events: [{ type: 'start_attempt', leaseUntil: lease() }] };
     }
     if (attemptUnfinished(op)) {
-      // A pending attempt is sent by this step only when sending it twice is harmless (same key, or a read).
-      if (op.plan?.next === 'execute' && replaySafe(tool)) return { value: { kind: 'send', attempt: op.attempts } };
+      // The first attempt of a replay-safe call, recorded with its submission: the submitting API sends it
+      // itself, or the first worker to pick it up claims it (a conditional write), so a second delivery of this
+      // step waits instead of sending it beside the first (a failure of one would hide what the other did).
+      if (op.plan?.next === 'execute' && replaySafe(tool)) {
+        if (holdsIntent) return { value: { kind: 'send', attempt: op.attempts } };
+        if (op.attemptClaimed === false)
+          return { value: { kind: 'send', attempt: op.attempts }, events: [{ type: 'claim_attempt', leaseUntil: lease() }] };
+      }
       // Another delivery of this step, under this execution, is sending it now: wait for its outcome instead
       // of presuming it lost (which would reconcile a call in flight, or send it to a person).
       const leaseLeft = op.leaseUntil ? Date.parse(op.leaseUntil) - deps.now() : 0;
       if (op.attemptResumes === op.resumes && leaseLeft > 0) return { value: { kind: 'wait', seconds: leaseLeft / 1000 } };
+      // Its worker is gone: its request may still take effect, so it is settled as any unknown outcome.
       return { value: { kind: 'route' }, events: [{ type: 'lose_attempt', leaseUntil: lease() }] };
     }
     return { value: { kind: 'route' } };

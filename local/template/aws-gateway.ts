@@ -1,6 +1,8 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { EventualReads } from './eventual-reads';
 import type { Caller, IamCheck } from './iam';
 import { type ServiceReply, snsError } from './local-services';
 
@@ -157,19 +159,37 @@ function send(res: ServerResponse, reply: ServiceReply): void {
   res.end(reply.body);
 }
 
-/** Sends the call on to its backend; with `answered`, the answer is read whole and handed to it before it is passed on. */
-function forward(req: IncomingMessage, body: Buffer, backend: string, res: ServerResponse, answered?: (answer: Buffer) => void): void {
+/**
+ * Sends the call on to its backend. With `answered`, the answer is read whole and handed to it before it is
+ * passed on; what it returns replaces the answer's body (then without DynamoDB's checksum of the original).
+ */
+function forward(
+  req: IncomingMessage,
+  body: Buffer,
+  backend: string,
+  res: ServerResponse,
+  answered?: (answer: Buffer, status: number) => Buffer | undefined,
+): void {
   const url = new URL(req.url ?? '/', backend);
   const headers = { ...req.headers, host: url.host, 'content-length': String(body.length) };
   const out = httpRequest(url, { method: req.method, headers }, (answer) => {
-    res.writeHead(answer.statusCode ?? 502, answer.headers);
-    if (!answered) return answer.pipe(res);
+    const status = answer.statusCode ?? 502;
+    if (!answered) {
+      res.writeHead(status, answer.headers);
+      return answer.pipe(res);
+    }
     const chunks: Buffer[] = [];
     answer.on('data', (c: Buffer) => chunks.push(c));
     answer.on('end', () => {
       const whole = Buffer.concat(chunks);
-      answered(whole);
-      res.end(whole);
+      const replaced = answered(whole, status);
+      if (!replaced) {
+        res.writeHead(status, answer.headers);
+        return res.end(whole);
+      }
+      const { 'x-amz-crc32': _crc, ...kept } = answer.headers;
+      res.writeHead(status, { ...kept, 'content-length': String(replaced.length) });
+      res.end(replaced);
     });
   });
   out.on('error', (error) => {
@@ -177,6 +197,21 @@ function forward(req: IncomingMessage, body: Buffer, backend: string, res: Serve
     else res.destroy();
   });
   out.end(body);
+}
+
+/** One item read straight from DynamoDB Local, strongly consistent (the image before a write). */
+async function readItem(backend: string, table: string, key: Record<string, unknown>): Promise<Record<string, AttributeValue> | undefined> {
+  const answer = await fetch(backend, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-amz-json-1.0',
+      'x-amz-target': 'DynamoDB_20120810.GetItem',
+      authorization: 'AWS4-HMAC-SHA256 Credential=local/20240101/local/dynamodb/aws4_request, SignedHeaders=host, Signature=local',
+    },
+    body: JSON.stringify({ TableName: table, Key: key, ConsistentRead: true }),
+  });
+  const out = (await answer.json()) as { Item?: Record<string, AttributeValue> };
+  return out.Item;
 }
 
 /**
@@ -197,6 +232,10 @@ export async function startAwsGateway(options: {
    * ignores what it did not ask for), so their capacity units can be counted.
    */
   onCall?(call: AwsCall): void;
+  /** The `throttle` fault: whether to refuse this Step Functions or Lambda API call as throttled. */
+  throttles?(): boolean;
+  /** The `eventual-reads` fault: DynamoDB reads that do not ask for strong consistency see writes late. */
+  eventualReads?: EventualReads;
 }): Promise<{ url: string; denials: Denial[]; close(): Promise<void> }> {
   const denials: Denial[] = [];
   const { callers, iam, backends, arns } = options;
@@ -236,6 +275,7 @@ export async function startAwsGateway(options: {
     const decision = await iam.authorize(caller, check.action, check.resource);
     if (!decision.allowed) return restError(403, 'AccessDeniedException', deny(caller, check, decision.message));
     if (!arn) return restError(404, 'ResourceNotFoundException', `Function not found: ${check.resource}`);
+    if (options.throttles?.()) return restError(429, 'TooManyRequestsException', 'Rate Exceeded.');
     options.onCall?.({ service: 'lambda', operation: 'Invoke', session: caller.session, requestBytes: body.length, resources: [arn] });
     const reply = await backends.lambdaInvoke(arn, body);
     if (!reply.ran) return restError(reply.status, reply.type, reply.message);
@@ -246,6 +286,40 @@ export async function startAwsGateway(options: {
       ...(reply.functionError ? { 'x-amz-function-error': reply.functionError } : {}),
     });
     res.end(reply.payload);
+  };
+
+  /**
+   * DynamoDB: metered calls ask for their consumed capacity; under `eventual-reads`, a write first reads the
+   * images it replaces, and a read that may be answered from a replica is answered as a lagging one would.
+   */
+  const handleDynamo = async (
+    req: IncomingMessage,
+    target: string,
+    parsed: Record<string, unknown>,
+    body: Buffer,
+    res: ServerResponse,
+    call: AwsCall,
+  ) => {
+    const { onCall, eventualReads } = options;
+    const metered = Boolean(onCall) && METERED_DYNAMO.has(target);
+    const writes = eventualReads?.writtenKeys(target, parsed) ?? [];
+    const lagging = eventualReads?.isEventualRead(target, parsed) ?? false;
+    if (!metered && !writes.length && !lagging) {
+      onCall?.(call);
+      return forward(req, body, backends.dynamodb, res);
+    }
+    const before = await Promise.all(writes.map((w) => readItem(backends.dynamodb, w.table, w.key)));
+    const request = metered ? Buffer.from(JSON.stringify({ ...parsed, ReturnConsumedCapacity: 'TOTAL' })) : body;
+    return forward(req, request, backends.dynamodb, res, (answer, status) => {
+      const json = safeJson(answer.toString('utf8')) as Record<string, unknown> | undefined;
+      if (metered) {
+        const consumed = json?.ConsumedCapacity as AwsCall['consumed'] | NonNullable<AwsCall['consumed']>[number] | undefined;
+        onCall!({ ...call, consumed: consumed ? [consumed].flat() : [] });
+      } else onCall?.(call);
+      if (status !== 200 || !json || !eventualReads) return undefined;
+      if (writes.length) eventualReads.written(writes, before);
+      return lagging ? Buffer.from(JSON.stringify(eventualReads.lagged(target, parsed, json))) : undefined;
+    });
   };
 
   const handle = async (req: IncomingMessage, body: Buffer, res: ServerResponse) => {
@@ -298,7 +372,6 @@ export async function startAwsGateway(options: {
       const type = service === 'secretsmanager' ? 'AccessDeniedException' : 'com.amazon.coral.service#AccessDeniedException';
       return send(res, jsonError(contentType, 400, type, decision.message));
     }
-    const onCall = options.onCall;
     const call = {
       service,
       operation: target || (form?.get('Action') ?? ''),
@@ -306,17 +379,10 @@ export async function startAwsGateway(options: {
       requestBytes: body.length,
       resources: checks.map((c) => c.resource),
     };
-    if (service === 'dynamodb' && onCall && METERED_DYNAMO.has(target)) {
-      const metered = Buffer.from(JSON.stringify({ ...parsed, ReturnConsumedCapacity: 'TOTAL' }));
-      return forward(req, metered, backends.dynamodb, res, (answer) => {
-        const consumed = (
-          safeJson(answer.toString('utf8')) as { ConsumedCapacity?: AwsCall['consumed'] | NonNullable<AwsCall['consumed']>[number] }
-        )?.ConsumedCapacity;
-        onCall({ ...call, consumed: consumed ? [consumed].flat() : [] });
-      });
-    }
-    onCall?.(call);
-    if (service === 'dynamodb') return forward(req, body, backends.dynamodb, res);
+    if (service === 'dynamodb') return handleDynamo(req, target, parsed, body, res, call);
+    if (service === 'states' && options.throttles?.())
+      return send(res, jsonError(contentType, 400, 'ThrottlingException', 'Rate exceeded'));
+    options.onCall?.(call);
     if (service === 'states') return forward(req, body, backends.states, res);
     if (service === 'secretsmanager') return send(res, await backends.secretsmanager(target, parsed));
     return send(res, backends.sns(form!));

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { FunctionConcurrency } from './account-concurrency';
+import { type Instance, type InstanceStarter, inThisProcess } from './function-process';
 
 /** Lambda's synchronous invocation limit, request and response alike. */
 export const LAMBDA_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
 
 /**
- * Execution environments per function at once (Lambda allows an account 1000). Each is a worker thread with
+ * Execution environments per function at once when no account pool limits it. Each is a worker thread with
  * its own copy of the bundle, and a cold start costs seconds of CPU on a busy two-core machine: beyond this
  * many, invocations wait for a free environment instead.
  */
@@ -50,8 +51,14 @@ export interface LambdaSpec {
   systemLogLevel?: 'DEBUG' | 'INFO' | 'WARN';
   /** Where the function's output goes (what CloudWatch Logs would receive). */
   logFile: string;
-  /** Execution environments at once; more invocations wait for one to be free. */
+  /** Execution environments at once; more invocations wait for one to be free (default: the concurrency's limit). */
   maxConcurrency?: number;
+  /** Its share of the account's pool: an invocation beyond it is throttled (`TooManyRequestsException`). */
+  concurrency?: FunctionConcurrency;
+  /** Where instances start: by default worker threads of this process; template mode, the function's own process. */
+  startInstance?: InstanceStarter;
+  /** Extra milliseconds a new instance takes before its first invocation (the `cold-start` fault). */
+  coldStartDelayMs?: () => number;
   /**
    * Told of each invocation's duration and busy time (the CPU time of its environment's thread), and of
    * everything the function writes to its log (`npm run cost`).
@@ -128,7 +135,7 @@ type Reply = { id: string; result?: string; error?: { errorType: string; errorMe
 type InitReply = { ready: boolean; error?: { errorType: string; errorMessage: string } };
 
 interface Environment {
-  worker: Worker;
+  instance: Instance;
   /** The init phase: resolves once the bundle is loaded (an init error fails the invocations instead). */
   initialized: Promise<void>;
   pending?: { id: string; settle(reply: Reply | Error): void };
@@ -156,6 +163,16 @@ export class LambdaFunction {
         `Request must be smaller than ${LAMBDA_PAYLOAD_LIMIT_BYTES} bytes for the InvokeFunction operation`,
         false,
       );
+    const { concurrency } = this.spec;
+    if (concurrency && !concurrency.tryAcquire()) throw new LambdaError('TooManyRequestsException', 'Rate Exceeded.', false);
+    try {
+      return await this.run(payload);
+    } finally {
+      concurrency?.release();
+    }
+  }
+
+  private async run(payload: string): Promise<unknown> {
     const env = await this.acquire();
     try {
       await env.initialized;
@@ -184,7 +201,7 @@ export class LambdaFunction {
         env.pending = undefined;
         settle(value);
       };
-      env.worker.postMessage({ id, event: payload, deadline: Date.now() + timeoutMs });
+      env.instance.post({ id, event: payload, deadline: Date.now() + timeoutMs });
     });
     const durationMs = performance.now() - started;
     this.platform('report', id, durationMs, reply instanceof Error || Boolean(reply.error));
@@ -216,7 +233,7 @@ export class LambdaFunction {
     this.closed = true;
     // An invocation in flight ends now, as refused, rather than at its timeout after the stack is gone.
     for (const env of this.all) env.pending?.settle(new LambdaError('ServiceException', 'the local stack is stopping', false));
-    await Promise.all([...this.all].map((env) => env.worker.terminate()));
+    await Promise.all([...this.all].map((env) => env.instance.terminate()));
     this.all.clear();
     await new Promise<void>((r) => this.log.end(r));
   }
@@ -266,11 +283,15 @@ export class LambdaFunction {
       // (a cold start costs seconds here), a call held long (a long-poll) gets a new environment beside it.
       const timer = setTimeout(() => {
         const at = this.queue.indexOf(waiter);
-        if (at < 0 || this.closed || this.all.size >= (this.spec.maxConcurrency ?? DEFAULT_CONCURRENCY)) return;
+        if (at < 0 || this.closed || this.all.size >= this.environmentsAtMost()) return;
         this.queue.splice(at, 1);
         resolve(this.spawn());
       }, SCALE_OUT_AFTER_MS);
     });
+  }
+
+  private environmentsAtMost(): number {
+    return this.spec.maxConcurrency ?? this.spec.concurrency?.limit ?? DEFAULT_CONCURRENCY;
   }
 
   private release(env: Environment): void {
@@ -283,7 +304,7 @@ export class LambdaFunction {
     this.all.delete(env);
     const at = this.idle.indexOf(env);
     if (at >= 0) this.idle.splice(at, 1);
-    void env.worker.terminate();
+    void env.instance.terminate();
     // A waiting invocation gets a fresh environment in its place.
     const next = this.queue.shift();
     if (next && !this.closed) next(this.spawn());
@@ -291,45 +312,14 @@ export class LambdaFunction {
 
   private spawn(): Environment {
     const { spec } = this;
-    const worker = new Worker(RUNTIME, {
-      eval: true,
-      // Exactly the function's variables: process.env inside is this object, nothing of the stack's own.
-      env: spec.environment,
-      execArgv: [],
-      resourceLimits: { maxOldGenerationSizeMb: spec.memoryMb },
-      stdout: true,
-      stderr: true,
-      workerData: {
-        codeDir: spec.codeDir,
-        handler: spec.handler,
-        name: spec.name,
-        arn: spec.arn,
-        memoryMb: spec.memoryMb,
-        logGroupName: spec.logGroupName,
-      },
-    });
-    worker.unref();
-    // Not pipe(): every pipe into the one log stream would add listeners to it.
-    const logged = (chunk: Buffer) => {
-      this.log.write(chunk);
-      spec.meter?.logged?.(chunk);
-    };
-    worker.stdout.on('data', logged);
-    worker.stderr.on('data', logged);
     let initDone!: (error?: LambdaError) => void;
-    const env: Environment = {
-      worker,
-      initialized: new Promise<void>((resolve, reject) => {
-        initDone = (error) => (error ? reject(error) : resolve());
-      }),
-    };
-    env.initialized.catch(() => undefined);
-    worker.on('message', (reply: Reply | InitReply) => {
-      if ('ready' in reply) initDone(reply.error && new LambdaError(reply.error.errorType, reply.error.errorMessage));
-      else if (env.pending?.id === reply.id) env.pending.settle(reply);
+    const initialized = new Promise<void>((resolve, reject) => {
+      initDone = (error) => (error ? reject(error) : resolve());
     });
-    const crashed = (error: Error) => {
-      const oom = (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY';
+    initialized.catch(() => undefined);
+    let env!: Environment;
+    const crashed = (error: { message: string; code?: string }) => {
+      const oom = error.code === 'ERR_WORKER_OUT_OF_MEMORY';
       this.log.write(`${new Date().toISOString()} ${oom ? 'out of memory' : 'runtime exited'}: ${error.message}\n`);
       const pending = env.pending;
       initDone(new LambdaError('Runtime.ExitError', `Runtime exited during init: ${error.message}`));
@@ -340,10 +330,42 @@ export class LambdaFunction {
           : new LambdaError('Runtime.ExitError', `Runtime exited with error: ${error.message}`),
       );
     };
-    worker.on('error', crashed);
-    worker.on('exit', (code) => {
-      if (this.all.has(env) && !this.closed) crashed(new Error(`exit status ${code}`));
-    });
+    const instance = (spec.startInstance ?? inThisProcess)(
+      {
+        runtime: RUNTIME,
+        // Exactly the function's variables: process.env inside is this object, nothing of the stack's own.
+        env: spec.environment,
+        memoryMb: spec.memoryMb,
+        workerData: {
+          codeDir: spec.codeDir,
+          handler: spec.handler,
+          name: spec.name,
+          arn: spec.arn,
+          memoryMb: spec.memoryMb,
+          logGroupName: spec.logGroupName,
+        },
+      },
+      {
+        log: (chunk) => {
+          this.log.write(chunk);
+          spec.meter?.logged?.(chunk);
+        },
+        message: (message) => {
+          const reply = message as Reply | InitReply;
+          if ('ready' in reply) {
+            const error = reply.error && new LambdaError(reply.error.errorType, reply.error.errorMessage);
+            const delay = spec.coldStartDelayMs?.() ?? 0;
+            if (delay > 0) setTimeout(() => initDone(error), delay).unref();
+            else initDone(error);
+          } else if (env.pending?.id === reply.id) env.pending.settle(reply);
+        },
+        error: crashed,
+        exit: (code) => {
+          if (this.all.has(env) && !this.closed) crashed({ message: `exit status ${code}` });
+        },
+      },
+    );
+    env = { instance, initialized };
     this.all.add(env);
     return env;
   }

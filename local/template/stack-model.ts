@@ -31,6 +31,10 @@ export interface FunctionModel {
   /** `LoggingConfig`: Lambda's own lines as text (START/END/REPORT) or JSON records, and from which level. */
   logFormat: 'Text' | 'JSON';
   systemLogLevel: 'DEBUG' | 'INFO' | 'WARN';
+  /** `Runtime`, e.g. `nodejs24.x`: its Node.js major is what the function's process runs on. */
+  runtime: string;
+  /** `ReservedConcurrentExecutions`: instances kept for this function alone, and its ceiling. */
+  reservedConcurrency?: number;
 }
 
 export interface TableModel {
@@ -359,6 +363,7 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
       name,
       arn: attr(id, 'Arn'),
       roleArn: str(p.Role, `${id}.Role`),
+      runtime,
       environment,
       memoryMb: Number(p.MemorySize ?? 128),
       timeoutSeconds: Number(p.Timeout ?? 3),
@@ -367,6 +372,7 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
       logGroupName: logGroup ? str(logGroup, `${id}.LoggingConfig.LogGroup`) : `/aws/lambda/${name}`,
       logFormat: logging.LogFormat === 'JSON' ? 'JSON' : 'Text',
       systemLogLevel: systemLogLevel === 'DEBUG' || systemLogLevel === 'WARN' ? systemLogLevel : 'INFO',
+      ...(p.ReservedConcurrentExecutions === undefined ? {} : { reservedConcurrency: Number(p.ReservedConcurrentExecutions) }),
     };
   });
 

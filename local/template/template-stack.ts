@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { TABLE_ENV, type TableNames } from '../../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../../functions/handlers/runtime';
@@ -19,7 +20,12 @@ import {
 import { ensureConfig, type Stack, type StackOptions } from '../stack';
 import { ensureAssembly, readAssembly } from './assembly';
 import { type LambdaInvokeReply, startAwsGateway } from './aws-gateway';
-import { awsFaultsFromEnv } from './aws-faults';
+import { AccountConcurrency, accountConcurrencyFromEnv } from './account-concurrency';
+import { invokeAsync } from './async-invoke';
+import { type AwsFaults, awsFaultsFromEnv } from './aws-faults';
+import { EventualReads } from './eventual-reads';
+import { FunctionProcess } from './function-process';
+import { lambdaNode } from './lambda-node';
 import { httpApi } from './http-api';
 import { type Caller, IamCheck } from './iam';
 import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
@@ -105,7 +111,13 @@ export async function startTemplateParts(options: StackOptions, started: Started
   };
   const iam = new IamCheck(model.account, model.region, model.resourcePolicies);
   const faults = awsFaultsFromEnv();
-  progress(`aws faults: ${[...faults.enabled].join(', ') || 'none'}${faults.enabled.size ? ` (seed ${faults.seed})` : ''}`);
+  const account = new AccountConcurrency(
+    accountConcurrencyFromEnv(),
+    new Map(model.functions.flatMap((f) => (f.reservedConcurrency === undefined ? [] : [[f.logicalId, f.reservedConcurrency] as const]))),
+  );
+  progress(
+    `account concurrency ${account.pool}: reserved ${[...account.reservations].map(([id, r]) => `${id} ${r}`).join(', ') || 'none'}, unreserved ${account.unreserved}`,
+  );
   const functions = new Map<string, LambdaFunction>();
   const invokeAs = (caller: Caller) => async (functionArn: string) => {
     const decision = await iam.authorize(caller, 'lambda:InvokeFunction', functionArn);
@@ -120,6 +132,8 @@ export async function startTemplateParts(options: StackOptions, started: Started
         f.arn,
         async (payload: unknown) => {
           try {
+            // The `throttle` fault: Lambda's API refuses Step Functions' call before the function runs.
+            if (faults.throttles()) throw new LambdaError('TooManyRequestsException', 'Rate Exceeded.', false);
             return await functions.get(f.arn)!.invoke(payload);
           } catch (error) {
             // Lambda's own refusals reach Step Functions as Lambda.<Exception>; function errors by their errorType.
@@ -158,8 +172,29 @@ export async function startTemplateParts(options: StackOptions, started: Started
     arns: { region: model.region, account: model.account, secretArn: (id) => secrets.find(id)?.arn },
     onDenied: (d) => console.error(`iam: ${d.session} (role ${d.role}) may not ${d.action} on ${d.resource}: AccessDenied`),
     onCall: options.meter?.awsCall,
+    throttles: () => faults.throttles(),
+    eventualReads: faults.enabled.has('eventual-reads')
+      ? new EventualReads(
+          model.tables.map((t) => t.create),
+          () => faults.readLagMs(),
+          () => faults.countStaleRead(),
+        )
+      : undefined,
   });
   started.push(() => gateway.close());
+
+  // Each function in a process of its own, on its Lambda runtime's Node.js major.
+  const runtimes = [...new Set(model.functions.map((f) => f.runtime))];
+  const nodes = new Map(runtimes.map((r) => [r, lambdaNode(r)]));
+  for (const node of nodes.values()) if (node.note) console.error(`warning: ${node.note}`);
+  const processes = new Map(
+    model.functions.map((f) => [f.arn, new FunctionProcess(nodes.get(f.runtime)!.binary, f.logicalId, (line) => console.error(line))]),
+  );
+  started.push(async () => {
+    await Promise.all([...processes.values()].map((p) => p.close()));
+  });
+  const versions = await Promise.all(model.functions.map(async (f) => `${f.runtime} on Node ${await processes.get(f.arn)!.version}`));
+  progress(`${processes.size} function processes (${[...new Set(versions)].join(', ')})`);
 
   const instance = randomBytes(8).toString('hex');
   const logDir = join(options.dataDir, 'logs');
@@ -185,6 +220,9 @@ export async function startTemplateParts(options: StackOptions, started: Started
         ...f,
         environment: { ...f.environment, ...added },
         logFile: join(logDir, `${f.logicalId}.log`),
+        concurrency: account.of(f.logicalId),
+        startInstance: processes.get(f.arn)!.start,
+        coldStartDelayMs: () => faults.coldStartDelayMs(),
         meter: meter && { invoked: (ms, busyMs) => meter.invoked?.(f, ms, busyMs), logged: (chunk) => meter.logged?.(f, chunk) },
       }),
     );
@@ -222,23 +260,39 @@ export async function startTemplateParts(options: StackOptions, started: Started
 
   // No execution survives a restart here (on AWS they would): every active operation is resumed now.
   const recovered = await sweep(deps, 1000, { ignoreLeases: true });
+  const stopping = new AbortController();
+  started.push(async () => stopping.abort());
   for (const schedule of model.schedules) {
     const target = functions.get(schedule.targetArn);
     if (!target) continue;
     const mayInvoke = invokeAs({ role: role(schedule.roleArn), session: schedule.logicalId });
+    const event = schedule.input ? JSON.parse(schedule.input) : {};
+    const log = (line: string) => console.error(`schedule ${schedule.logicalId}: ${line}`);
+    // The schedule invokes asynchronously and does not wait: Lambda queues the event, retries it by its own
+    // policy (throttles included), and may deliver it twice.
+    let queued = 0;
+    const deliver = async () => {
+      queued += 1;
+      try {
+        return await invokeAsync(() => target.invoke(event), stopping.signal, log);
+      } finally {
+        queued -= 1;
+      }
+    };
     sweeperPart(
       async () => {
+        // A test's shortened interval must not build a queue of events that AWS's one-minute rate never would.
+        if (queued >= 2) return;
         const denied = await mayInvoke(schedule.targetArn);
         if (denied) throw new Error(`schedule ${schedule.logicalId}: ${denied}`);
-        const event = schedule.input ? JSON.parse(schedule.input) : {};
-        // The schedule invokes asynchronously: at least once.
-        faults.deliverAgain(`schedule ${schedule.logicalId}`, () => target.invoke(event));
-        return target.invoke(event);
+        faults.deliverAgain(`schedule ${schedule.logicalId}`, deliver);
+        void deliver();
       },
       options.sweepIntervalMs ?? schedule.everyMs,
       started,
     );
   }
+  recordAwsActivity(join(logDir, 'aws.jsonl'), faults, account, started);
   progress(`API listening on ${apiUrl} (routes of the template)`);
 
   return {
@@ -253,8 +307,35 @@ export async function startTemplateParts(options: StackOptions, started: Started
     denials: gateway.denials,
     configSecretArn: api.environment.CONFIG_SECRET_ARN,
     awsFaults: faults,
+    aws: { line: awsLine(account, faults), account },
     stop,
   };
+}
+
+/**
+ * What the emulated AWS did, for operators and chaos runs: every 2 s (when it changed) one JSON line per
+ * process with its cumulative counts (faults, throttles by function), so a SIGKILLed process's figures survive.
+ */
+function recordAwsActivity(file: string, faults: AwsFaults, account: AccountConcurrency, started: Started): void {
+  let last = '';
+  const write = () => {
+    const counts = JSON.stringify({ ...faults.counts, throttles: account.throttlesByFunction() });
+    if (counts === last) return;
+    last = counts;
+    appendFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, ...JSON.parse(counts) })}\n`);
+  };
+  const timer = setInterval(write, 2_000);
+  timer.unref();
+  started.push(async () => {
+    clearInterval(timer);
+    write();
+  });
+}
+
+/** `concurrency <N>, faults <list or none>`: what `npm start` prints after `aws:` before `ready:`. */
+export function awsLine(account: AccountConcurrency, faults: AwsFaults): string {
+  const list = [...faults.enabled].join(', ');
+  return `concurrency ${account.pool}, faults ${list ? `${list} (seed ${faults.seed})` : 'none'}`;
 }
 
 /** One synchronous invocation through Lambda's Invoke API: the function's result or error, or Lambda's refusal. */

@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { operationIdFor } from '../../functions/core/ids';
 import { freePort } from '../../local/dynamodb-local';
@@ -11,6 +13,10 @@ import { isEmbedded } from '../support/target';
  * the same data: none lost, none duplicated, and none sent to a person (`charge_card` has a status lookup,
  * which settles every unknown outcome). Seeded: CHAOS_SEED repeats a run; CHAOS_CHARGES and CHAOS_KILLS
  * size it. Minutes long, so `npm run test:chaos` runs it (CI too); `npm test` skips it.
+ *
+ * `CHAOS_TARGET=template` runs `npm start` in template mode (the synthesized stack: the account's concurrency
+ * pool and Lambda's throttling) with AWS's behaviours injected: `TOOLRUNNER_AWS_FAULTS` (default all of
+ * duplicate-delivery, throttle, cold-start, eventual-reads), seeded from CHAOS_SEED.
  */
 const SEED = Number(process.env.CHAOS_SEED ?? 20_261_202);
 const CHARGES = Number(process.env.CHAOS_CHARGES ?? 300);
@@ -18,6 +24,8 @@ const KILLS = Number(process.env.CHAOS_KILLS ?? 12);
 const RUNS = 10;
 const CONCURRENCY = 8;
 const FAULT_MODES = ['fail_503', 'commit_then_timeout', 'reset_connection', 'rate_limit_429', 'hang'] as const;
+const TEMPLATE = process.env.CHAOS_TARGET === 'template';
+const AWS_FAULTS = process.env.TOOLRUNNER_AWS_FAULTS ?? 'duplicate-delivery,throttle,cold-start,eventual-reads';
 
 const { dataDir, configPath, agentKey, reviewerKey, remove } = agentAndReviewerDataDir('chaos');
 
@@ -26,6 +34,23 @@ afterAll(async () => {
   if (started?.alive()) await started.signalGroup('SIGKILL').catch(() => undefined);
   remove();
 });
+
+/** What template mode's AWS did in every process of the run: the last line each wrote to logs/aws.jsonl, summed. */
+function awsActivity(dir: string): Record<string, unknown> {
+  const file = join(dir, 'logs', 'aws.jsonl');
+  if (!existsSync(file)) return {};
+  const last = new Map<number, Record<string, any>>();
+  for (const line of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
+    const record = JSON.parse(line);
+    last.set(record.pid, record);
+  }
+  const sum: Record<string, any> = { duplicatesDelivered: 0, throttled: 0, coldStarts: 0, staleReads: 0, throttles: {} };
+  for (const r of last.values()) {
+    for (const k of ['duplicatesDelivered', 'throttled', 'coldStarts', 'staleReads']) sum[k] += r[k] ?? 0;
+    for (const [fn, n] of Object.entries(r.throttles ?? {})) sum.throttles[fn] = (sum.throttles[fn] ?? 0) + (n as number);
+  }
+  return sum;
+}
 
 /** Retries `f` while the runner is down (connection refused, reset) until it answers or the deadline passes. */
 async function whileDown<T>(what: string, f: () => Promise<T>, timeoutMs = 120_000): Promise<T> {
@@ -41,7 +66,8 @@ async function whileDown<T>(what: string, f: () => Promise<T>, timeoutMs = 120_0
 }
 
 describe.runIf(isEmbedded && process.env.TOOLRUNNER_CHAOS === '1')('charges under crashes and upstream faults', () => {
-  it(`${CHARGES} charges, ${KILLS} SIGKILLs of npm start (seed ${SEED}): 0 lost, 0 duplicated, 0 sent to a person`, async () => {
+  const where = TEMPLATE ? ` in template mode with ${AWS_FAULTS}` : '';
+  it(`${CHARGES} charges, ${KILLS} SIGKILLs of npm start${where} (seed ${SEED}): 0 lost, 0 duplicated, 0 sent to a person`, async () => {
     const rng = seeded(SEED);
     const pick = <T>(items: readonly T[]) => items[Math.floor(rng() * items.length)];
     const ports = { api: await freePort(), sandbox: await freePort() };
@@ -50,6 +76,7 @@ describe.runIf(isEmbedded && process.env.TOOLRUNNER_CHAOS === '1')('charges unde
       SANDBOX_PORT: String(ports.sandbox),
       TOOLRUNNER_DATA_DIR: dataDir,
       TOOLRUNNER_CONFIG: configPath,
+      ...(TEMPLATE ? { TOOLRUNNER_HANDLERS: 'template', TOOLRUNNER_AWS_FAULTS: AWS_FAULTS, TOOLRUNNER_AWS_FAULTS_SEED: String(SEED) } : {}),
     };
     const begun = Date.now();
     started = await npmStart(env);
@@ -146,10 +173,11 @@ describe.runIf(isEmbedded && process.env.TOOLRUNNER_CHAOS === '1')('charges unde
       outcomes[`${op.envelope?.status}/${op.envelope?.code ?? '-'}`] =
         (outcomes[`${op.envelope?.status}/${op.envelope?.code ?? '-'}`] ?? 0) + 1;
     console.log(
-      `chaos (seed ${SEED}): ${CHARGES} charges, ${KILLS} SIGKILLs, ${stats.faults} faults injected, ${stats.resubmits} resubmissions; ` +
+      `chaos${where} (seed ${SEED}): ${CHARGES} charges, ${KILLS} SIGKILLs, ${stats.faults} faults injected, ${stats.resubmits} resubmissions; ` +
         `${ledger.length} charges in the ledger, ${duplicated} duplicated, ${lost.length} lost, ${phantom.length} phantom, ${toPerson.length} sent to a person; ` +
         `outcomes ${JSON.stringify(outcomes)}; restarts ${stats.restartsMs.map((ms) => (ms / 1000).toFixed(1)).join(' ')} s; ${((Date.now() - begun) / 1000).toFixed(0)} s in all`,
     );
+    if (TEMPLATE) console.log(`aws (summed over ${KILLS + 1} processes): ${JSON.stringify(awsActivity(dataDir))}`);
     // What a failure needs to be understood: each wrong operation's lifecycle, beside the upstream's ledger.
     for (const op of [...lost.map((e) => byKey.get(e.idempotencyKey!)), ...phantom]) {
       if (!op) continue;

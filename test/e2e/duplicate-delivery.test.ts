@@ -92,6 +92,6 @@ describe.runIf(handlerMode === 'template')('duplicate deliveries of every Expres
     // Nobody was asked to settle anything.
     const reviews = await api.request('GET', '/v1/reviews?status=open', { key: keys.reviewer });
     expect((reviews.body.reviews as { operationId: string }[]).filter((r) => ids.includes(r.operationId))).toEqual([]);
-    expect(stack.awsFaults!.duplicatesDelivered).toBeGreaterThan(ids.length);
+    expect(stack.awsFaults!.counts.duplicatesDelivered).toBeGreaterThan(ids.length);
   }, 240_000);
 });

@@ -18,9 +18,17 @@ async function pendingApproval(runId: string, callId: string) {
   const submitted = await api.call(keys.agent, runId, { callId, name: 'charge_card', arguments: bigCharge });
   expect(submitted.status).toBe(202);
   expect(submitted.body.state).toBe('awaiting_approval');
-  const list = await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver });
-  const approval = list.body.approvals.find((a: { operationId: string }) => a.operationId === submitted.body.operationId);
-  expect(approval).toBeDefined();
+  // The pending list is an index query, eventually consistent on DynamoDB: a just-requested approval may take
+  // a moment to be listed, as a person refreshing the console would see.
+  const approval = await api.until(
+    'the approval to be listed',
+    async () =>
+      (await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver })).body.approvals.find(
+        (a: { operationId: string }) => a.operationId === submitted.body.operationId,
+      ),
+    (found) => found !== undefined,
+    15_000,
+  );
   return { opId: submitted.body.operationId as string, approval };
 }
 

@@ -1,11 +1,15 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FunctionProcess } from '../../local/template/function-process';
 import { LAMBDA_PAYLOAD_LIMIT_BYTES, LambdaFunction } from '../../local/template/lambda-pool';
+import { lambdaNode } from '../../local/template/lambda-node';
 
 // A function of our own, run the way template mode runs every function of the template: its code in a
-// directory, its handler `index.handler`, in a worker thread with exactly the environment it is given.
+// directory, its handler `index.handler`, in a worker thread of the function's own process (on the Node.js of
+// the Lambda runtime when installed) with exactly the environment it is given.
 const CODE = `
 let invocations = 0;
 export const handler = async (event, context) => {
@@ -15,7 +19,7 @@ export const handler = async (event, context) => {
   if (event.bytes) return 'x'.repeat(event.bytes);
   if (event.fail) throw Object.assign(new Error('upstream said no'), { name: 'UpstreamRefused' });
   console.log(JSON.stringify({ level: 'INFO', message: 'invoked', requestId: context.awsRequestId }));
-  return { env: { ...process.env }, invocations, remaining: context.getRemainingTimeInMillis(), name: context.functionName };
+  return { env: { ...process.env }, invocations, remaining: context.getRemainingTimeInMillis(), name: context.functionName, node: process.version };
 };
 `;
 
@@ -24,8 +28,12 @@ let fn: LambdaFunction;
 let quick: LambdaFunction;
 const environment = { TABLE_RUNS: 'local-runs', POWERTOOLS_LOG_LEVEL: 'INFO', AWS_REGION: 'us-east-1' };
 
-const probe = (name: string, timeoutSeconds: number) =>
-  new LambdaFunction({
+const node = lambdaNode('nodejs24.x');
+const processes: FunctionProcess[] = [];
+const probe = (name: string, timeoutSeconds: number) => {
+  const host = new FunctionProcess(node.binary, name, () => undefined);
+  processes.push(host);
+  return new LambdaFunction({
     name,
     arn: `arn:aws:lambda:us-east-1:000000000000:function:${name}`,
     codeDir: dir,
@@ -36,7 +44,9 @@ const probe = (name: string, timeoutSeconds: number) =>
     logGroupName: `/aws/lambda/${name}`,
     logFile: join(dir, 'logs', `${name}.log`),
     maxConcurrency: 2,
+    startInstance: host.start,
   });
+};
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'toolrunner-fn-'));
@@ -48,6 +58,7 @@ beforeAll(() => {
 afterAll(async () => {
   await fn?.close();
   await quick?.close();
+  await Promise.all(processes.map((p) => p.close()));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -106,4 +117,48 @@ describe('a function as template mode runs it', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_150);
     expect(results.length).toBe(3);
   });
+
+  it("runs in a process of its own, on the Lambda runtime's Node.js major when it is installed", async () => {
+    const out = (await fn.invoke({})) as { node: string };
+    expect(out.node).toBe(await processes[0].version);
+    // scripts/node-major.sh 24 installs it (`.ci/run` does); without it, this machine's Node runs the functions.
+    if (!node.note) expect(out.node).toMatch(/^v24\./);
+    else expect(out.node).toBe(process.version);
+  });
+
+  it('leaves no function process behind when its parent is SIGKILLed', async () => {
+    const script = join(dir, 'parent.mts');
+    writeFileSync(
+      script,
+      `import { FunctionProcess } from ${JSON.stringify(join(import.meta.dirname, '../../local/template/function-process.ts'))};
+const host = new FunctionProcess(process.execPath, 'Orphan', () => undefined);
+await host.version;
+console.log('child', (host as any).child.pid);
+setInterval(() => undefined, 1000);
+`,
+    );
+    const parent = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    parent.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    const deadline = Date.now() + 30_000;
+    while (!/child (\d+)/.test(output)) {
+      if (Date.now() > deadline) throw new Error(`the parent never reported its function process: ${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const child = Number(/child (\d+)/.exec(output)![1]);
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive(child)).toBe(true);
+    parent.kill('SIGKILL');
+    while (alive(child)) {
+      if (Date.now() > deadline + 30_000) throw new Error(`function process ${child} outlived its parent`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }, 90_000);
 });

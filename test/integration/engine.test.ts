@@ -266,4 +266,47 @@ describe('the Express variant on the embedded engine', () => {
       await both.close();
     }
   });
+
+  it('fails a Standard execution past its history quota, as Step Functions does (States.Runtime)', async () => {
+    // A quota of 200 events here (25,000 on AWS): a step that keeps asking for another look at once loops until it.
+    const looping = new LocalStepFunctions(
+      [{ name: 'std', definition, type: 'STANDARD' }],
+      Object.fromEntries(
+        LIFECYCLE_FUNCTIONS.map((n) => [arn(n), async (p: any) => ({ operationId: p.operationId, next: 'retry', delaySeconds: 0 })]),
+      ),
+      undefined,
+      undefined,
+      undefined,
+      200,
+    );
+    const client = new SFNClient({
+      endpoint: await looping.listen(),
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      maxAttempts: 1,
+    });
+    try {
+      const started = await client.send(
+        new StartExecutionCommand({
+          stateMachineArn: looping.arnOf('std'),
+          name: 'op_loop',
+          input: JSON.stringify({ operationId: 'op_loop', next: 'validate' }),
+        }),
+      );
+      let described = await client.send(new DescribeExecutionCommand({ executionArn: started.executionArn }));
+      for (let i = 0; i < 400 && described.status === 'RUNNING'; i++) {
+        await new Promise((r) => setTimeout(r, 25));
+        described = await client.send(new DescribeExecutionCommand({ executionArn: started.executionArn }));
+      }
+      expect(described).toMatchObject({ status: 'FAILED', error: 'States.Runtime' });
+      expect(described.cause).toMatch(/maximum number of history events \(200\)/);
+      const history = await client.send(new GetExecutionHistoryCommand({ executionArn: started.executionArn }));
+      // Each loop is about 3 engine events plus 3 for its task; the last is the failure.
+      expect(history.events!.length).toBeGreaterThan(50);
+      expect(history.events!.at(-1)!.type).toBe('ExecutionFailed');
+    } finally {
+      client.destroy();
+      await looping.close();
+    }
+  });
 });

@@ -21,7 +21,7 @@ export interface Keys {
 }
 
 export interface TestStack
-  extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials' | 'configSecretArn' | 'awsFaults'>,
+  extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials' | 'configSecretArn' | 'awsFaults' | 'aws'>,
     Partial<Pick<Stack, 'tables'>> {
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
@@ -108,6 +108,7 @@ export async function startTestStack(
     denials: stack.denials,
     configSecretArn: stack.configSecretArn,
     awsFaults: stack.awsFaults,
+    aws: stack.aws,
     tables: stack.tables,
     keys,
     configPath,
@@ -132,6 +133,8 @@ export async function startTestStack(
         sandbox: new Sandbox(stack.sandboxUrl!),
         published: stack.published,
         denials: stack.denials,
+        awsFaults: stack.awsFaults,
+        aws: stack.aws,
         tables: stack.tables,
       });
       return stack.recovered;
