@@ -2,7 +2,15 @@ import { admissionHolds, applyAdmission } from '../../functions/core/budgets';
 import { canTransition, OperationState } from '../../functions/core/lifecycle';
 import type { OperationRecord, RunRecord } from '../../functions/core/model';
 import { isActive, isOwnOperation } from '../../functions/core/record-predicates';
-import { type LifecyclePort, OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../../functions/core/ports';
+import {
+  type Deps,
+  type LifecyclePort,
+  OperationConflictError,
+  OperationExistsError,
+  RunChangedError,
+  type Store,
+} from '../../functions/core/ports';
+import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
 import type { TraceEvent } from '../../functions/core/trace';
 
 /**
@@ -185,3 +193,24 @@ export const idleLifecycle: LifecyclePort = {
   sendTaskSuccess: async () => undefined,
   sendTaskFailure: async () => undefined,
 };
+
+/**
+ * The dependencies of the pure core for a test that drives the steps itself: the store in memory, the given
+ * tools, one agent allowed every tool, a clock and a fixed random source.
+ */
+export function coreDeps(store: Store, tools: ToolSpec[], clock: () => number): Deps {
+  return {
+    store,
+    tools: makeRegistry(tools),
+    config: async () => ({
+      principals: [{ id: 'agent', key: 'k'.repeat(16), roles: ['agent'], tools: '*' }],
+      approvalSecret: 's'.repeat(32),
+      approvalTtlSeconds: 600,
+    }),
+    lifecycle: idleLifecycle,
+    notifier: { approvalRequested: async () => undefined },
+    now: clock,
+    random: () => 0.5,
+    publicBaseUrl: 'http://runner',
+  };
+}

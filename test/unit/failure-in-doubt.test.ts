@@ -3,15 +3,14 @@ import { z } from 'zod';
 import { nextStep } from '../../functions/core/next-step';
 import { TransportError, UpstreamHttpError } from '../../functions/core/errors';
 import type { Principal } from '../../functions/core/model';
-import type { Deps } from '../../functions/core/ports';
-import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
+import type { ToolSpec } from '../../functions/core/tool-spec';
 import type { TraceEvent } from '../../functions/core/trace';
 import { cancelOperation } from '../../functions/commands/cancel';
 import { executeStep } from '../../functions/steps/execute';
 import { reconcileStep } from '../../functions/steps/reconcile';
 import { reportStep, routeStep } from '../../functions/steps/report';
 import { createRun, submitToolCall } from '../../functions/commands/submit';
-import { idleLifecycle, memoryStore } from '../support/memory-store';
+import { coreDeps, memoryStore } from '../support/memory-store';
 
 /**
  * A request that timed out can still take effect after the status lookup found nothing (it was overtaken
@@ -79,20 +78,7 @@ function harness(withLookup: boolean) {
         }
       : {}),
   } as ToolSpec;
-  const deps: Deps = {
-    store,
-    tools: makeRegistry([charge]),
-    config: async () => ({
-      principals: [{ id: 'agent', key: 'k'.repeat(16), roles: ['agent'], tools: '*' }],
-      approvalSecret: 's'.repeat(32),
-      approvalTtlSeconds: 600,
-    }),
-    lifecycle: idleLifecycle,
-    notifier: { approvalRequested: async () => undefined },
-    now: () => clock,
-    random: () => 0.5,
-    publicBaseUrl: 'http://runner',
-  };
+  const deps = coreDeps(store, [charge], () => clock);
 
   /** Submits one charge and runs the steps its record names, as the state machine would, to its envelope. */
   async function run(answers: Answer[], cancelAfterAttempt?: number) {

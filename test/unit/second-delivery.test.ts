@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { TransportError, UpstreamHttpError } from '../../functions/core/errors';
 import type { Principal } from '../../functions/core/model';
-import type { Deps } from '../../functions/core/ports';
-import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
 import { createRun, submitToolCall } from '../../functions/commands/submit';
 import { executeStep } from '../../functions/steps/execute';
-import { idleLifecycle, memoryStore } from '../support/memory-store';
+import { coreDeps, memoryStore } from '../support/memory-store';
+import { toolSpec } from '../support/records';
 
 /**
  * AWS may deliver a task twice: two Executes for one attempt of a replay-safe charge, the second arriving
@@ -14,7 +12,6 @@ import { idleLifecycle, memoryStore } from '../support/memory-store';
  * key); the first's request committed and then timed out, the second's was refused with a 429, which was
  * recorded as the attempt's outcome, and the charge was never told to the model. One worker sends an attempt.
  */
-const Charge = z.strictObject({ amount: z.number().int() });
 const agent: Principal = { id: 'agent', roles: ['agent'], tools: '*' };
 
 function harness() {
@@ -23,17 +20,9 @@ function harness() {
   const sent: string[] = [];
   let release!: () => void;
   const inFlight = new Promise<void>((r) => (release = r));
-  const charge: ToolSpec = {
+  // The first request commits and its answer never comes; any other is refused (rate limited).
+  const charge = toolSpec({
     name: 'charge',
-    description: 'a charge',
-    inputSchema: Charge,
-    outputSchema: z.object({ id: z.string() }),
-    risk: 'irreversible_write',
-    timeoutMs: 5_000,
-    maxAttempts: 3,
-    supportsIdempotency: true,
-    approval: 'never',
-    // The first request commits and its answer never comes; any other is refused (rate limited).
     execute: async (ctx) => {
       sent.push(ctx.idempotencyKey);
       if (sent.length > 1) throw new UpstreamHttpError(429, undefined, 1, 'slow down');
@@ -41,31 +30,22 @@ function harness() {
       throw new TransportError('timeout', true, 'no answer within the timeout');
     },
     reconcile: async () => ({ found: true as const, result: { id: 'ch_1' } }),
-  } as ToolSpec;
-  const deps: Deps = {
-    store,
-    tools: makeRegistry([charge]),
-    config: async () => ({
-      principals: [{ id: 'agent', key: 'k'.repeat(16), roles: ['agent'], tools: '*' }],
-      approvalSecret: 's'.repeat(32),
-      approvalTtlSeconds: 600,
-    }),
-    lifecycle: idleLifecycle,
-    notifier: { approvalRequested: async () => undefined },
-    now: () => clock,
-    random: () => 0.5,
-    publicBaseUrl: 'http://runner',
+  });
+  const deps = coreDeps(store, [charge], () => clock);
+  /** Submits one charge without waiting: its first attempt's intent recorded, for a worker to send. */
+  const submit = async () => {
+    const run = await createRun(deps, agent, { maxToolCalls: 5, maxTurns: 5, maxSpendCents: 1_000_000, maxWallClockSeconds: 3600 });
+    const submitted = await submitToolCall(deps, run, agent, { callId: 'call_1', turn: 1, name: 'charge', arguments: { amount: 500 } });
+    if (submitted.kind !== 'created') throw new Error(submitted.kind);
+    return submitted.op.operationId;
   };
-  return { deps, store, sent, release, advance: (ms: number) => (clock += ms) };
+  return { deps, store, sent, release, submit, advance: (ms: number) => (clock += ms) };
 }
 
 describe('two deliveries of one Execute task', () => {
   it("the second waits for the first's attempt instead of sending it too; the unknown outcome is reconciled", async () => {
-    const { deps, store, sent, release } = harness();
-    const run = await createRun(deps, agent, { maxToolCalls: 5, maxTurns: 5, maxSpendCents: 1_000_000, maxWallClockSeconds: 3600 });
-    const submitted = await submitToolCall(deps, run, agent, { callId: 'call_1', turn: 1, name: 'charge', arguments: { amount: 500 } });
-    if (submitted.kind !== 'created') throw new Error(submitted.kind);
-    const id = submitted.op.operationId;
+    const { deps, store, sent, release, submit } = harness();
+    const id = await submit();
     // The submission recorded the first attempt's intent; no worker holds it yet.
     expect(await store.getOperation(id)).toMatchObject({ state: 'executing', attempts: 1, attemptClaimed: false });
 
@@ -86,11 +66,8 @@ describe('two deliveries of one Execute task', () => {
   });
 
   it('a worker that finds the sender gone (its lease over) presumes the attempt lost: its outcome is unknown, then looked up', async () => {
-    const { deps, store, sent, advance } = harness();
-    const run = await createRun(deps, agent, { maxToolCalls: 5, maxTurns: 5, maxSpendCents: 1_000_000, maxWallClockSeconds: 3600 });
-    const submitted = await submitToolCall(deps, run, agent, { callId: 'call_1', turn: 1, name: 'charge', arguments: { amount: 500 } });
-    if (submitted.kind !== 'created') throw new Error(submitted.kind);
-    const id = submitted.op.operationId;
+    const { deps, store, sent, advance, submit } = harness();
+    const id = await submit();
     void executeStep(deps, id);
     await new Promise((r) => setTimeout(r, 10));
     const claimed = (await store.getOperation(id))!;
@@ -103,11 +80,8 @@ describe('two deliveries of one Execute task', () => {
   });
 
   it('the submitting API sends the first attempt it recorded itself, without a claim write', async () => {
-    const { deps, store, sent } = harness();
-    const run = await createRun(deps, agent, { maxToolCalls: 5, maxTurns: 5, maxSpendCents: 1_000_000, maxWallClockSeconds: 3600 });
-    const submitted = await submitToolCall(deps, run, agent, { callId: 'call_1', turn: 1, name: 'charge', arguments: { amount: 500 } });
-    if (submitted.kind !== 'created') throw new Error(submitted.kind);
-    const id = submitted.op.operationId;
+    const { deps, store, sent, submit } = harness();
+    const id = await submit();
     const op = (await store.getOperation(id))!;
     void executeStep(deps, id, op, true);
     await new Promise((r) => setTimeout(r, 10));
