@@ -10,7 +10,7 @@ import { attemptLease, attemptLockMs, stepLease } from '../core/leases';
 import type { OperationRecord, Outcome, RunRecord } from '../core/model';
 import { mayCallTool, principalIn } from '../core/policy';
 import type { Deps } from '../core/ports';
-import { attemptUnfinished, replaySafe, requesterOf } from '../core/record-predicates';
+import { attemptUnfinished, replaySafe, requesterOf, senderLeaseLeftMs } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
 import { advance, mustGet } from './advance';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
@@ -61,8 +61,8 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
       }
       // Another delivery of this step, under this execution, is sending it now: wait for its outcome instead
       // of presuming it lost (which would reconcile a call in flight, or send it to a person).
-      const leaseLeft = op.leaseUntil ? Date.parse(op.leaseUntil) - deps.now() : 0;
-      if (op.attemptResumes === op.resumes && leaseLeft > 0) return { value: { kind: 'wait', seconds: leaseLeft / 1000 } };
+      const leaseLeft = senderLeaseLeftMs(op, deps.now());
+      if (leaseLeft > 0) return { value: { kind: 'wait', seconds: leaseLeft / 1000 } };
       // Its worker is gone: its request may still take effect, so it is settled as any unknown outcome.
       return { value: { kind: 'route' }, events: [{ type: 'lose_attempt', leaseUntil: lease() }] };
     }

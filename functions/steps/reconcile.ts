@@ -2,12 +2,13 @@ import { MAX_RECONCILE_LOOKUPS, reconcilePlanOf, type ReconcilePlan } from '../c
 import { backoffSeconds } from '../core/backoff';
 import { deepFreeze } from '../core/canonical';
 import { accepts } from '../core/transition-table';
-import { stepOutput, type StepOutput } from '../core/next-step';
+import { stepOutput, type StepOutput, waitOutput } from '../core/next-step';
 import type { ReconcileFinding } from '../core/lifecycle-events';
 import { RECONCILE_LEASE_MS, reconcileLease } from '../core/leases';
 import { checkOutput } from '../core/classify';
 import type { OperationRecord, Outcome } from '../core/model';
 import type { Deps } from '../core/ports';
+import { senderLeaseLeftMs } from '../core/record-predicates';
 import { backoffOf, type ReconcileResult, type ToolSpec } from '../core/tool-spec';
 import { advance, mustGet } from './advance';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
@@ -23,8 +24,14 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
   const tool = deps.tools.get(first.toolName);
   const plan: ReconcilePlan = tool && first.frozenArguments ? reconcilePlanOf(tool) : 'review';
   const lease = () => reconcileLease(deps.now());
-  const started = await advance(deps, first, (op) => {
-    if (accepts(op, 'lose_attempt'))
+  // Step Functions reaches Reconcile when an Execute task failed. That may be a second delivery of it, throttled
+  // before it ran, while the first still sends the attempt: a worker within its lease is waited for, and an
+  // attempt no worker has taken yet goes back to Execute. Only an attempt whose worker is gone is presumed lost.
+  const started = await advance<boolean | { waitMs: number }>(deps, first, (op) => {
+    if (accepts(op, 'lose_attempt')) {
+      if (op.attemptClaimed === false) return { value: false };
+      const waitMs = senderLeaseLeftMs(op, deps.now());
+      if (waitMs > 0) return { value: { waitMs } };
       return {
         value: true,
         events: [
@@ -32,9 +39,11 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
           { type: 'start_reconcile', plan, leaseUntil: lease() },
         ],
       };
+    }
     if (accepts(op, 'start_reconcile')) return { value: true, events: [{ type: 'start_reconcile', plan, leaseUntil: lease() }] };
     return { value: false };
   });
+  if (typeof started.value === 'object') return waitOutput(started.op, started.value.waitMs / 1000);
   if (!started.value) return stepOutput(started.op, deps.now());
 
   let lookup: Lookup | undefined;

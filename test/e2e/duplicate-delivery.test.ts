@@ -83,7 +83,12 @@ describe.runIf(handlerMode === 'template')('duplicate deliveries of every Expres
     expect(ledger.filter((e) => e.kind === 'shipping_address').length).toBeGreaterThanOrEqual(3);
     // No attempt was presumed lost while another delivery was sending it: no outcome ever unknown.
     const trace = await api.trace(keys.agent, runId);
-    expect(trace.filter((e) => e.type === 'state.transition' && e.to === 'outcome_unknown')).toEqual([]);
+    const unknown = trace.filter((e) => e.type === 'state.transition' && e.to === 'outcome_unknown');
+    const lifecycle = (id: string) =>
+      trace
+        .filter((e) => e.operationId === id)
+        .map((e) => `${e.at} ${e.type} ${e.from ?? ''}>${e.to ?? ''} ${JSON.stringify(e.detail ?? {})}`);
+    expect(unknown, unknown.map((e) => lifecycle(e.operationId!).join('\n')).join('\n\n')).toEqual([]);
     // The read's retry came after its backoff, not when a second delivery arrived.
     const readOp = ids[ids.length - 1];
     const backoff = trace.find((e) => e.operationId === readOp && e.type === 'backoff.scheduled')!;
