@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../support/stack';
+import { seeded } from '../support/seeded';
 import { handlerMode } from '../support/target';
 
 const bigCharge = { amount: 75_000, currency: 'USD', customer: 'cus_starved', description: 'annual plan' };
@@ -84,12 +85,16 @@ describe.runIf(handlerMode === 'template')("people's long polls cannot starve th
     expect((await api.call(keys.agent, runId, blocked, 0)).status).toBe(202);
     let polling = true;
     const answers = new Map<number, number>();
+    const jitter = seeded(20261203);
     const pollers = Array.from({ length: POLLERS }, async () => {
       while (polling) {
         const reply = await api.call(keys.agent, runId, blocked, 25);
         answers.set(reply.status, (answers.get(reply.status) ?? 0) + 1);
-        // A refused poll is tried again a second later, as a client backing off would.
-        if (reply.status >= 500) await new Promise((r) => setTimeout(r, 1_000));
+        // Many clients, not one loop: each polls again after a pause of its own (up to a second), a refused one a
+        // second later still. Pollers that re-asked within the same millisecond would hold the API's every instance
+        // between them for good, and the approver's click below, which shares the ceiling, would rarely get in.
+        const pause = jitter() * 1_000 + (reply.status >= 500 ? 1_000 : 0);
+        await new Promise((r) => setTimeout(r, pause));
       }
     });
     try {
