@@ -64,14 +64,19 @@ describe.runIf(handlerMode === 'template')('a call blocked on a held lock', () =
     const waits = trace
       .filter((e) => e.type === 'backoff.scheduled' && e.detail?.reason === 'lock_busy')
       .map((e) => e.detail!.delaySeconds);
-    expect(waits).toEqual([2, 28, 30, 61]);
+    // 2, 28 and 30 s, then 61 s while a look after it could still make an attempt before the deadline: on time,
+    // one of those (the fourth look 60 s in, the fifth 121 s in); a look that comes late (a loaded machine, cold
+    // starts) ends the call one wait sooner.
+    expect(waits.slice(0, 3)).toEqual([2, 28, 30]);
+    expect(waits.slice(3)).toEqual(waits.length > 3 ? [61] : []);
     expect(trace.find((e) => e.type === 'result.recorded')?.detail).toMatchObject({
       outcome: 'failed_permanent',
       reason: 'lock_wait_deadline',
     });
-    // Five looks over about two minutes of waiting, where an immediate re-entry made 2,438 in the first minute.
+    // One look per wait and the last, which ended it: five over about two minutes of waiting on time, where an
+    // immediate re-entry made 2,438 in the first minute.
     const looks = executeInvocations().length - before;
-    expect(looks).toBe(5);
+    expect(looks).toBe(waits.length + 1);
     const minutes = (Date.now() - started) / 60_000;
     expect(looks / Math.ceil(minutes)).toBeLessThanOrEqual(10);
     // No attempt reached the upstream.
