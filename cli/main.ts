@@ -25,6 +25,13 @@ const COMMANDS = {
   Prints the config document at PATH (or on standard input) with every principal's key replaced by its
   keySha256, for a deployed secret that authenticates without holding any key.
 `,
+  policy: `usage: toolrunner policy schema [--json] [--tools PATH]
+       toolrunner policy test --cases FILE [--tools PATH]
+  schema  prints the Cedar schema policies are validated against (from the tools and TOOLRUNNER_CONFIG's principals)
+  test    evaluates each case of FILE (a JSON list of { principal, tool, input, run?, now?, expect }) against the
+          policies of TOOLRUNNER_CONFIG; exits 1 when any decision is not the expected one
+  --tools PATH   the tools module (default: the demo tools)
+`,
   'notes-api': `usage: toolrunner notes-api
   Serves the quick start's example upstream: a notes API on NOTES_PORT (default 4000).
 `,
@@ -36,6 +43,7 @@ const USAGE = `usage: toolrunner <command> [options]
                                     TOOLRUNNER_CONFIG; TOOLRUNNER_TOOLS=PATH is the same as --tools)
   toolrunner trace RUN_ID           a run's trace as a timeline (TOOLRUNNER_URL, TOOLRUNNER_KEY)
   toolrunner keys hash [PATH]       a config document with keys replaced by their SHA-256 (for the deployed secret)
+  toolrunner policy schema|test     the policies' schema; test cases against the policies (TOOLRUNNER_CONFIG)
   toolrunner notes-api              the quick start's example upstream: a notes API on NOTES_PORT (default 4000)
   toolrunner --version              the installed version
   toolrunner <command> --help       one command's usage
@@ -126,6 +134,27 @@ async function keys(args: string[]): Promise<void> {
   }
 }
 
+async function policy(args: string[]): Promise<void> {
+  const { values, positionals } = argsOf('policy', {
+    args,
+    allowPositionals: true,
+    options: { tools: { type: 'string' }, cases: { type: 'string' }, json: { type: 'boolean' } },
+  });
+  const sub = positionals[0];
+  if (positionals.length !== 1 || (sub !== 'schema' && sub !== 'test')) usageError('policy needs the subcommand schema or test', 'policy');
+  if (sub === 'test' && !values.cases) usageError('policy test needs --cases FILE', 'policy');
+  let tools: Awaited<ReturnType<typeof loadTools>> | undefined;
+  if (values.tools) tools = await loadTools(values.tools).catch((error: Error) => fail(`--tools: ${error.message}`, 2));
+  const { printSchema, testPolicies } = await import('./policy');
+  const io = { out: (text: string) => process.stdout.write(text), configPath: process.env.TOOLRUNNER_CONFIG || undefined, tools };
+  try {
+    if (sub === 'schema') printSchema(io, values.json === true);
+    else if (!testPolicies(io, values.cases!)) process.exitCode = 1;
+  } catch (error) {
+    fail(`policy ${sub}: ${(error as Error).message}`);
+  }
+}
+
 const NotesEnv = z.object({ NOTES_PORT: z.coerce.number().int().min(0).max(65535).default(4000) });
 
 async function notesApi(args: string[]): Promise<void> {
@@ -164,6 +193,8 @@ async function main(argv: string[]): Promise<void> {
       return notesApi(rest);
     case 'keys':
       return keys(rest);
+    case 'policy':
+      return policy(rest);
   }
 }
 

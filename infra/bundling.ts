@@ -1,4 +1,6 @@
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BuildOptions } from 'esbuild';
 import type { BundlingOptions, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -21,14 +23,32 @@ export const LAMBDA_BUNDLING = {
   externalModules: [] as string[],
   // Some CommonJS dependencies call require(); an ESM bundle has none of its own.
   banner: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);",
+  // CommonJS dependencies that read a file beside themselves (the Cedar engine's .wasm) find it beside the bundle.
+  define: { __dirname: 'import.meta.dirname' },
 } as const;
+
+/**
+ * Files every bundle needs beside it: the Cedar engine's WebAssembly module, which its loader reads from its
+ * own folder (`__dirname`, the bundle's folder once bundled). Loaded only where policies are configured.
+ */
+export function filesBesideBundle(): string[] {
+  const loader = createRequire(import.meta.url).resolve('@cedar-policy/cedar-wasm/nodejs');
+  return [join(dirname(loader), 'cedar_wasm_bg.wasm')];
+}
+
+/** The file name the construct's `policiesFile` gets beside each bundle (TOOLRUNNER_POLICIES_FILE names it). */
+export const BUNDLED_POLICIES_FILE = 'policies.cedar';
 
 /** The bare import under which the tools-running Lambda entries import the user's tools module. */
 export const USER_TOOLS_MODULE = 'toolrunner-user-tools';
 
 /** The `NodejsFunction` bundling props for one Lambda whose entry may import the user's tools. */
-export function cdkBundling(toolsEntry: string, target: string = LAMBDA_BUNDLING.target): BundlingOptions {
+export function cdkBundling(toolsEntry: string, target: string = LAMBDA_BUNDLING.target, policiesFile?: string): BundlingOptions {
   const b = LAMBDA_BUNDLING;
+  const copies = [
+    ...filesBesideBundle().map((file) => ({ from: file, to: basename(file) })),
+    ...(policiesFile ? [{ from: policiesFile, to: BUNDLED_POLICIES_FILE }] : []),
+  ];
   return {
     format: b.format as OutputFormat,
     target,
@@ -38,7 +58,14 @@ export function cdkBundling(toolsEntry: string, target: string = LAMBDA_BUNDLING
     mainFields: [...b.mainFields],
     externalModules: [...b.externalModules],
     banner: b.banner,
+    define: { ...b.define },
     esbuildArgs: { '--alias': `${USER_TOOLS_MODULE}=${toolsEntry}` },
+    commandHooks: {
+      beforeBundling: () => [],
+      beforeInstall: () => [],
+      afterBundling: (_input: string, output: string) =>
+        copies.map(({ from, to }) => `cp ${JSON.stringify(from)} ${JSON.stringify(join(output, to))}`),
+    },
   };
 }
 
@@ -62,6 +89,7 @@ export function esbuildOptions(entry: string, outfile: string, toolsEntry: strin
     mainFields: [...b.mainFields],
     external: [...b.externalModules],
     banner: { js: b.banner },
+    define: { ...b.define },
     alias: { [USER_TOOLS_MODULE]: toolsEntry },
     logLevel: 'warning',
   };

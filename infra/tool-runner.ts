@@ -31,7 +31,7 @@ import {
   readExpressDefinition,
 } from '../statemachines/definition';
 import { LONGEST_WAIT_SECONDS } from '../functions/http/wait';
-import { cdkBundling, runnerFile } from './bundling';
+import { BUNDLED_POLICIES_FILE, cdkBundling, runnerFile } from './bundling';
 import { API_ROUTES, FUNCTIONS, type FunctionName, RUNS_TOOL_CODE } from './functions';
 import { RunnerMonitoring, type RunnerAlarm } from './monitoring';
 import { RunnerOAuth, type ToolRunnerOAuth } from './oauth';
@@ -215,6 +215,13 @@ export interface ToolRunnerProps {
    * @default - bearer keys only (unless the principals document has `oauth`)
    */
   readonly oauth?: ToolRunnerOAuth;
+  /**
+   * A Cedar policy file (docs/policies.md) deployed beside every function's bundle: loaded once per cold start,
+   * and winning over the config secret's `policies`, so policies reviewed in code cannot be undone by editing the
+   * secret. Alternatively put the text in the secret's `policies`.
+   * @default - the secret's `policies`, if any; without policies, roles and tool lists decide
+   */
+  readonly policiesFile?: string;
   /**
    * The Lambda runtime of every function (a Node.js runtime, 22 or newer); the bundles target its Node.js major.
    * @default lambda.Runtime.NODEJS_24_X
@@ -492,6 +499,8 @@ export class ToolRunner extends Construct {
     });
     this.apiUrl = this.api.apiEndpoint;
 
+    const policiesFile = props.policiesFile && resolve(props.policiesFile);
+    if (policiesFile && !existsSync(policiesFile)) throw new Error(`ToolRunner: policiesFile ${policiesFile} does not exist`);
     const environment: Record<string, string> = {
       ...Object.fromEntries(Object.entries(TABLE_ENV).map(([tid, name]) => [name, this.tables[tid as TableLayout['id']].tableName])),
       STATE_MACHINE_ARN: stateMachineArn,
@@ -506,6 +515,7 @@ export class ToolRunner extends Construct {
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
       POWERTOOLS_LOG_LEVEL: 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
+      ...(policiesFile ? { TOOLRUNNER_POLICIES_FILE: BUNDLED_POLICIES_FILE } : {}),
     };
     // Absolute, because esbuild resolves an alias target from the directory it runs in, not from here.
     const toolsEntry = resolve(props.tools.entry);
@@ -576,7 +586,7 @@ export class ToolRunner extends Construct {
           // per million calls each in ingestion); Lambda's Duration, Errors and Throttles metrics and the spans
           // tell their time. Their own log lines still pass, as do Lambda's warnings and errors (a timeout).
           ...(name === 'Tools' || name === 'Api' ? { systemLogLevelV2: lambda.SystemLogLevel.WARN } : {}),
-          bundling: cdkBundling(toolsEntry, bundleTargetOf(runtime)),
+          bundling: cdkBundling(toolsEntry, bundleTargetOf(runtime), policiesFile),
           reservedConcurrentExecutions: reservedFor(name as FunctionName),
         });
         this.grantPorts(fn, spec.tables, ports, {

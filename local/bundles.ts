@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, version as esbuildVersion } from 'esbuild';
-import { DEMO_TOOLS_ENTRY, esbuildOptions, LAMBDA_BUNDLING, runnerFile } from '../infra/bundling';
+import { DEMO_TOOLS_ENTRY, esbuildOptions, filesBesideBundle, LAMBDA_BUNDLING, runnerFile } from '../infra/bundling';
 import { FUNCTIONS, type FunctionName } from '../infra/functions';
 
 /** Where bundles are cached between runs (beside other tools' caches, ignored by git). */
@@ -56,6 +56,7 @@ export async function lambdaBundle(name: FunctionName, options: { toolsEntry?: s
     metafile: true,
     logLevel: 'error',
   });
+  for (const file of filesBesideBundle()) copyFileSync(file, join(dir, buildName, basename(file)));
   const inputs = Object.fromEntries(Object.keys(result.metafile.inputs).map((f) => [resolve(f), signature(resolve(f))!]));
   const next: BuildRecord = { build: buildName, inputs };
   const temp = `${recordFile}.${buildName}`;

@@ -365,6 +365,7 @@ export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): 
         inputHash: op.inputHash,
         requestedBy: requesterOf(op),
         expiresAt: op.approval!.expiresAt,
+        ...(op.policies ? { policies: op.policies } : {}),
         url: approvalUrl(deps, config.approvalSecret, op, principal.id),
       })),
       nextCursor: page.nextKey ? encodeCursor(page.nextKey as Parameters<typeof encodeCursor>[0]) : undefined,

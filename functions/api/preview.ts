@@ -12,8 +12,7 @@ import type { z } from 'zod';
  * from the same pure function, with no operation, no attempt and no budget used.
  */
 export async function previewToolCall(deps: Deps, run: RunRecord, caller: Principal, body: z.infer<typeof PreviewSchema>) {
-  const config = await deps.config();
-  await toolsReady(deps.tools);
+  const [config, policy] = await Promise.all([deps.config(), deps.policies?.(), toolsReady(deps.tools)]);
   const parsed = parseArguments(body.arguments);
   const decision = previewCall({
     tool: deps.tools.get(body.name),
@@ -22,6 +21,7 @@ export async function previewToolCall(deps: Deps, run: RunRecord, caller: Princi
     principal: principalIn(config, caller.id),
     arguments: parsed,
     approvalTtlSeconds: config.approvalTtlSeconds,
+    policy,
     run,
     now: deps.now(),
     turn: body.turn ?? Math.max(run.lastTurn, 1),
@@ -30,6 +30,7 @@ export async function previewToolCall(deps: Deps, run: RunRecord, caller: Princi
     decision: decision.decision,
     ...(decision.decision === 'deny' ? { code: decision.code } : {}),
     message: decision.message,
+    ...(decision.policies ? { policies: decision.policies } : {}),
     inputHash: argumentsHash(parsed, body.arguments),
   };
 }

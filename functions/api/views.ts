@@ -40,6 +40,7 @@ export function operationView(op: OperationRecord, envelope: Envelope | undefine
     state: op.state,
     risk: op.risk,
     inputHash: op.inputHash,
+    ...(op.policies ? { policies: op.policies } : {}),
     ...(showIdempotencyKey ? { idempotencyKey: op.idempotencyKey } : {}),
     attempts: op.attempts,
     createdAt: op.createdAt,

@@ -105,7 +105,7 @@ export async function submitToolCall(
   const parsed = parseArguments(call.arguments);
   const inputHash = argumentsHash(parsed, call.arguments);
   const operationId = operationIdFor(run.runId, call.callId);
-  const config = await deps.config();
+  const [config, policy] = await Promise.all([deps.config(), deps.policies?.()]);
   const tool = deps.tools.get(call.name);
   let current = run;
   // No read first: the conditional create says whether the operation exists, and hands it back if so.
@@ -114,7 +114,16 @@ export async function submitToolCall(
     if (existing) return answerDuplicate(deps, run, existing, caller, call, inputHash);
     const now = deps.now();
     const validation = validationOf(
-      decideCall({ toolName: call.name, tool, principal: caller, arguments: parsed, approvalTtlSeconds: config.approvalTtlSeconds, now }),
+      decideCall({
+        toolName: call.name,
+        tool,
+        principal: caller,
+        arguments: parsed,
+        approvalTtlSeconds: config.approvalTtlSeconds,
+        now,
+        policy,
+        run: current,
+      }),
     );
     const admission = admitCall(current, call.turn, validation.decision === 'allow' ? validation.costCents : 0, now);
     if (!admission.admitted && admission.reason === 'run_closed') {

@@ -1,5 +1,5 @@
 import type { Approval, Review, RunsPage } from '../client';
-import { RISK_TEXT, summaryLines } from '../html/approval-page';
+import { policiesLine, RISK_TEXT, summaryLines } from '../html/approval-page';
 import { escapeHtml, INVISIBLE_STYLE, visibleText } from '../html/page-basics';
 import { TIMELINE_STYLE } from '../html/timeline-page';
 import { formatCents } from '../core/format';
@@ -123,7 +123,7 @@ ${summary.length ? `<ul class="summary">${summary.map((line) => `<li>${visibleTe
 ${risk ? `<p class="muted">This tool ${RISK_TEXT[risk]}.</p>` : ''}
 <dl>
 <dt>Requested by</dt><dd>${visibleText(a.requestedBy)}</dd>
-<dt>Run</dt><dd>${mayReadOthersRuns ? runLink(a.runId) : `<code>${visibleText(a.runId)}</code>`}</dd>
+${a.policies ? `<dt>Policies</dt><dd class="policies">${visibleText(policiesLine(a.policies))}</dd>\n` : ''}<dt>Run</dt><dd>${mayReadOthersRuns ? runLink(a.runId) : `<code>${visibleText(a.runId)}</code>`}</dd>
 <dt>Operation</dt><dd><code>${visibleText(a.operationId)}</code></dd>
 <dt>Expires</dt><dd>${time(a.expiresAt)}</dd>
 <dt>Arguments hash</dt><dd><code>${visibleText(a.inputHash)}</code></dd>

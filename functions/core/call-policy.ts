@@ -1,8 +1,9 @@
 import { admitCall } from './budgets';
 import { canonicalJson, deepFreeze, hashValue, sha256, type ParsedArguments } from './canonical';
 import type { Validation } from './lifecycle-events';
-import type { Outcome, Principal, RunRecord } from './model';
+import type { Outcome, PolicyIds, Principal, RunRecord, ShadowDecision } from './model';
 import { mayCallTool } from './policy';
+import { type PolicyAnswer, type PolicyEvaluator, type PolicyRequest, runFactsOf } from './policy-schema';
 import { dropNullOptionals } from './provider-shapes';
 import { deadlineSecondsOf, needsApproval, type ToolSpec } from './tool-spec';
 
@@ -12,7 +13,7 @@ export const MAX_FROZEN_BYTES = 128 * 1024;
 type DenyOutcome = Extract<Outcome, { kind: 'rejected' | 'budget_exhausted' | 'cancelled' }>;
 
 export type CallDecision =
-  | { decision: 'deny'; code: DenyOutcome['code']; message: string; outcome: DenyOutcome }
+  | { decision: 'deny'; code: DenyOutcome['code']; message: string; outcome: DenyOutcome; policies?: PolicyIds; shadow?: ShadowDecision }
   | {
       decision: 'allow' | 'require_approval';
       message: string;
@@ -24,6 +25,10 @@ export type CallDecision =
       risk: ToolSpec['risk'];
       /** When the whole operation must end: its tool's deadline, plus the approval's time to live if it needs one. */
       deadlineAt: string;
+      /** Where configured policies decided: the determining policy ids of each action. */
+      policies?: PolicyIds;
+      /** What `@mode("log_only")` policies would have decided, where they took part. */
+      shadow?: ShadowDecision;
     };
 
 export interface CallPolicyInput {
@@ -35,7 +40,14 @@ export interface CallPolicyInput {
   arguments: ParsedArguments;
   approvalTtlSeconds: number;
   now: number;
+  /** The configured policies; without them the principal's roles and tool list decide alone (the built-in policy). */
+  policy?: PolicyEvaluator;
+  /** The run before this call (`context.run`); a preview or submission always has it. */
+  run?: Pick<RunRecord, 'usage' | 'createdAt'>;
 }
+
+/** The id naming the built-in policy (roles and tool lists) where it decided. */
+export const BUILTIN_POLICY_ID = 'builtin.roles_and_tools';
 
 /**
  * The policy decision for one proposed call, as one pure function, so submission and the preview route
@@ -43,14 +55,17 @@ export interface CallPolicyInput {
  * policy; the first failing check decides. Budgets are the run's admission (budgets.ts), which needs the
  * cost computed here.
  */
-export function decideCall({ tool, toolName, principal, arguments: parsed, approvalTtlSeconds, now }: CallPolicyInput): CallDecision {
-  const reject = (code: Extract<Outcome, { kind: 'rejected' }>['code'], message: string): CallDecision => ({
+export function decideCall(input: CallPolicyInput): CallDecision {
+  const { tool, toolName, principal, arguments: parsed, approvalTtlSeconds, now } = input;
+  const reject = (code: Extract<Outcome, { kind: 'rejected' }>['code'], message: string, policies?: PolicyIds): CallDecision => ({
     decision: 'deny',
     code,
     message,
     outcome: { kind: 'rejected', code, message },
+    ...(policies ? { policies } : {}),
   });
   if (!tool) return reject('unknown_tool', `there is no tool named ${toolName}`);
+  // The roles and tool list stay the outer bound: policies decide within them, never beyond.
   if (!mayCallTool(principal, tool.name)) return reject('forbidden', `this principal may not call ${tool.name}`);
   if (!parsed.ok) return reject('invalid_arguments', parsed.message);
   // A strict-mode model sends null for an optional field it leaves out; that null means "absent".
@@ -58,7 +73,17 @@ export function decideCall({ tool, toolName, principal, arguments: parsed, appro
   if (!checked.success) return reject('invalid_arguments', describeIssues(checked.error.issues));
   const frozenArguments = canonicalJson(checked.data);
   if (Buffer.byteLength(frozenArguments) > MAX_FROZEN_BYTES) return reject('invalid_arguments', 'arguments are larger than 128 KiB');
-  const approvalRequired = needsApproval(tool, checked.data);
+  const specApproval = needsApproval(tool, checked.data);
+  const ruled =
+    input.policy && principal
+      ? applyPolicies(input.policy, { principal, tool, input: checked.data, run: runFactsOf(input.run, now), now }, specApproval)
+      : undefined;
+  if (ruled && !ruled.call.allowed)
+    return {
+      ...reject('forbidden', refusalMessage(tool.name, ruled.call.determining), ruled.ids),
+      ...(ruled.shadow ? { shadow: ruled.shadow } : {}),
+    };
+  const approvalRequired = specApproval || (ruled !== undefined && !ruled.unattended?.allowed);
   const deadlineMs = deadlineSecondsOf(tool) * 1000 + (approvalRequired ? approvalTtlSeconds * 1000 : 0);
   return {
     decision: approvalRequired ? 'require_approval' : 'allow',
@@ -69,13 +94,83 @@ export function decideCall({ tool, toolName, principal, arguments: parsed, appro
     approvalRequired,
     risk: tool.risk,
     deadlineAt: new Date(now + deadlineMs).toISOString(),
+    ...(ruled ? { policies: ruled.ids } : {}),
+    ...(ruled?.shadow ? { shadow: ruled.shadow } : {}),
+  };
+}
+
+/**
+ * Both questions a call puts to the policies: may it be called, and may it run unattended (asked only where the
+ * tool itself does not already require a person: policies add approvals, never waive one).
+ */
+function applyPolicies(policy: PolicyEvaluator, request: Omit<PolicyRequest, 'action'>, specApproval: boolean) {
+  const call = policy.evaluate({ ...request, action: 'call' });
+  const unattended = call.allowed && !specApproval ? policy.evaluate({ ...request, action: 'unattended' }) : undefined;
+  const ids: PolicyIds = unattended ? { call: call.determining, unattended: unattended.determining } : { call: call.determining };
+  return { call, unattended, ids, shadow: shadowOf(call, unattended, specApproval) };
+}
+
+function shadowOf(call: PolicyAnswer, unattended: PolicyAnswer | undefined, specApproval: boolean): ShadowDecision | undefined {
+  if (!call.shadow && !unattended?.shadow) return undefined;
+  const callWould = call.shadow ?? call;
+  // Where the enforced policies denied the call, its unattended action was never asked: it would have been.
+  const unattendedWould = unattended?.shadow ?? unattended;
+  const decision = !callWould.allowed ? 'deny' : specApproval || !unattendedWould?.allowed ? 'require_approval' : 'allow';
+  const policies = [...new Set([...(call.shadow?.determining ?? []), ...(unattended?.shadow?.determining ?? [])])].sort();
+  return { decision, policies };
+}
+
+function refusalMessage(toolName: string, determining: readonly string[]): string {
+  return determining.length > 0
+    ? `this principal may not call ${toolName}: forbidden by ${determining.map((id) => `"${id}"`).join(', ')}`
+    : `this principal may not call ${toolName}: no policy permits it`;
+}
+
+/**
+ * The check before each attempt: may the call still go on, with `run` and `now` as they are at that moment?
+ * The roles and tool list, then the policies' tool action again (a person's approval is not asked twice).
+ */
+export function recheckCall(input: {
+  tool: ToolSpec;
+  principal: Principal | undefined;
+  frozenInput: unknown;
+  run: Pick<RunRecord, 'usage' | 'createdAt'> | undefined;
+  now: number;
+  policy?: PolicyEvaluator;
+}): { allowed: true } | { allowed: false; message: string; policies?: string[] } {
+  const { tool, principal } = input;
+  if (!mayCallTool(principal, tool.name)) return { allowed: false, message: `this principal may no longer call ${tool.name}` };
+  if (!input.policy || !principal) return { allowed: true };
+  const answer = input.policy.evaluate({
+    principal,
+    tool,
+    action: 'call',
+    input: input.frozenInput,
+    run: runFactsOf(input.run, input.now),
+    now: input.now,
+  });
+  if (answer.allowed) return { allowed: true };
+  return {
+    allowed: false,
+    message: refusalMessage(tool.name, answer.determining).replace('may not', 'may no longer'),
+    policies: answer.determining,
   };
 }
 
 /** The decision as the lifecycle engine records it (its `validate` event). */
 export function validationOf(decision: CallDecision): Validation {
+  // Only where configured policies decided does the detail name them: without policies it reads as it always has.
+  const ruled = {
+    ...(decision.policies ? { policies: decision.policies } : {}),
+    ...(decision.shadow ? { shadow: decision.shadow } : {}),
+  };
   if (decision.decision === 'deny')
-    return { decision: 'deny', outcome: decision.outcome, detail: { decision: 'deny', code: decision.code } };
+    return {
+      decision: 'deny',
+      outcome: decision.outcome,
+      detail: { decision: 'deny', code: decision.code, ...(decision.policies ? { policies: decision.policies } : {}) },
+      ...ruled,
+    };
   const { risk, frozenArguments, costCents, approvalRequired, deadlineAt } = decision;
   return {
     decision: 'allow',
@@ -84,7 +179,14 @@ export function validationOf(decision: CallDecision): Validation {
     costCents,
     approvalRequired,
     deadlineAt,
-    detail: { decision: 'allow', approval: approvalRequired ? 'required' : 'not_required', risk, costCents },
+    detail: {
+      decision: 'allow',
+      approval: approvalRequired ? 'required' : 'not_required',
+      risk,
+      costCents,
+      ...(decision.policies ? { policies: decision.policies } : {}),
+    },
+    ...ruled,
   };
 }
 

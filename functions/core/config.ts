@@ -38,6 +38,23 @@ export const PrincipalSchema = z
     roles: z.array(RoleSchema).min(1),
     tools: ToolListSchema,
     notify: NotifySchema.optional(),
+    /** What policies see of this principal besides its roles (`principal.<name>`): flat names, simple values. */
+    attributes: z
+      .record(
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'an attribute name is a Cedar identifier: letters, digits, _'),
+        z.union([
+          z.string().max(1000),
+          z
+            .number()
+            .int()
+            .min(-(2 ** 53) + 1)
+            .max(2 ** 53 - 1),
+          z.boolean(),
+          z.array(z.string().max(1000)).max(100),
+        ]),
+      )
+      .refine((a) => !('roles' in a), "roles is the principal's own; choose another attribute name")
+      .optional(),
   })
   .refine((p) => p.key !== undefined || p.keySha256 !== undefined || p.oauthSubject !== undefined, {
     message: 'a principal needs a key (or its keySha256), an oauthSubject, or both',
@@ -121,6 +138,14 @@ export const RunnerConfigSchema = z
     /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; http/request-origin.ts). */
     mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
     oauth: OAuthSchema.optional(),
+    /** Cedar policies deciding who may call what and what needs a person (docs/policies.md); without them, roles and tool lists decide. */
+    policies: z.string().min(1).max(1_000_000).optional(),
+    /** The same, from a file (relative to the configuration file's folder; on AWS, to the functions' asset). */
+    policiesFile: z.string().min(1).max(4096).optional(),
+  })
+  .refine((config) => config.policies === undefined || config.policiesFile === undefined, {
+    message: 'policies or policiesFile, not both',
+    path: ['policiesFile'],
   })
   .superRefine((config, ctx) => {
     // Every webhook receiver holds its approver's notify.secret: it must open nothing else.

@@ -10,6 +10,7 @@ import {
   type LifecycleEventType,
   noEvents,
   type Transition,
+  type Validation,
 } from './lifecycle-events';
 import { type ApprovalInfo, type OperationRecord, type Outcome, SCHEMA_VERSION } from './model';
 import { envelopeOf } from './next-step';
@@ -95,10 +96,12 @@ export function propose(p: Proposal, now: number): Transition {
 
 const validate: Handler<'validate'> = (op, event, { ids }) => {
   const v = event.validation;
-  const decided: NewTraceEvent = { type: 'policy.decision', ...ids, detail: v.detail };
+  const decided: NewTraceEvent[] = [{ type: 'policy.decision', ...ids, detail: v.detail }];
+  // Log-only policies decide nothing; the trace says what they would have decided, beside what was enforced.
+  if (v.shadow) decided.push({ type: 'policy.shadow', ...ids, detail: { ...v.shadow, enforced: enforcedDecision(v) } });
   if (v.decision === 'deny') {
-    const settled = recordOutcome(op, v.outcome);
-    return { op: settled.op, events: [decided, ...settled.events] };
+    const settled = recordOutcome(v.policies ? { ...op, policies: v.policies } : op, v.outcome);
+    return { op: settled.op, events: [...decided, ...settled.events] };
   }
   const moved = moveTo(op, S.validated, {
     risk: v.risk,
@@ -110,9 +113,15 @@ const validate: Handler<'validate'> = (op, event, { ids }) => {
     deadlineAt: v.deadlineAt,
     leaseUntil: event.leaseUntil,
     plan: { next: v.approvalRequired ? 'await_approval' : 'execute' },
+    ...(v.policies ? { policies: v.policies } : {}),
   });
-  return { op: moved.op, events: [decided, ...moved.events] };
+  return { op: moved.op, events: [...decided, ...moved.events] };
 };
+
+function enforcedDecision(v: Validation): 'allow' | 'deny' | 'require_approval' {
+  if (v.decision === 'deny') return 'deny';
+  return v.approvalRequired ? 'require_approval' : 'allow';
+}
 
 const exhaustBudget: Handler<'exhaust_budget'> = (op, event) =>
   recordOutcome(op, { kind: 'budget_exhausted', code: 'budget_exhausted', message: event.message });

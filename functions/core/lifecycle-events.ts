@@ -1,5 +1,5 @@
 import type { AfterAttempt, DoubtSettlement, ReconcilePlan } from './attempt-policy';
-import type { OperationRecord, Outcome } from './model';
+import type { OperationRecord, Outcome, PolicyIds, ShadowDecision } from './model';
 import type { NewTraceEvent } from './trace';
 
 /** What the validation step decided (see call-policy), as the engine needs it. */
@@ -12,8 +12,16 @@ export type Validation =
       approvalRequired: boolean;
       deadlineAt: string;
       detail: Record<string, unknown>;
+      policies?: PolicyIds;
+      shadow?: ShadowDecision;
     }
-  | { decision: 'deny'; outcome: Exclude<Outcome, { kind: 'succeeded' }>; detail: Record<string, unknown> };
+  | {
+      decision: 'deny';
+      outcome: Exclude<Outcome, { kind: 'succeeded' }>;
+      detail: Record<string, unknown>;
+      policies?: PolicyIds;
+      shadow?: ShadowDecision;
+    };
 
 export type ReconcileFinding =
   | { result: 'found'; outcome: Outcome }

@@ -19,6 +19,20 @@ export interface Principal {
   id: string;
   roles: Role[];
   tools: string[] | '*';
+  /** What policies see of this principal besides its roles (`principal.<name>` in Cedar; docs/policies.md). */
+  attributes?: Record<string, string | number | boolean | string[]>;
+}
+
+/** The determining policy ids of a call: of its tool action, and of its unattended action where it was asked. */
+export interface PolicyIds {
+  call: string[];
+  unattended?: string[];
+}
+
+export interface ShadowDecision {
+  decision: 'allow' | 'deny' | 'require_approval';
+  /** The log-only policies among the determining ones (or all determining ids where the decision would differ). */
+  policies: string[];
 }
 
 export interface Budgets {
@@ -146,6 +160,8 @@ export interface OperationRecord {
   /** When the whole operation must end, set at validation. */
   deadlineAt?: string;
   approvalRequired?: boolean;
+  /** Where configured policies decided the call: their determining ids (the approval page and console show them). */
+  policies?: PolicyIds;
   approval?: ApprovalInfo;
   /** Server-side only; never leaves the process in an API response, log or trace. */
   approvalTaskToken?: string;

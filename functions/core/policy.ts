@@ -25,7 +25,7 @@ export function findPrincipal(
   matches: (entry: PrincipalEntry) => boolean,
 ): Principal | undefined {
   const entry = config.principals.find(matches);
-  return entry && { id: entry.id, roles: entry.roles, tools: entry.tools };
+  return entry && { id: entry.id, roles: entry.roles, tools: entry.tools, ...(entry.attributes ? { attributes: entry.attributes } : {}) };
 }
 
 /** The principal with this id in a configuration already read (one read per step, not one per lookup). */

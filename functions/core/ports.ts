@@ -1,5 +1,6 @@
 import type { AdmissionDelta } from './budgets';
 import type { RunnerConfig } from './config';
+import type { PolicyEvaluator } from './policy-schema';
 import type { MetricName } from './metric-names';
 import type { OperationRecord, Outcome, RunRecord, RunStatus, Risk } from './model';
 import type { ToolContext, ToolRegistry } from './tool-spec';
@@ -279,6 +280,8 @@ export interface Deps {
   telemetry?: Telemetry;
   metrics?: Metrics;
   recentRuns?: RecentRuns;
+  /** The configured Cedar policies, loaded once per change; undefined when the configuration has none (roles and tool lists decide). */
+  policies?: () => Promise<PolicyEvaluator | undefined>;
   /** Where tool code runs instead of this process (a deployment that isolates tools); absent: here. */
   toolHost?: ToolHost;
 }

@@ -165,6 +165,7 @@ function seconds(ms: number): string {
 const KINDS: Record<string, LineKind> = {
   'operation.proposed': 'proposal',
   'policy.decision': 'policy',
+  'policy.shadow': 'policy',
   'state.transition': 'transition',
   'approval.requested': 'approval',
   'approval.decided': 'approval',
@@ -197,6 +198,20 @@ function isNotable(event: TimelineEvent): boolean {
 }
 
 /** What happened, in words; unknown types still show their type and detail. */
+/** The determining policy ids of a decision, as `by a, b` (the call's, then its unattended action's). */
+function policyIdsText(value: unknown): string | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const { call, unattended } = value as { call?: unknown; unattended?: unknown };
+  return (
+    [idsText(call), Array.isArray(unattended) && `unattended ${idsText(unattended) ?? 'by no policy'}`].filter(Boolean).join(', ') ||
+    undefined
+  );
+}
+
+function idsText(value: unknown): string | undefined {
+  return Array.isArray(value) && value.length > 0 ? `by ${value.map(String).join(', ')}` : undefined;
+}
+
 export function describe(event: TimelineEvent): string {
   const d = event.detail ?? {};
   const text = (key: string) => (d[key] === undefined || d[key] === null ? undefined : String(d[key]));
@@ -214,7 +229,10 @@ export function describe(event: TimelineEvent): string {
         text('approval') && `approval ${text('approval')}`,
         text('risk'),
         typeof d.costCents === 'number' && `cost ${formatCents(d.costCents)}`,
+        policyIdsText(d.policies),
       );
+    case 'policy.shadow':
+      return parts('log-only policies would', text('decision'), `(enforced: ${text('enforced') ?? '?'})`, idsText(d.policies));
     case 'approval.requested':
       return parts('approval requested', text('approvalId'), text('expiresAt') && `expires ${text('expiresAt')}`);
     case 'approval.decided': {

@@ -3,6 +3,8 @@ export const TraceType = {
   operationProposed: 'operation.proposed',
   stateTransition: 'state.transition',
   policyDecision: 'policy.decision',
+  /** What `@mode("log_only")` policies would have decided (not enforced), beside the enforced decision. */
+  policyShadow: 'policy.shadow',
   approvalRequested: 'approval.requested',
   approvalDecided: 'approval.decided',
   attemptStarted: 'attempt.started',

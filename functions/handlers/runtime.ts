@@ -1,3 +1,4 @@
+import { dirname, resolve as resolvePath } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SFNClient, type SFNClientConfig } from '@aws-sdk/client-sfn';
@@ -5,6 +6,7 @@ import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { z } from 'zod';
 import { fileConfigSource, secretConfigSource } from '../adapters/config-source';
+import { policySource } from '../adapters/policy-source';
 import { makeDocumentClient, makeDynamoStore } from '../adapters/dynamo-store';
 import { watchedStore } from '../steps/operation-watch';
 import { consoleChannel, makeNotifier, snsChannel, webhookChannel } from '../adapters/notifier';
@@ -41,6 +43,8 @@ const EnvSchema = z
     SANDBOX_URL: z.string().url().optional(),
     PUBLIC_BASE_URL: z.string().url(),
     TOOLRUNNER_CONFIG: z.string().min(1).optional(),
+    /** The construct's `policiesFile`, beside the bundle: it wins over the configuration's policies. */
+    TOOLRUNNER_POLICIES_FILE: z.string().min(1).optional(),
     CONFIG_SECRET_ARN: z.string().min(1).optional(),
     /** The approval links topic: only the construct's `approvers` subscribe, each filtered on `approverId`. */
     APPROVAL_TOPIC_ARN: z.string().min(1).optional(),
@@ -121,12 +125,20 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
       )
     : undefined;
   const notifier = makeNotifier([webhookChannel({ config }), sns ?? consoleChannel()], { metrics });
+  // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
+  const registry = withMcpUpstreams(makeRegistry(userTools), config);
+  // A policiesFile is relative to the configuration file's folder locally, to the functions' asset on Lambda.
+  const baseDir = env.TOOLRUNNER_CONFIG && !env.CONFIG_SECRET_ARN ? dirname(resolvePath(env.TOOLRUNNER_CONFIG)) : process.cwd();
   return {
     store,
     watch,
     blobs,
-    // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
-    tools: withMcpUpstreams(makeRegistry(userTools), config),
+    tools: registry,
+    // The deployed policy file sits beside the bundle (infra/bundling.ts), whatever the working directory.
+    policies: policySource(config, registry, {
+      baseDir,
+      deployedFile: env.TOOLRUNNER_POLICIES_FILE && resolvePath(import.meta.dirname, env.TOOLRUNNER_POLICIES_FILE),
+    }),
     toolHost,
     config,
     lifecycle: sfnLifecycle(

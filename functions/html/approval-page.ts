@@ -1,4 +1,4 @@
-import type { OperationRecord, Risk } from '../core/model';
+import type { OperationRecord, PolicyIds, Risk } from '../core/model';
 import type { ToolSpec } from '../core/tool-spec';
 import { escapeHtml, INVISIBLE_STYLE, visibleText } from './page-basics';
 
@@ -9,11 +9,27 @@ export const RISK_TEXT: Record<Risk, string> = {
   irreversible_write: 'has an effect that cannot be undone',
 };
 
-/** Why a person is asked: the tool's approval policy, in words. */
-function approvalReason(tool: ToolSpec | undefined): string {
+/** Why a person is asked: the configured policies (where they decided) or the tool's approval policy, in words. */
+function approvalReason(tool: ToolSpec | undefined, policies: PolicyIds | undefined): string {
+  // The unattended action is asked only where the tool itself did not require a person.
+  if (policies?.unattended)
+    return policies.unattended.length > 0
+      ? `The policies forbid running this call without a person (${quoteIds(policies.unattended)}).`
+      : 'No policy lets this call run without a person.';
   if (!tool) return 'This tool is no longer registered; its policy asked for approval when the call was made.';
   if (tool.approval === 'always') return 'The policy of this tool asks a person to approve every call.';
   return 'A rule in the policy of this tool asks a person to approve a call with these arguments.';
+}
+
+function quoteIds(ids: readonly string[]): string {
+  return ids.map((id) => `"${id}"`).join(', ');
+}
+
+/** The determining policy ids of a call in words (the approval page and the console): which permitted it, which asked for a person. */
+export function policiesLine(policies: PolicyIds): string {
+  const call = policies.call.length > 0 ? `call permitted by ${quoteIds(policies.call)}` : 'call permitted by no policy';
+  if (!policies.unattended) return call;
+  return `${call}; unattended ${policies.unattended.length > 0 ? `decided by ${quoteIds(policies.unattended)}` : 'permitted by no policy'}`;
 }
 
 /**
@@ -68,11 +84,11 @@ export function approvalPage(op: OperationRecord, approverId: string, sig: strin
     `<h1>Approve <code>${visibleText(op.toolName)}</code>?</h1>
 ${summary.length ? `<ul id="summary">${summary.map((line) => `<li>${visibleText(line)}</li>`).join('')}</ul>` : ''}
 <h2>Why you are asked</h2>
-<p id="reason">${visibleText(approvalReason(tool))} Risk: <span class="risk">${visibleText(risk ?? 'unknown')}</span>${risk && risk in RISK_TEXT ? ` (${RISK_TEXT[risk as Risk]})` : ''}.</p>
+<p id="reason">${visibleText(approvalReason(tool, op.policies))} Risk: <span class="risk">${visibleText(risk ?? 'unknown')}</span>${risk && risk in RISK_TEXT ? ` (${RISK_TEXT[risk as Risk]})` : ''}.</p>
 <dl>
 <dt>Tool</dt><dd><code>${visibleText(op.toolName)}</code></dd>
 <dt>Risk</dt><dd class="risk">${visibleText(risk ?? 'unknown')}</dd>
-<dt>Requested by</dt><dd>${visibleText(op.principalId)}</dd>
+${op.policies ? `<dt>Policies</dt><dd id="policies">${visibleText(policiesLine(op.policies))}</dd>\n` : ''}<dt>Requested by</dt><dd>${visibleText(op.principalId)}</dd>
 <dt>Run</dt><dd><code>${visibleText(op.runId)}</code></dd>
 <dt>Operation</dt><dd><code>${visibleText(op.operationId)}</code></dd>
 <dt>Expires</dt><dd><time datetime="${escapeHtml(approval.expiresAt)}">${visibleText(approval.expiresAt)}</time></dd>

@@ -130,6 +130,9 @@ export const EnvelopeSchema = z.looseObject({
   allowed_next_actions: z.array(z.string()),
 });
 
+/** The `@id`s of the policies that decided a call (docs/policies.md). */
+export const PolicyIdsSchema = z.strictObject({ call: z.array(z.string()), unattended: z.array(z.string()).optional() });
+
 /** A call that is not reported yet: it waits for a person or took longer than `Prefer: wait`. */
 export const PendingSchema = z.looseObject({
   operationId: z.string(),
@@ -146,6 +149,8 @@ export const OperationSchema = z.looseObject({
   state: z.enum(Object.values(OperationState) as [OperationState, ...OperationState[]]),
   risk: z.enum(['read', 'reversible_write', 'irreversible_write']).optional(),
   inputHash: z.string(),
+  /** Where configured policies decided the call: their determining ids (docs/policies.md). */
+  policies: PolicyIdsSchema.optional(),
   idempotencyKey: z.string().optional().describe('Only for reviewers and admins, who look an effect up upstream by it; never for agents.'),
   attempts: z.number(),
   createdAt: z.string(),
@@ -192,6 +197,8 @@ export const ApprovalSchema = z.looseObject({
   inputHash: z.string(),
   requestedBy: z.string(),
   expiresAt: z.string(),
+  /** Where configured policies decided the call: their determining ids. */
+  policies: PolicyIdsSchema.optional(),
   url: z.string(),
 });
 export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema), nextCursor: z.string().optional() });
@@ -215,6 +222,8 @@ export const PreviewResultSchema = z.looseObject({
   decision: z.enum(['allow', 'deny', 'require_approval']),
   code: z.string().optional(),
   message: z.string(),
+  /** Where configured policies decided: the determining policy ids of the tool action and of its unattended action. */
+  policies: PolicyIdsSchema.optional(),
   inputHash: z.string(),
 });
 export const ReviewsSchema = z.looseObject({

@@ -8,7 +8,8 @@ import { stepOutput, type StepOutput, waitOutput } from '../core/next-step';
 import type { LifecycleEvent } from '../core/lifecycle-events';
 import { attemptLease, attemptLockMs, stepLease } from '../core/leases';
 import type { OperationRecord, Outcome, RunRecord } from '../core/model';
-import { mayCallTool, principalIn } from '../core/policy';
+import { recheckCall } from '../core/call-policy';
+import { principalIn } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { attemptUnfinished, replaySafe, requesterOf, senderLeaseLeftMs } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
@@ -41,12 +42,12 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
   }
 
   // A fresh attempt re-checks authorization and the run first (permissions can change while an approval waits).
-  const checks = readyToAttempt(first) ? await preAttemptContext(deps, first) : undefined;
+  const checks = readyToAttempt(first) ? await preAttemptContext(deps, first, tool, input) : undefined;
   const begun = await advance<Plan>(deps, first, (op) => {
     if (readyToAttempt(op)) {
       // A delivery ahead of the lifecycle's own wait (AWS may deliver a task twice): that wait comes first.
       if (op.plan?.notBefore && deps.now() < Date.parse(op.plan.notBefore)) return { value: { kind: 'route' } };
-      const stop = checks && preAttemptStop(tool, op, checks.run, checks.authorized, deps.now());
+      const stop = checks && preAttemptStop(tool, op, checks.run, checks.refusal, deps.now());
       if (stop) return { value: { kind: 'route' }, events: [stop] };
       return { value: { kind: 'send', attempt: op.attempts + 1 }, events: [{ type: 'start_attempt', leaseUntil: lease() }] };
     }
@@ -102,9 +103,16 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
   return stepOutput(finished.op, deps.now());
 }
 
-async function preAttemptContext(deps: Deps, op: OperationRecord): Promise<{ run: RunRecord | undefined; authorized: boolean }> {
-  const [run, config] = await Promise.all([deps.store.getRun(op.runId), deps.config()]);
-  return { run, authorized: mayCallTool(principalIn(config, requesterOf(op)), op.toolName) };
+/** The run as it is now, and why the call may no longer go on if it may not (roles, tool list, the policies again). */
+async function preAttemptContext(
+  deps: Deps,
+  op: OperationRecord,
+  tool: ToolSpec,
+  input: unknown,
+): Promise<{ run: RunRecord | undefined; refusal: string | undefined }> {
+  const [run, config, policy] = await Promise.all([deps.store.getRun(op.runId), deps.config(), deps.policies?.()]);
+  const check = recheckCall({ tool, principal: principalIn(config, requesterOf(op)), frozenInput: input, run, now: deps.now(), policy });
+  return { run, refusal: check.allowed ? undefined : check.message };
 }
 
 /** Pre-attempt checks (authorization, run cancelled or expired, deadline): the event that stops the attempt, if any. */
@@ -112,12 +120,12 @@ function preAttemptStop(
   tool: ToolSpec,
   op: OperationRecord,
   run: RunRecord | undefined,
-  authorized: boolean,
+  refusal: string | undefined,
   now: number,
 ): LifecycleEvent | undefined {
   const going = run ? mayContinue(run, now) : ({ ok: false, reason: 'run_closed', message: 'the run no longer exists' } as const);
   let outcome: Exclude<Outcome, { kind: 'succeeded' }> | undefined;
-  if (!authorized) outcome = { kind: 'rejected', code: 'forbidden', message: `this principal may no longer call ${tool.name}` };
+  if (refusal) outcome = { kind: 'rejected', code: 'forbidden', message: refusal };
   else if (!going.ok)
     outcome =
       going.reason === 'run_closed'

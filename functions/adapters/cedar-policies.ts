@@ -1,0 +1,154 @@
+import { createHash } from 'node:crypto';
+import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import {
+  type CedarType,
+  cedarRequestOf,
+  type PolicyAnswer,
+  type PolicyEvaluator,
+  type PolicyRequest,
+  type PrincipalAttribute,
+  policySchema,
+  principalAttributeTypes,
+} from '../core/policy-schema';
+import type { ToolSpec } from '../core/tool-spec';
+
+/** Why a policy text was refused at load: its line (1-based) where Cedar gives one, and the reason. */
+export interface PolicyProblem {
+  line?: number;
+  message: string;
+}
+
+export type CompiledPolicies = { ok: true; evaluator: PolicyEvaluator } | { ok: false; problems: PolicyProblem[] };
+
+type PrincipalEntry = { attributes?: Record<string, PrincipalAttribute> };
+
+/**
+ * Parses the policy text, validates it (strict mode) against the schema of these tools, and loads it into the
+ * engine once: each evaluation after that is one call into the in-process Wasm engine, with no parsing.
+ * Compiled sets are kept per (text, tools, attribute types), so a configuration re-read unchanged costs nothing.
+ */
+export function compilePolicies(
+  text: string,
+  tools: readonly Pick<ToolSpec, 'name' | 'inputSchema'>[],
+  principals: readonly PrincipalEntry[],
+): CompiledPolicies {
+  const attributes = principalAttributeTypes(principals);
+  const schema = policySchema(tools, attributes);
+  const key = createHash('sha256').update(text).update('\0').update(JSON.stringify(schema)).digest('hex').slice(0, 32);
+  const cached = compiled.get(key);
+  if (cached) return cached;
+  const result = compile(text, schema, attributes, key);
+  compiled.set(key, result);
+  if (compiled.size > 16) compiled.delete(compiled.keys().next().value as string);
+  return result;
+}
+
+const compiled = new Map<string, CompiledPolicies>();
+
+function compile(text: string, schema: Record<string, unknown>, attributes: Record<string, CedarType>, key: string): CompiledPolicies {
+  const parts = cedar.policySetTextToParts(text);
+  if (parts.type === 'failure') return { ok: false, problems: parts.errors.map((e) => problemOf(text, e)) };
+  if (parts.policy_templates.length > 0)
+    return { ok: false, problems: [{ message: 'policy templates are not supported; write static policies' }] };
+  const validation = cedar.validate({
+    schema: schema as cedar.Schema,
+    policies: { staticPolicies: text },
+    validationSettings: { mode: 'strict' },
+  });
+  if (validation.type === 'failure') return { ok: false, problems: validation.errors.map((e) => problemOf(text, e)) };
+  if (validation.validationErrors.length > 0)
+    return { ok: false, problems: validation.validationErrors.map((e) => problemOf(text, e.error, e.policyId)) };
+
+  const enforced: Record<string, string> = {};
+  const all: Record<string, string> = {};
+  for (const [index, policy] of parts.policies.entries()) {
+    const json = cedar.policyToJson(policy);
+    const annotations = json.type === 'success' ? (json.json.annotations ?? {}) : {};
+    const id = annotations.id ?? `policy${index}`;
+    if (id in all) return { ok: false, problems: [{ line: lineOfPolicy(text, index), message: `two policies have @id("${id}")` }] };
+    const mode = annotations.mode;
+    if (mode !== undefined && mode !== 'log_only' && mode !== 'enforce')
+      return { ok: false, problems: [{ line: lineOfPolicy(text, index), message: `@mode is "log_only" or "enforce", not "${mode}"` }] };
+    all[id] = policy;
+    if (mode !== 'log_only') enforced[id] = policy;
+  }
+  const shadowed = Object.keys(all).length > Object.keys(enforced).length;
+  load(`enforced:${key}`, enforced);
+  if (shadowed) load(`all:${key}`, all);
+  const shadowIds = new Set(Object.keys(all).filter((id) => !(id in enforced)));
+  return {
+    ok: true,
+    evaluator: {
+      size: Object.keys(all).length,
+      evaluate(request: PolicyRequest): PolicyAnswer {
+        const cedarRequest = cedarRequestOf(request, attributes);
+        const answer = decide(`enforced:${key}`, cedarRequest);
+        if (!shadowed) return answer;
+        const would = decide(`all:${key}`, cedarRequest);
+        const tookPart = would.determining.some((id) => shadowIds.has(id));
+        return would.allowed !== answer.allowed || tookPart ? { ...answer, shadow: would } : answer;
+      },
+    },
+  };
+}
+
+function load(id: string, policies: Record<string, string>): void {
+  const loaded = cedar.preparsePolicySet(id, { staticPolicies: policies });
+  if (loaded.type === 'failure') throw new Error(`the policy engine refused a validated set: ${loaded.errors[0]?.message}`);
+}
+
+function decide(setId: string, request: ReturnType<typeof cedarRequestOf>): PolicyAnswer {
+  const out = cedar.statefulIsAuthorized({
+    principal: request.principal,
+    action: request.action,
+    resource: request.resource,
+    context: request.context as cedar.Context,
+    entities: request.entities as cedar.Entities,
+    preparsedPolicySetId: setId,
+    validateRequest: false,
+  });
+  // An evaluation the engine cannot complete denies (fail closed); a policy that errors on this request is skipped by Cedar.
+  if (out.type === 'failure') return { allowed: false, determining: [] };
+  return { allowed: out.response.decision === 'allow', determining: [...out.response.diagnostics.reason].sort() };
+}
+
+function problemOf(text: string, error: cedar.DetailedError, policyId?: string): PolicyProblem {
+  const start = error.sourceLocations?.[0]?.start;
+  const label = error.sourceLocations?.[0]?.label;
+  const message = [error.message, label, error.help].filter(Boolean).join(': ');
+  const line =
+    start !== undefined ? lineAt(text, start) : policyId ? lineOfPolicy(text, Number(policyId.replace('policy', ''))) : undefined;
+  return line === undefined ? { message } : { line, message };
+}
+
+function lineAt(text: string, offset: number): number {
+  return text.slice(0, offset).split('\n').length;
+}
+
+/** The line where the index-th policy starts (Cedar names unannotated policies policy0, policy1, …). */
+function lineOfPolicy(text: string, index: number): number | undefined {
+  const parts = cedar.policySetTextToParts(text);
+  if (parts.type === 'failure' || !parts.policies[index]) return undefined;
+  let from = 0;
+  for (let i = 0; i < index; i++) from = text.indexOf(parts.policies[i], from) + parts.policies[i].length;
+  const at = text.indexOf(parts.policies[index], from);
+  return at < 0 ? undefined : lineAt(text, at);
+}
+
+/** Problems as one line each, as the load log and the CLI print them. */
+export function describePolicyProblems(origin: string, problems: readonly PolicyProblem[]): string {
+  return problems.map((p) => `${origin}${p.line === undefined ? '' : `:${p.line}`}: ${p.message}`).join('\n');
+}
+
+/** The schema policies are validated against, in Cedar's schema syntax (`toolrunner policy schema`), or as JSON. */
+export function policySchemaText(
+  tools: readonly Pick<ToolSpec, 'name' | 'inputSchema'>[],
+  principals: readonly PrincipalEntry[],
+  format: 'cedar' | 'json' = 'cedar',
+): string {
+  const schema = policySchema(tools, principalAttributeTypes(principals));
+  if (format === 'json') return `${JSON.stringify(schema, null, 2)}\n`;
+  const text = cedar.schemaToText(schema as cedar.Schema);
+  if (text.type === 'failure') throw new Error(`the schema has no Cedar text form: ${text.errors[0]?.message}`);
+  return `${text.text.trimEnd()}\n`;
+}
