@@ -19,6 +19,8 @@ import { sweep } from '../../functions/steps/resume';
 import { recentRuns } from '../../functions/steps/recent-runs';
 import { createRun, submitToolCall } from '../../functions/commands/submit';
 import { memoryStore } from '../support/memory-store';
+import { compilePolicies } from '../../functions/adapters/cedar-policies';
+import type { TraceEvent } from '../../functions/core/trace';
 
 /**
  * Model-based tests of the lifecycle engine: random interleavings of submissions (with duplicates and
@@ -168,7 +170,23 @@ const CALLS = [
   { name: 'read', arguments: { ref: 'r1' } },
   { name: 'nope', arguments: {} },
   { name: 'pay', arguments: { ref: 'p3', amount: 'x' } },
+  // Under POLICIES: over the cap (refused), and over the unattended limit but under the tool's own (a person).
+  { name: 'pay', arguments: { ref: 'p4', amount: 500 } },
+  { name: 'pay', arguments: { ref: 'p5', amount: 30 } },
 ];
+
+/** Half the schedules run under these policies, the clock starting two minutes before pay closes. */
+const POLICIES = `
+@id("agents-call") permit(principal, action in Action::"call", resource);
+@id("pay-cap") forbid(principal, action == Action::"pay", resource) when { context.input.amount > 100 };
+@id("pay-closes-at-14") forbid(principal, action == Action::"pay", resource) when { context.now.hour >= 14 };
+@id("unattended-others") permit(principal, action in [Action::"mail:unattended", Action::"move:unattended", Action::"read:unattended"], resource);
+@id("unattended-small-pay") permit(principal, action == Action::"pay:unattended", resource) when { context.input.amount <= 20 };
+`;
+const PAY_CLOSES_AT = Date.parse('2026-11-30T14:00:00Z');
+const compiledPolicies = compilePolicies(POLICIES, tools(new Upstream(() => 0)), []);
+if (!compiledPolicies.ok) throw new Error(JSON.stringify(compiledPolicies.problems));
+const policyEvaluator = compiledPolicies.evaluator;
 
 type Action =
   | { kind: 'submit'; call: number; conflicting: boolean; process: number }
@@ -229,8 +247,8 @@ function crashing(store: Store, atWrite: number): Store {
 const agent: Principal = { id: 'agent', roles: ['agent'], tools: '*' };
 const SECRET = 'model-secret-0123456789abcdef';
 
-async function scenario(actions: Action[]): Promise<void> {
-  let clock = Date.parse('2026-11-30T12:00:00Z');
+async function scenario(actions: Action[], underPolicies: boolean): Promise<void> {
+  let clock = Date.parse(underPolicies ? '2026-11-30T13:58:00Z' : '2026-11-30T12:00:00Z');
   const store = memoryStore(() => clock);
   const up = new Upstream(() => clock);
   /** Operations with a live execution (Step Functions would be driving them). */
@@ -262,6 +280,7 @@ async function scenario(actions: Action[]): Promise<void> {
     now: () => clock,
     random: () => 0.5,
     publicBaseUrl: 'http://runner',
+    ...(underPolicies ? { policies: async () => policyEvaluator } : {}),
   };
   const run: RunRecord = await createRun(base, agent, {
     maxToolCalls: 6,
@@ -405,6 +424,7 @@ async function scenario(actions: Action[]): Promise<void> {
     }
     // Success is reported only for what happened.
     if (o.envelope?.status === 'succeeded' && o.toolName !== 'read') expect(effects).toBe(1);
+    if (underPolicies) policyInvariants(o, effects, events);
   }
   // Budgets never exceeded, and every call admitted counted once, whichever process admitted it on what it remembered.
   expect(finalRun.usage.toolCalls).toBeLessThanOrEqual(finalRun.budgets.maxToolCalls);
@@ -418,14 +438,34 @@ async function scenario(actions: Action[]): Promise<void> {
   }
 }
 
+/** What POLICIES promise, whatever the interleaving: the cap, the closing hour (re-checked before every attempt), the approvals they add. */
+function policyInvariants(o: OperationRecord, effects: number, events: TraceEvent[]): void {
+  const amount = (JSON.parse((o.frozenArguments ?? o.rawArguments)!) as { amount?: unknown }).amount;
+  if (o.toolName !== 'pay' || typeof amount !== 'number') return;
+  const decided = o.outcome?.kind !== 'budget_exhausted' && o.outcome?.kind !== 'cancelled';
+  // Over the cap: refused at submission by the policy that says so, never sent.
+  if (amount > 100) {
+    expect(effects, `${o.operationId} over the cap`).toBe(0);
+    if (decided) expect(o.outcome).toMatchObject({ kind: 'rejected', code: 'forbidden', message: expect.stringContaining('"pay-cap"') });
+  }
+  // Over the unattended limit: a person approved whatever took effect.
+  if (amount > 20 && effects > 0) expect(o.approval?.state, `${o.operationId} ran unattended`).toBe('approved');
+  // No attempt of a pay starts once pay has closed: the re-check before each attempt evaluates again.
+  for (const e of events)
+    if (e.operationId === o.operationId && e.type === 'attempt.started')
+      expect(Date.parse(e.at), `${o.operationId} attempted at ${e.at}`).toBeLessThan(PAY_CLOSES_AT);
+  // Every call the policies decided names the policies that decided it.
+  if (decided) expect(o.policies?.call.length, `${o.operationId} names no policy`).toBeGreaterThan(0);
+}
+
 describe('the lifecycle under any interleaving (model-based)', () => {
-  it(`keeps its invariants over ${RUNS} random schedules (seed ${SEED})`, async () => {
+  it(`keeps its invariants over ${RUNS} random schedules, half of them under Cedar policies (seed ${SEED})`, async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(action, { minLength: 5, maxLength: 40 }), async (actions) => {
+      fc.asyncProperty(fc.array(action, { minLength: 5, maxLength: 40 }), fc.boolean(), async (actions, underPolicies) => {
         // The in-memory store never leaves the microtask queue: one event-loop turn per schedule lets the
         // worker answer vitest, which otherwise times out talking to a busy machine's worker.
         await new Promise((resolve) => setImmediate(resolve));
-        await scenario(actions);
+        await scenario(actions, underPolicies);
       }),
       { numRuns: RUNS, seed: SEED, endOnFailure: true },
     );
