@@ -74,6 +74,80 @@ function cpuSeconds(dynamoPid: number, nodePid: number) {
   return { dynamodbLocal: processCpuSeconds(dynamoPid), server: processCpuSeconds(nodePid), client: (own.user + own.system) / 1e6 };
 }
 
+/**
+ * Fifty policies of the shapes docs/policies.md shows (spend caps on input fields, hours, roles, attributes, log-only
+ * candidates), all of which a `get_order` call passes, to measure what deciding by policies costs per call.
+ */
+export function fiftyPolicies(): string {
+  const lines = [
+    '@id("calls") permit(principal, action in Action::"call", resource) when { principal.roles.contains("agent") };',
+    '@id("reads-unattended") permit(principal, action == Action::"get_order:unattended", resource);',
+  ];
+  for (let i = 0; i < 48; i++) {
+    const id = `rule-${i}`;
+    switch (i % 6) {
+      case 0:
+        lines.push(
+          `@id("${id}") forbid(principal, action == Action::"charge_card", resource) when { context.input.amount > ${200_000 + i} };`,
+        );
+        break;
+      case 1:
+        lines.push(
+          `@id("${id}") forbid(principal, action == Action::"get_order", resource) when { context.input.orderId == "ord_blocked_${i}" };`,
+        );
+        break;
+      case 2:
+        lines.push(`@id("${id}") forbid(principal, action, resource) when { context.run.toolCalls > ${1_000_000 + i} };`);
+        break;
+      case 3:
+        lines.push(
+          `@id("${id}") permit(principal, action == Action::"charge_card:unattended", resource) when { context.input.amount <= ${20_000 + i} && context.now.hour >= 0 };`,
+        );
+        break;
+      case 4:
+        lines.push(
+          `@id("${id}") forbid(principal, action == Action::"send_email", resource) when { context.input.to like "*@blocked-${i}.test" };`,
+        );
+        break;
+      default:
+        lines.push(
+          `@id("${id}") @mode("log_only") forbid(principal, action == Action::"get_order", resource) when { context.input.orderId == "ord_shadow_${i}" };`,
+        );
+    }
+  }
+  return lines.join('\n');
+}
+
+/** A second `npm start`, on the same DynamoDB Local, whose config holds the same principal and fifty policies. */
+async function policiesServer(dynamoEndpoint: string, key: string): Promise<{ apiUrl: string; pid: number; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'toolrunner-bench-policies-'));
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({
+      principals: [{ id: 'agent', key, roles: ['agent'], tools: '*' }],
+      approvalSecret: 'bench-secret-0123456789abcdef',
+      policies: fiftyPolicies(),
+    }),
+    { mode: 0o600 },
+  );
+  const env = { ...knobs(dir, await freePort(), await freePort()), TOOLRUNNER_DYNAMODB_ENDPOINT: dynamoEndpoint };
+  const npm = await npmStart(env, {
+    command: PROFILE_DIR
+      ? ['node', '--cpu-prof', `--cpu-prof-dir=${join(PROFILE_DIR, 'with-policies')}`, '--import', 'tsx', 'local/main.ts']
+      : undefined,
+  });
+  const apiUrl = npm.output().match(/ready: api=(\S+)/)?.[1];
+  if (!apiUrl) throw new Error(`npm start printed no api URL:\n${npm.output()}`);
+  return {
+    apiUrl,
+    pid: serverPid(npm),
+    stop: async () => {
+      await npm.signalGroup('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const readyMs = await timeToReady();
   const dynamo = await startDynamoLocal();
@@ -101,17 +175,19 @@ async function main(): Promise<void> {
   if (!ready) throw new Error(`npm start printed no api and sandbox URL:\n${npm.output()}`);
   const [, apiUrl, sandboxUrl] = ready;
   const nodePid = serverPid(npm);
+  let policyCost: Record<string, unknown> = {};
 
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json', prefer: 'wait=25' };
-  const post = async (path: string, body: unknown) => {
-    const res = await fetch(`${apiUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+  const postTo = async (base: string, path: string, body: unknown) => {
+    const res = await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
     return (await res.json()) as any;
   };
-  const createRun = async () => (await post('/v1/runs', { budgets: { maxToolCalls: 100_000, maxTurns: 10_000 } })).runId as string;
+  const createRun = async (base = apiUrl) =>
+    (await postTo(base, '/v1/runs', { budgets: { maxToolCalls: 100_000, maxTurns: 10_000 } })).runId as string;
   let n = 0;
-  const getOrder = async (runId: string) => {
+  const getOrder = async (runId: string, base = apiUrl) => {
     const i = n++;
-    const env = await post(`/v1/runs/${runId}/tool-calls`, {
+    const env = await postTo(base, `/v1/runs/${runId}/tool-calls`, {
       callId: `call_b${i}`,
       turn: 1,
       name: 'get_order',
@@ -157,7 +233,7 @@ async function main(): Promise<void> {
     }
 
     // Throughput: RUNS runs at once, each calling in sequence, as concurrent agents would.
-    const runs = await Promise.all(Array.from({ length: RUNS }, createRun));
+    const runs = await Promise.all(Array.from({ length: RUNS }, () => createRun()));
     const cpuBefore = cpuSeconds(dynamo.pid, nodePid);
     const t0 = performance.now();
     await Promise.all(
@@ -171,7 +247,7 @@ async function main(): Promise<void> {
 
     // Memory of the server over many calls, sampled after each quarter: flat means later quarters add nothing.
     const rssBefore = rssMiB(nodePid);
-    const soakRuns = await Promise.all(Array.from({ length: RUNS }, createRun));
+    const soakRuns = await Promise.all(Array.from({ length: RUNS }, () => createRun()));
     const rssByQuarter: number[] = [];
     for (let quarter = 0; quarter < 4; quarter++) {
       let left = Math.ceil(SOAK_CALLS / 4);
@@ -181,6 +257,40 @@ async function main(): Promise<void> {
         }),
       );
       rssByQuarter.push(rssMiB(nodePid));
+    }
+
+    // What deciding by 50 Cedar policies costs: a second server, the same but for its config's policies, on the
+    // same DynamoDB Local; throughput phases alternate between the two (twice each), so a busy neighbour's burst
+    // lands on both sides alike. The server's CPU per call is the cost; the difference is the policies'.
+    const withPolicies = await policiesServer(dynamo.endpoint, key);
+    try {
+      const phase = async (base: string, pid: number) => {
+        const phaseRuns = await Promise.all(Array.from({ length: RUNS }, () => createRun(base)));
+        for (let i = 0; i < 20; i++) await getOrder(phaseRuns[0], base);
+        const before = processCpuSeconds(pid);
+        const calls = Math.ceil(CALLS_PER_RUN / 2);
+        await Promise.all(
+          phaseRuns.map(async (r) => {
+            for (let i = 0; i < calls; i++) await getOrder(r, base);
+          }),
+        );
+        return ((processCpuSeconds(pid) - before) * 1000) / (RUNS * calls);
+      };
+      const without: number[] = [];
+      const withFifty: number[] = [];
+      for (let round = 0; round < 2; round++) {
+        without.push(await phase(apiUrl, nodePid));
+        withFifty.push(await phase(withPolicies.apiUrl, withPolicies.pid));
+      }
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+      policyCost = {
+        serverCpuMsPerCallWithoutPolicies: round1(mean(without)),
+        serverCpuMsPerCallWith50Policies: round1(mean(withFifty)),
+        costPerCallMs: round1(mean(withFifty) - mean(without)),
+        phases: { without: without.map(round1), with50Policies: withFifty.map(round1) },
+      };
+    } finally {
+      await withPolicies.stop();
     }
 
     const figures = {
@@ -200,6 +310,7 @@ async function main(): Promise<void> {
       },
       machineCores: availableParallelism(),
       serverRssMiB: { beforeSoak: rssBefore, afterEachQuarter: rssByQuarter, soakCalls: SOAK_CALLS },
+      policies: policyCost,
     };
     console.log(JSON.stringify(figures, null, 2));
   } finally {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import {
+  CALL_GROUP,
   type CedarType,
   cedarRequestOf,
   type PolicyAnswer,
@@ -9,6 +10,7 @@ import {
   type PrincipalAttribute,
   policySchema,
   principalAttributeTypes,
+  UNATTENDED_GROUP,
 } from '../core/policy-schema';
 import type { ToolSpec } from '../core/tool-spec';
 
@@ -61,6 +63,7 @@ function compile(text: string, schema: Record<string, unknown>, attributes: Reco
 
   const enforced: Record<string, string> = {};
   const all: Record<string, string> = {};
+  const scopes = new Map<string, ActionScope>();
   for (const [index, policy] of parts.policies.entries()) {
     const json = cedar.policyToJson(policy);
     const annotations = json.type === 'success' ? (json.json.annotations ?? {}) : {};
@@ -71,25 +74,58 @@ function compile(text: string, schema: Record<string, unknown>, attributes: Reco
       return { ok: false, problems: [{ line: lineOfPolicy(text, index), message: `@mode is "log_only" or "enforce", not "${mode}"` }] };
     all[id] = policy;
     if (mode !== 'log_only') enforced[id] = policy;
+    scopes.set(id, json.type === 'success' ? (json.json.action as ActionScope) : { op: 'All' });
   }
   const shadowed = Object.keys(all).length > Object.keys(enforced).length;
-  load(`enforced:${key}`, enforced);
-  if (shadowed) load(`all:${key}`, all);
   const shadowIds = new Set(Object.keys(all).filter((id) => !(id in enforced)));
+  // Cedar evaluates every policy of a set (a few microseconds each in WebAssembly), so each action gets the set
+  // of the policies whose action scope can match it, loaded on its first request.
+  const loaded = new Map<string, string>();
+  const setFor = (kind: 'enforced' | 'all', action: string, group: string): string => {
+    const setId = `${kind}:${key}:${action}`;
+    if (!loaded.has(setId)) {
+      const source = kind === 'all' ? all : enforced;
+      load(setId, Object.fromEntries(Object.entries(source).filter(([id]) => matchesAction(scopes.get(id)!, action, group))));
+      loaded.set(setId, setId);
+    }
+    return setId;
+  };
   return {
     ok: true,
     evaluator: {
       size: Object.keys(all).length,
       evaluate(request: PolicyRequest): PolicyAnswer {
         const cedarRequest = cedarRequestOf(request, attributes);
-        const answer = decide(`enforced:${key}`, cedarRequest);
-        if (!shadowed) return answer;
-        const would = decide(`all:${key}`, cedarRequest);
-        const tookPart = would.determining.some((id) => shadowIds.has(id));
-        return would.allowed !== answer.allowed || tookPart ? { ...answer, shadow: would } : answer;
+        const action = cedarRequest.action.id;
+        const group = request.action === 'call' ? CALL_GROUP : UNATTENDED_GROUP;
+        if (!shadowed) return decide(setFor('enforced', action, group), cedarRequest);
+        // One evaluation of every policy usually says both what is enforced and what the log-only ones would do.
+        const would = decide(setFor('all', action, group), cedarRequest);
+        const enforcedIds = would.determining.filter((id) => !shadowIds.has(id));
+        const tookPart = enforcedIds.length < would.determining.length;
+        if (!tookPart) return would;
+        // Only log-only policies decided: what the enforced ones decide alone takes its own evaluation.
+        const answer =
+          enforcedIds.length > 0
+            ? { allowed: would.allowed, determining: enforcedIds }
+            : decide(setFor('enforced', action, group), cedarRequest);
+        return { ...answer, shadow: would };
       },
     },
   };
+}
+
+type EntityRef = { type?: string; id?: string; __entity?: { type: string; id: string } };
+type ActionScope = { op: string; entity?: EntityRef; entities?: EntityRef[] };
+
+/** Whether a policy's action scope (`action`, `action == A`, `action in G`, `action in [A, B]`) can match this action. */
+function matchesAction(scope: ActionScope, action: string, group: string): boolean {
+  const idOf = (ref: EntityRef) => ref.__entity?.id ?? ref.id;
+  if (scope.op === '==') return scope.entity !== undefined && idOf(scope.entity) === action;
+  if (scope.op === 'in')
+    return (scope.entities ?? (scope.entity ? [scope.entity] : [])).some((ref) => [action, group].includes(idOf(ref) ?? ''));
+  // `All`, and any scope this reading does not know: the policy stays in (Cedar decides).
+  return true;
 }
 
 function load(id: string, policies: Record<string, string>): void {

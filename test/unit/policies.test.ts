@@ -126,6 +126,20 @@ describe('Cedar policies deciding calls', () => {
     expect(decide(policy, charge, chargeOf(100))).not.toHaveProperty('shadow');
   });
 
+  it('a log-only permit that alone would allow: enforced deny, and the shadow says allow', () => {
+    const policy = evaluator(`
+      @id("reads") permit(principal, action == Action::"get_order", resource);
+      @id("candidate-email") @mode("log_only") permit(principal, action == Action::"send_email", resource);
+      @id("candidate-block-reads") @mode("log_only") forbid(principal, action == Action::"get_order", resource);`);
+    const email = decide(policy, tools.find((t) => t.name === 'send_email')!, { to: 'a@example.com', subject: 's', body: 'b' });
+    expect(email).toMatchObject({ decision: 'deny', message: 'this principal may not call send_email: no policy permits it' });
+    expect(email.shadow).toEqual({ decision: 'require_approval', policies: ['candidate-email'] });
+    const read = decide(policy, tools.find((t) => t.name === 'get_order')!, { orderId: 'ord_1' });
+    // Enforced: allowed by "reads" (and run with a person: nothing permits it unattended); the candidate would deny it.
+    expect(read).toMatchObject({ decision: 'require_approval', policies: { call: ['reads'], unattended: [] } });
+    expect(read.shadow).toEqual({ decision: 'deny', policies: ['candidate-block-reads'] });
+  });
+
   it('a policy naming a field the tool does not take is refused at load with its line and reason', () => {
     const compiled = compilePolicies(
       `permit(principal, action, resource);\n\npermit(principal, action == Action::"charge_card", resource)\nwhen { context.input.amout > 1 };`,
