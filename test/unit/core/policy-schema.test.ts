@@ -96,8 +96,16 @@ describe('the policy schema and values', () => {
       { tier: { type: 'String' } },
     );
     expect(request.action).toEqual({ type: 'Action', id: 'refund:unattended' });
-    expect(request.entities).toContainEqual({ uid: { type: 'Principal', id: 'a' }, attrs: { roles: ['agent'], tier: 'gold' }, parents: [] });
-    expect(request.entities).toContainEqual({ uid: { type: 'Action', id: 'refund:unattended' }, attrs: {}, parents: [{ type: 'Action', id: 'call_unattended' }] });
+    expect(request.entities).toContainEqual({
+      uid: { type: 'Principal', id: 'a' },
+      attrs: { roles: ['agent'], tier: 'gold' },
+      parents: [],
+    });
+    expect(request.entities).toContainEqual({
+      uid: { type: 'Action', id: 'refund:unattended' },
+      attrs: {},
+      parents: [{ type: 'Action', id: 'call_unattended' }],
+    });
     expect(request.context.input).toEqual({ amount: 1 });
   });
 });
