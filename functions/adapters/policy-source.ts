@@ -38,6 +38,8 @@ export function policySource(
       const { compilePolicies, describePolicyProblems } = await import('./cedar-policies');
       const compiled = compilePolicies(text, [...tools.values()], current.principals);
       if (compiled.ok) {
+        if (compiled.evaluator !== lastValid)
+          log(JSON.stringify({ level: 'info', message: 'policies loaded', origin, policies: compiled.evaluator.size }));
         last = { text, principals: current.principals, toolCount: tools.size, evaluator: compiled.evaluator };
         lastValid = compiled.evaluator;
         return compiled.evaluator;

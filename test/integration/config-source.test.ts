@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileConfigSource, secretConfigSource } from '../../functions/adapters/config-source';
+import { policySource } from '../../functions/adapters/policy-source';
+import { makeRegistry } from '../../functions/core/tool-spec';
+import { makeDemoTools } from '../../functions/tools/demo-tools';
 import { secretsManager } from '../../local/template/local-services';
 
 const dir = mkdtempSync(join(tmpdir(), 'toolrunner-config-'));
@@ -91,5 +94,49 @@ describe('the AWS config secret', () => {
     writeFileSync(local, JSON.stringify({ principals: [principal('alice')] }));
     const first = await fileConfigSource(local)();
     expect(first.approvalSecret.length).toBeGreaterThanOrEqual(32);
+  });
+});
+
+describe('the policies of the configuration', () => {
+  const tools = makeRegistry(makeDemoTools('http://127.0.0.1:1'));
+  const GOOD = '@id("calls") permit(principal, action in Action::"call", resource);';
+  const BAD =
+    '@id("calls") permit(principal, action in Action::"call", resource);\n\npermit(principal, action == Action::"get_order", resource)\nwhen { context.input.order > 1 };';
+
+  it('loads a policiesFile once per change; a bad version is logged once with its line, the last valid one keeps deciding', async () => {
+    const path = join(dir, 'policies-config.json');
+    writeFileSync(join(dir, 'rules.cedar'), GOOD);
+    writeFileSync(path, JSON.stringify({ principals: [principal('alice')], approvalSecret: 's'.repeat(32), policiesFile: 'rules.cedar' }));
+    const logged: string[] = [];
+    const policies = policySource(
+      fileConfigSource(path, () => undefined),
+      tools,
+      { baseDir: dir, log: (line) => logged.push(line) },
+    );
+    const first = await policies();
+    expect(first?.size).toBe(1);
+    expect(await policies()).toBe(first);
+    expect(logged.map((l) => JSON.parse(l))).toEqual([{ level: 'info', message: 'policies loaded', origin: 'rules.cedar', policies: 1 }]);
+
+    writeFileSync(join(dir, 'rules.cedar'), BAD);
+    for (let i = 0; i < 5; i++) expect(await policies()).toBe(first);
+    expect(logged).toHaveLength(2);
+    expect(JSON.parse(logged[1])).toMatchObject({ level: 'warn', problem: expect.stringMatching(/^rules\.cedar:4: .*order/) });
+  });
+
+  it('refuses every decision while the policies were never valid (fails closed), naming the line', async () => {
+    const config = async () => ({ principals: [], policies: BAD });
+    await expect(policySource(config, tools, { baseDir: dir, log: () => undefined })()).rejects.toThrow(
+      /the policies do not load: policies:4: /,
+    );
+  });
+
+  it('the deployed file wins over the document; without either there are no policies', async () => {
+    writeFileSync(join(dir, 'deployed.cedar'), `${GOOD}\n@id("second") permit(principal, action, resource);`);
+    const config = async () => ({ principals: [], policies: GOOD });
+    expect(
+      (await policySource(config, tools, { baseDir: dir, deployedFile: join(dir, 'deployed.cedar'), log: () => undefined })())?.size,
+    ).toBe(2);
+    expect(await policySource(async () => ({ principals: [] }), tools, { baseDir: dir })()).toBeUndefined();
   });
 });
