@@ -31,15 +31,24 @@ export function runChangeItem(tables: TableNames, run: RunRecord, change: RunCha
             values: { ':maxTurns': b.maxTurns },
           }
         : { set: '', cond: ' AND lastTurn >= :turn', values: {} };
+      // The loop fuse: this call's count in the run's map, under the same condition as the budgets.
+      const loop = delta.identicalKey
+        ? {
+            set: ', identicalCalls.#ik = if_not_exists(identicalCalls.#ik, :zero) + :one',
+            cond: ' AND (attribute_not_exists(identicalCalls.#ik) OR identicalCalls.#ik < :maxIdentical)',
+            names: { '#ik': delta.identicalKey } as Record<string, string>,
+            values: { ':zero': 0, ':maxIdentical': b.maxIdenticalCalls ?? Number.MAX_SAFE_INTEGER },
+          }
+        : { set: '', cond: '', names: {} as Record<string, string>, values: {} };
       return {
         Update: {
           TableName: tables.runs,
           Key: { runId: run.runId },
-          UpdateExpression: `SET #usage.toolCalls = #usage.toolCalls + :one, #usage.spendCents = #usage.spendCents + :cost, updatedAt = :at${turn.set}`,
+          UpdateExpression: `SET #usage.toolCalls = #usage.toolCalls + :one, #usage.spendCents = #usage.spendCents + :cost, updatedAt = :at${turn.set}${loop.set}`,
           // Why: the budgets' own fields, not the run's version, so concurrent calls never invalidate each other
           // (this is admissionHolds in core/budgets.ts, written as a condition).
-          ConditionExpression: `#status = :open AND deadlineAt > :now AND #usage.toolCalls < :maxCalls AND #usage.spendCents <= :spendRoom${turn.cond}`,
-          ExpressionAttributeNames: { '#status': 'status', '#usage': 'usage' },
+          ConditionExpression: `#status = :open AND deadlineAt > :now AND #usage.toolCalls < :maxCalls AND #usage.spendCents <= :spendRoom${turn.cond}${loop.cond}`,
+          ExpressionAttributeNames: { '#status': 'status', '#usage': 'usage', ...loop.names },
           ExpressionAttributeValues: {
             ':one': 1,
             ':cost': delta.costCents,
@@ -50,6 +59,7 @@ export function runChangeItem(tables: TableNames, run: RunRecord, change: RunCha
             ':maxCalls': b.maxToolCalls,
             ':spendRoom': b.maxSpendCents - delta.costCents,
             ...turn.values,
+            ...loop.values,
           },
         },
       };

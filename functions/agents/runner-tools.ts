@@ -1,3 +1,4 @@
+import { AGENT_RUN_MAX_IDENTICAL_CALLS } from '../core/budgets';
 import { createClient, operationIdFor, type ClientOptions, type Envelope, type Operation, type ToolRunnerClient } from '../client';
 
 /**
@@ -85,7 +86,9 @@ export class RunnerSession {
 
   static async open(options: ToolrunnerOptions): Promise<RunnerSession> {
     const client = createClient({ baseUrl: options.baseUrl, apiKey: options.key, fetch: options.fetch });
-    const runId = options.runId ?? (await client.createRun(options.budgets ? { budgets: options.budgets } : {})).runId;
+    // The loop fuse is on unless the caller's budgets say otherwise.
+    const budgets = { maxIdenticalCalls: AGENT_RUN_MAX_IDENTICAL_CALLS, ...options.budgets };
+    const runId = options.runId ?? (await client.createRun({ budgets })).runId;
     return new RunnerSession(runId, client, options);
   }
 

@@ -14,6 +14,7 @@ import type { z } from 'zod';
 export async function previewToolCall(deps: Deps, run: RunRecord, caller: Principal, body: z.infer<typeof PreviewSchema>) {
   const [config, policy] = await Promise.all([deps.config(), deps.policies?.(), toolsReady(deps.tools)]);
   const parsed = parseArguments(body.arguments);
+  const inputHash = argumentsHash(parsed, body.arguments);
   const decision = previewCall({
     tool: deps.tools.get(body.name),
     toolName: body.name,
@@ -25,12 +26,13 @@ export async function previewToolCall(deps: Deps, run: RunRecord, caller: Princi
     run,
     now: deps.now(),
     turn: body.turn ?? Math.max(run.lastTurn, 1),
+    inputHash,
   });
   return {
     decision: decision.decision,
     ...(decision.decision === 'deny' ? { code: decision.code } : {}),
     message: decision.message,
     ...(decision.policies ? { policies: decision.policies } : {}),
-    inputHash: argumentsHash(parsed, body.arguments),
+    inputHash,
   };
 }

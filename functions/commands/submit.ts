@@ -1,4 +1,4 @@
-import { type Admission, admitCall, DEFAULT_BUDGETS } from '../core/budgets';
+import { type Admission, admitCall, DEFAULT_BUDGETS, identicalCallKey } from '../core/budgets';
 import { argumentsHash, decideCall, validationOf } from '../core/call-policy';
 import { parseArguments } from '../core/canonical';
 import { propose, transitionAll, type Proposal } from '../core/engine';
@@ -46,6 +46,8 @@ export async function createRun(
     budgets: merged,
     usage: { turns: 0, toolCalls: 0, spendCents: 0 },
     lastTurn: 0,
+    // The loop fuse's counts live in the run (conditional writes update one entry of this map).
+    ...(merged.maxIdenticalCalls !== undefined ? { identicalCalls: {} } : {}),
     metadata,
     createdAt: new Date(now).toISOString(),
     updatedAt: new Date(now).toISOString(),
@@ -125,7 +127,15 @@ export async function submitToolCall(
         run: current,
       }),
     );
-    const admission = admitCall(current, call.turn, validation.decision === 'allow' ? validation.costCents : 0, now);
+    const allowed = validation.decision === 'allow';
+    // Only calls validation allowed count towards the loop fuse (and a replay never gets here).
+    const admission = admitCall(
+      current,
+      call.turn,
+      allowed ? validation.costCents : 0,
+      now,
+      allowed ? identicalCallKey(call.name, inputHash) : undefined,
+    );
     if (!admission.admitted && admission.reason === 'run_closed') {
       // A closed run still answers a replay of a call it had taken.
       existing = await deps.store.getOperation(operationId);
@@ -311,6 +321,16 @@ function firstChange(
   now: number,
   sendsItself: boolean,
 ): { steps: LifecycleEvent[]; runEvents: NewTraceEvent[]; runChange: RunChange } {
+  if (!admission.admitted && admission.reason === 'loop_detected') {
+    // The loop fuse: refused like a policy refusal (an envelope the model reads), the run untouched.
+    const outcome = { kind: 'rejected', code: 'loop_detected', message: admission.message } as const;
+    const refusal: Validation = { decision: 'deny', outcome, detail: { decision: 'deny', code: 'loop_detected' } };
+    return {
+      steps: [{ type: 'validate', validation: refusal, leaseUntil: stepLease(now) }, { type: 'report' }],
+      runEvents: [],
+      runChange: { kind: 'none' },
+    };
+  }
   if (!admission.admitted) {
     // Exhausted: the operation still exists and settles at once, so the model gets an envelope saying why.
     const steps: LifecycleEvent[] = [{ type: 'exhaust_budget', message: admission.message }, { type: 'report' }];

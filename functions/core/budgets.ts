@@ -1,3 +1,4 @@
+import { sha256 } from './canonical';
 import type { Budgets, RunRecord } from './model';
 
 export const DEFAULT_BUDGETS: Budgets = {
@@ -15,12 +16,35 @@ export interface AdmissionDelta {
   turn: number;
   opensTurn: boolean;
   costCents: number;
+  /** The loop fuse's count this call adds to (`identicalCallKey`), where the run has `maxIdenticalCalls`. */
+  identicalKey?: string;
+}
+
+/** The loop fuse for the runs the MCP server and the framework adapters create: a sixth identical call is refused. */
+export const AGENT_RUN_MAX_IDENTICAL_CALLS = 5;
+
+/** What counts as the same call again: the tool and the hash of its arguments (short: it names a map attribute). */
+export function identicalCallKey(toolName: string, inputHash: string): string {
+  return sha256(`${toolName}\u0000${inputHash}`).slice(0, 24);
+}
+
+function identicalCount(run: RunRecord, key: string | undefined): number {
+  return key === undefined ? 0 : (run.identicalCalls?.[key] ?? 0);
+}
+
+/** The run's loop fuse, if it has one and this call would go past it. */
+export function loopRefusal(run: RunRecord, key: string | undefined): string | undefined {
+  const max = run.budgets.maxIdenticalCalls;
+  if (max === undefined || key === undefined || identicalCount(run, key) < max) return undefined;
+  return `the run already made this call with these arguments ${max} times (maxIdenticalCalls); change the arguments or stop`;
 }
 
 export type Admission =
   | { admitted: true; delta: AdmissionDelta; run: RunRecord }
   | { admitted: false; reason: 'run_closed' }
-  | { admitted: false; reason: 'budget_exhausted'; message: string; run: RunRecord };
+  | { admitted: false; reason: 'budget_exhausted'; message: string; run: RunRecord }
+  /** The loop fuse: the call is refused (`loop_detected`), the run stays open and nothing is counted. */
+  | { admitted: false; reason: 'loop_detected'; message: string };
 
 /** The run's state after its wall-clock budget is applied at `now`. */
 export function withClock(run: RunRecord, now: number): RunRecord {
@@ -32,11 +56,15 @@ export function withClock(run: RunRecord, now: number): RunRecord {
  * Admits one tool call against the run's turn, tool-call and spend budgets (spend only for a call that
  * validation allowed). Refusing exhausts the run: every later call gets `budget_exhausted` too.
  */
-export function admitCall(run: RunRecord, turn: number, costCents: number, now: number): Admission {
+export function admitCall(run: RunRecord, turn: number, costCents: number, now: number, identicalKey?: string): Admission {
   const clocked = withClock(run, now);
   if (clocked.status === 'cancelled') return { admitted: false, reason: 'run_closed' };
   if (clocked.status !== 'open') return { admitted: false, reason: 'budget_exhausted', message: exhaustedMessage(clocked), run: clocked };
-  const delta: AdmissionDelta = { turn, opensTurn: turn > run.lastTurn, costCents };
+  const loop = loopRefusal(run, identicalKey);
+  if (loop) return { admitted: false, reason: 'loop_detected', message: loop };
+  // Counted only where the run has a fuse (its record then holds the counts).
+  const counted = run.budgets.maxIdenticalCalls !== undefined ? identicalKey : undefined;
+  const delta: AdmissionDelta = { turn, opensTurn: turn > run.lastTurn, costCents, ...(counted ? { identicalKey: counted } : {}) };
   const exhausted = (message: string): Admission => ({
     admitted: false,
     reason: 'budget_exhausted',
@@ -60,12 +88,15 @@ export function admissionHolds(run: RunRecord, delta: AdmissionDelta, now: numbe
   if (run.status !== 'open' || now >= Date.parse(run.deadlineAt)) return false;
   if (run.usage.toolCalls >= run.budgets.maxToolCalls) return false;
   if (run.usage.spendCents + delta.costCents > run.budgets.maxSpendCents) return false;
+  if (loopRefusal(run, delta.identicalKey)) return false;
   return delta.opensTurn ? run.lastTurn < delta.turn && run.usage.turns < run.budgets.maxTurns : run.lastTurn >= delta.turn;
 }
 
 export function applyAdmission(run: RunRecord, delta: AdmissionDelta): RunRecord {
+  const key = delta.identicalKey;
   return {
     ...run,
+    ...(key ? { identicalCalls: { ...run.identicalCalls, [key]: identicalCount(run, key) + 1 } } : {}),
     lastTurn: delta.opensTurn ? delta.turn : run.lastTurn,
     usage: {
       turns: run.usage.turns + (delta.opensTurn ? 1 : 0),

@@ -1,4 +1,4 @@
-import { admitCall } from './budgets';
+import { admitCall, identicalCallKey } from './budgets';
 import { canonicalJson, deepFreeze, hashValue, sha256, type ParsedArguments } from './canonical';
 import type { Validation } from './lifecycle-events';
 import type { Outcome, PolicyIds, Principal, RunRecord, ShadowDecision } from './model';
@@ -194,11 +194,13 @@ export function validationOf(decision: CallDecision): Validation {
  * Preview: what submitting this call now would decide, without creating anything: the policy decision,
  * then the run's admission (a closed run, the turn, tool-call and spend budgets).
  */
-export function previewCall(input: CallPolicyInput & { run: RunRecord; turn: number }): CallDecision {
+export function previewCall(input: CallPolicyInput & { run: RunRecord; turn: number; inputHash: string }): CallDecision {
   const decided = decideCall(input);
   if (decided.decision === 'deny') return decided;
-  const admission = admitCall(input.run, input.turn, decided.costCents, input.now);
+  const admission = admitCall(input.run, input.turn, decided.costCents, input.now, identicalCallKey(input.toolName, input.inputHash));
   if (admission.admitted) return decided;
+  if (admission.reason === 'loop_detected')
+    return { ...loopDetected(admission.message), ...(decided.policies ? { policies: decided.policies } : {}) };
   if (admission.reason === 'run_closed')
     return {
       decision: 'deny',
@@ -212,6 +214,10 @@ export function previewCall(input: CallPolicyInput & { run: RunRecord; turn: num
     message: admission.message,
     outcome: { kind: 'budget_exhausted', code: 'budget_exhausted', message: admission.message },
   };
+}
+
+function loopDetected(message: string): CallDecision {
+  return { decision: 'deny', code: 'loop_detected', message, outcome: { kind: 'rejected', code: 'loop_detected', message } };
 }
 
 /** The hash submission records as the operation's inputHash: equal values hash equally as object or JSON string. */

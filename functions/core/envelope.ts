@@ -18,6 +18,7 @@ const NEXT_ACTIONS: Record<string, string[]> = {
   succeeded: ['continue'],
   invalid_arguments: ['retry_with_new_arguments'],
   unknown_tool: ['choose_another_tool'],
+  loop_detected: ['retry_with_new_arguments', 'choose_another_tool', 'stop'],
   forbidden: ['choose_another_tool', 'request_human_review'],
   approval_rejected: ['choose_another_tool', 'request_human_review'],
   approval_expired: ['retry_with_new_call_id', 'request_human_review'],

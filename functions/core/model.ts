@@ -40,6 +40,8 @@ export interface Budgets {
   maxToolCalls: number;
   maxWallClockSeconds: number;
   maxSpendCents: number;
+  /** The loop fuse: a call whose tool and arguments match this many earlier calls of the run is refused (`loop_detected`). */
+  maxIdenticalCalls?: number;
 }
 
 export interface Usage {
@@ -65,6 +67,8 @@ export interface RunRecord {
   deadlineAt: string;
   /** Epoch seconds after which DynamoDB may delete the run, its operations and its trace (retention). */
   expiresAtEpoch?: number;
+  /** Admitted calls per `identicalCallKey`, kept where the run has `maxIdenticalCalls` (the loop fuse). */
+  identicalCalls?: Record<string, number>;
 }
 
 /** What a finished attempt, a reconciliation or a person established. */
@@ -73,7 +77,7 @@ export type Outcome =
   | { kind: 'succeeded'; result?: StoredResult; upstreamStatus?: number }
   | {
       kind: 'rejected';
-      code: 'invalid_arguments' | 'forbidden' | 'unknown_tool' | 'approval_rejected' | 'approval_expired';
+      code: 'invalid_arguments' | 'forbidden' | 'unknown_tool' | 'approval_rejected' | 'approval_expired' | 'loop_detected';
       message: string;
     }
   | {

@@ -20,6 +20,8 @@ export const BudgetsSchema = z.strictObject({
     .max(30 * 86400)
     .optional(),
   maxSpendCents: z.number().int().min(0).max(1_000_000_000).optional(),
+  /** The loop fuse: refuse (`loop_detected`) a call whose tool and arguments match this many earlier calls of the run. */
+  maxIdenticalCalls: z.number().int().min(1).max(100_000).optional(),
 });
 export const CreateRunSchema = z.strictObject({
   budgets: BudgetsSchema.optional(),
@@ -96,7 +98,13 @@ const UsageSchema = z.looseObject({ turns: z.number(), toolCalls: z.number(), sp
 export const RunSchema = z.looseObject({
   runId: z.string(),
   status: RunStatusSchema,
-  budgets: z.looseObject({ maxTurns: z.number(), maxToolCalls: z.number(), maxWallClockSeconds: z.number(), maxSpendCents: z.number() }),
+  budgets: z.looseObject({
+    maxTurns: z.number(),
+    maxToolCalls: z.number(),
+    maxWallClockSeconds: z.number(),
+    maxSpendCents: z.number(),
+    maxIdenticalCalls: z.number().optional(),
+  }),
   usage: UsageSchema,
   metadata: z.record(z.string(), z.unknown()).optional(),
   createdAt: z.string(),

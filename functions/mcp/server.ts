@@ -1,3 +1,4 @@
+import { AGENT_RUN_MAX_IDENTICAL_CALLS } from '../core/budgets';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
@@ -150,9 +151,11 @@ async function serve(session: SessionContext, inFlight: InFlightCalls, request: 
   }
 }
 
-/** A new run with default budgets, or the open run the client names (the API checks it is the caller's). */
+/** A new run with default budgets (and the loop fuse), or the open run the client names (the API checks it is the caller's). */
 async function runForSession(client: ToolRunnerClient, requested: string | undefined): Promise<string> {
-  if (!requested) return (await client.createRun({ metadata: { via: 'mcp' } })).runId;
+  // A model looping on one call is the MCP client's problem to notice; the fuse stops it at the sixth.
+  if (!requested)
+    return (await client.createRun({ budgets: { maxIdenticalCalls: AGENT_RUN_MAX_IDENTICAL_CALLS }, metadata: { via: 'mcp' } })).runId;
   const run = await client.getRun(requested);
   if (run.status !== 'open') throw new ToolRunnerError(409, 'run_closed', `run ${requested} is ${run.status}`);
   return run.runId;

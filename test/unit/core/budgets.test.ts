@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { admissionHolds, admitCall, mayContinue, withClock } from '../../../functions/core/budgets';
+import { admissionHolds, admitCall, applyAdmission, identicalCallKey, mayContinue, withClock } from '../../../functions/core/budgets';
 import type { RunRecord } from '../../../functions/core/model';
 
 const now = Date.parse('2026-11-30T12:00:00Z');
@@ -74,5 +74,27 @@ describe('budgets', () => {
         }
       }
     }
+  });
+
+  it('the loop fuse: the same tool and arguments past maxIdenticalCalls is refused, the run stays open and uncounted', () => {
+    const key = identicalCallKey('search', 'hash_a');
+    expect(identicalCallKey('search', 'hash_b')).not.toBe(key);
+    expect(identicalCallKey('lookup', 'hash_a')).not.toBe(key);
+    let fused = run({ budgets: { ...run().budgets, maxToolCalls: 10, maxIdenticalCalls: 2 }, identicalCalls: {} });
+    for (let i = 0; i < 2; i++) {
+      const a = admitCall(fused, 1, 0, now, key);
+      expect(a.admitted).toBe(true);
+      if (a.admitted) fused = applyAdmission(fused, a.delta);
+    }
+    expect(fused.identicalCalls).toEqual({ [key]: 2 });
+    const third = admitCall(fused, 1, 0, now, key);
+    expect(third).toMatchObject({ admitted: false, reason: 'loop_detected' });
+    expect(admissionHolds(fused, { turn: 1, opensTurn: false, costCents: 0, identicalKey: key }, now)).toBe(false);
+    // Other arguments are another call.
+    expect(admitCall(fused, 1, 0, now, identicalCallKey('search', 'hash_b')).admitted).toBe(true);
+    // Without a fuse nothing is counted.
+    const plain = admitCall(run(), 1, 0, now, key);
+    expect(plain.admitted).toBe(true);
+    expect(plain.admitted && 'identicalKey' in plain.delta).toBe(false);
   });
 });

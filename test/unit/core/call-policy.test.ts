@@ -1,3 +1,4 @@
+import { identicalCallKey } from '../../../functions/core/budgets';
 import { describe, expect, it } from 'vitest';
 import { argumentsHash, decideCall, previewCall } from '../../../functions/core/call-policy';
 import { hashValue, parseArguments } from '../../../functions/core/canonical';
@@ -82,6 +83,7 @@ describe('decideCall: the one policy decision validation and preview share', () 
       approvalTtlSeconds: 600,
       now,
       turn: 1,
+      inputHash: 'h1',
     };
     const charge = {
       ...base,
@@ -99,6 +101,13 @@ describe('decideCall: the one policy decision validation and preview share', () 
       code: 'budget_exhausted',
     });
     expect(previewCall({ ...base, run: run() })).toMatchObject({ decision: 'allow' });
+    // The loop fuse: the same tool and arguments as many times as the run allows already.
+    const fused = run({
+      budgets: { ...run().budgets, maxIdenticalCalls: 2 },
+      identicalCalls: { [identicalCallKey(base.toolName, 'h1')]: 2 },
+    });
+    expect(previewCall({ ...base, run: fused })).toMatchObject({ decision: 'deny', code: 'loop_detected' });
+    expect(previewCall({ ...base, run: fused, inputHash: 'h2' })).toMatchObject({ decision: 'allow' });
   });
 
   it('hashes arguments as submission does, whether sent as an object or a JSON string', () => {
