@@ -70,8 +70,8 @@ export function makeRateLimits(
             expiresAtEpoch: Math.ceil(until / 1000) + SLOT_TTL_SECONDS,
           },
           // Why: free (never taken, freed, or its holder's lease passed: a holder that crashed), or ours (a resend).
-          ConditionExpression: 'attribute_not_exists(shard) OR #until < :now OR holder = :holder',
-          ExpressionAttributeNames: { '#until': 'until' },
+          ConditionExpression: 'attribute_not_exists(#shard) OR #until < :now OR holder = :holder',
+          ExpressionAttributeNames: { '#shard': 'shard', '#until': 'until' },
           ExpressionAttributeValues: { ':now': new Date(now).toISOString(), ':holder': holder },
         }),
       );
