@@ -1,5 +1,6 @@
 import type { RateLimit } from '../core/config';
 import type { OperationRecord } from '../core/model';
+import { newRateSlotHolder } from '../core/ids';
 import type { Deps } from '../core/ports';
 import { rateTakes, retryAfterSeconds, type RateSubject, throttledMessage } from '../core/rate-limits';
 
@@ -26,12 +27,15 @@ interface Held {
  */
 export function rateGate(deps: Deps, limits: readonly RateLimit[] | undefined, subject: RateSubject, operationId: string) {
   let held: Held | undefined;
+  // Its own holder per submission: a concurrent duplicate (same operation id) that loses the create must not
+  // free the slot of the one that won.
+  const holder = newRateSlotHolder(operationId);
 
   async function giveBack(taken: Held): Promise<void> {
     // Best effort: a count not given back only makes its minute stricter; a slot not freed lapses at its lease.
     await Promise.all([
       ...taken.counts.map((key) => deps.store.giveBackRateCount(key)),
-      ...taken.slots.map((key) => deps.store.giveBackRateSlot(key, operationId)),
+      ...taken.slots.map((key) => deps.store.giveBackRateSlot(key, holder)),
     ]).catch((error: Error) =>
       console.error(JSON.stringify({ level: 'warn', message: 'a rate-limit count was not given back', operationId, error: error.message })),
     );
@@ -39,7 +43,7 @@ export function rateGate(deps: Deps, limits: readonly RateLimit[] | undefined, s
 
   return {
     /** The slots the operation holds once created: it frees them when it settles. */
-    slots: (): string[] | undefined => (held?.slots.length ? [...held.slots] : undefined),
+    slots: (): OperationRecord['rateSlots'] => (held?.slots.length ? { holder, keys: [...held.slots] } : undefined),
 
     /**
      * Takes what the limits that apply to the call need, when `counted` (the call would be admitted: allowed or
@@ -69,7 +73,7 @@ export function rateGate(deps: Deps, limits: readonly RateLimit[] | undefined, s
         } else {
           let slot: string | undefined;
           for (const key of take.slotKeys) {
-            if (!(await deps.store.takeRateSlot(key, operationId, until, now))) continue;
+            if (!(await deps.store.takeRateSlot(key, holder, until, now))) continue;
             slot = key;
             break;
           }

@@ -8,9 +8,10 @@ import { isActive } from '../core/record-predicates';
  * here lapses at the operation's deadline, its lease.
  */
 export async function freeRateSlotsIfSettled(deps: Deps, before: OperationRecord, after: OperationRecord): Promise<void> {
-  if (!after.rateSlots?.length || !isActive(before) || isActive(after)) return;
+  const held = after.rateSlots;
+  if (!held?.keys.length || !isActive(before) || isActive(after)) return;
   try {
-    await Promise.all(after.rateSlots.map((key) => deps.store.giveBackRateSlot(key, after.operationId)));
+    await Promise.all(held.keys.map((key) => deps.store.giveBackRateSlot(key, held.holder)));
   } catch (error) {
     console.error(
       JSON.stringify({
