@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationIdFor } from '../../functions/core/ids';
 import { withinOneMinute } from '../support/one-minute';
 import { startTestStack, type TestStack } from '../support/stack';
-import { isEmbedded } from '../support/target';
+import { configEditsApplyAtOnce } from '../support/target';
 
 /**
  * Rate limits (config `rateLimits`) through the HTTP API, the typed client and MCP: a call over a limit
@@ -14,7 +14,7 @@ let stack: TestStack;
 
 beforeAll(async () => {
   stack = await startTestStack();
-  if (isEmbedded) {
+  if (configEditsApplyAtOnce) {
     stack.editConfig((c) => {
       c.rateLimits = [
         { tool: 'get_order', principal: '*', perMinute: 2 },
@@ -27,7 +27,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-describe.skipIf(!isEmbedded)('rate limits', () => {
+// The config is edited at the start: where functions cache the config secret (template mode, AWS) it would apply late.
+describe.runIf(configEditsApplyAtOnce)('rate limits', () => {
   it('perMinute: over the limit answers 429 throttled with Retry-After, creates nothing, uses no budget; a replay is never throttled', async () => {
     const { keys, api } = stack;
     const agent = api.client(keys.agent);
@@ -53,7 +54,8 @@ describe.skipIf(!isEmbedded)('rate limits', () => {
         traced: (await api.trace(keys.agent, runId)).filter((e) => e.callId === callId(3) || e.callId === callId(4)),
       };
     });
-    expect(seen.admitted.map((r) => r.status)).toEqual([200, 200]);
+    // Admitted: the envelope, or pending where a loaded machine's upstream answered after the wait.
+    for (const r of seen.admitted) expect([200, 202]).toContain(r.status);
     expect(seen.throttled.status).toBe(429);
     expect(seen.throttled.body.error).toEqual({ code: 'throttled', message: expect.stringContaining('at most 2 calls a minute') });
     const retryAfter = Number(seen.throttled.headers.get('retry-after'));
@@ -64,16 +66,16 @@ describe.skipIf(!isEmbedded)('rate limits', () => {
     expect(seen.traced).toEqual([]);
     expect(seen.usageAfter).toEqual(seen.usage);
     // A replay of an admitted call is answered as before, not throttled.
-    expect(seen.replay.status).toBe(200);
+    expect([200, 202]).toContain(seen.replay.status);
     expect(seen.replay.headers.get('idempotent-replayed')).toBe('true');
-    expect(seen.replay.body.logical_operation_id).toBe(operationIdFor(seen.runId, seen.callId(1)));
+    expect(seen.replay.body.logical_operation_id ?? seen.replay.body.operationId).toBe(operationIdFor(seen.runId, seen.callId(1)));
     // The typed client hands the 429 back as a refusal carrying Retry-After.
     expect(seen.refused).toMatchObject({ kind: 'refused', status: 429, code: 'throttled', retryAfterSeconds: expect.any(Number) });
 
     // principal "*": each principal counts on its own.
     const otherRun = await api.createRun(keys.other);
     const other = await api.call(keys.other, otherRun, { callId: 'rl_other', name: 'get_order', arguments: { orderId: 'ord_1' } }, 5);
-    expect(other.status).toBe(200);
+    expect([200, 202]).toContain(other.status);
   });
 
   it('concurrent: a slot is held while the call is in flight and freed when it settles; MCP answers isError with when to retry', async () => {
