@@ -57,7 +57,7 @@ const NEEDS_DYNAMODB = [
  * Files that start `npm start` or the bundled stack again and again (over a minute of the two workers' time):
  * `npm run test:slow` runs them (`.ci/run` does), so `npm test` stays within five minutes on two cores.
  */
-const SLOW = ['test/e2e/data-dir.test.ts', 'test/e2e/deployed-bundles.test.ts'];
+const SLOW = ['test/e2e/data-dir.test.ts', 'test/e2e/deployed-bundles.test.ts', 'test/e2e/rate-limits-processes.test.ts'];
 const slowToo = process.env.TOOLRUNNER_SLOW === '1';
 
 /** What a project whose files start stacks needs: the global setup that starts one DynamoDB Local for it. */

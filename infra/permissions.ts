@@ -37,7 +37,8 @@ export type SdkCommand = keyof typeof COMMAND_ACTIONS;
 /** The commands behind each port a function may use (the adapters in `functions/adapters/`). */
 export const PORT_COMMANDS = {
   /** `dynamo-store.ts`: the operations, runs, events, watch and locks tables. */
-  store: ['GetCommand', 'BatchGetCommand', 'PutCommand', 'DeleteCommand', 'QueryCommand', 'TransactWriteCommand'],
+  // UpdateCommand (rate-limit counters, dynamo-rate-limits.ts) adds no action: TransactWriteCommand needs UpdateItem already.
+  store: ['GetCommand', 'BatchGetCommand', 'PutCommand', 'DeleteCommand', 'QueryCommand', 'TransactWriteCommand', 'UpdateCommand'],
   /** `submission-guard.ts`: Powertools idempotency's DynamoDB persistence layer, on the idempotency table. */
   onceGuard: ['GetItemCommand', 'PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'],
   /** `config-source.ts`: the principals document in Secrets Manager. */

@@ -21,6 +21,7 @@ import { type ArgumentSources, type ArgumentsRef, argumentItems, placeArguments 
 import { fromItem, toItem } from './dynamo-operation-items';
 import { runChangeItem, runFromItem, statusChange, type TransactItem } from './dynamo-run-items';
 import { type PackedEvents, packEvents, unpackEvents } from './dynamo-trace-blocks';
+import { makeRateLimits } from './dynamo-rate-limits';
 
 export type { Store } from '../core/ports';
 
@@ -165,6 +166,8 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
   }
 
   return {
+    ...makeRateLimits(doc, tables.watch),
+
     async getRun(runId) {
       const out = await doc.send(new GetCommand({ TableName: tables.runs, Key: { runId }, ConsistentRead: true }));
       return out.Item ? runFromItem(out.Item) : undefined;

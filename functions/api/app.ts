@@ -242,6 +242,10 @@ export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): 
       if (submitted.kind === 'conflict')
         throw new ApiError(409, 'call_id_conflict', 'this callId was already used with different arguments');
       if (submitted.kind === 'run_closed') throw new ApiError(409, 'run_closed', 'the run was cancelled');
+      if (submitted.kind === 'throttled')
+        return c.json({ error: { code: 'throttled', message: submitted.message } }, 429, {
+          'Retry-After': String(submitted.retryAfterSeconds),
+        });
       if (submitted.kind === 'replayed') c.header('Idempotent-Replayed', 'true');
       const op = await waitForSettled(
         deps,

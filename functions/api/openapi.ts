@@ -168,6 +168,14 @@ export const ROUTES: Route[] = [
       404: error('no such run'),
       409: error('`call_id_conflict` (the callId was used with other arguments) or `run_closed` (the run was cancelled)'),
       413: error('body over 256 KiB'),
+      429: {
+        ...error(
+          '`throttled`: over a rate limit (config `rateLimits`); nothing was created and no budget used. A replay of a call already taken is never throttled',
+        ),
+        headers: {
+          'Retry-After': 'seconds to wait before sending the call again: to the next UTC minute for `perMinute`, 1 for `concurrent`',
+        },
+      },
     },
   },
   {

@@ -39,6 +39,8 @@ export class ToolRunnerError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** A 429 `throttled` (a rate limit, config `rateLimits`): the seconds its `Retry-After` asks to wait. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -84,12 +86,17 @@ export type Decision = z.infer<typeof DecisionResultSchema>;
 /** One page of runs, newest first; `nextCursor` names the next page when there may be more. */
 export type RunsPage = z.infer<typeof RunsSchema>;
 
-/** A submission the runner refused as a request (409: `call_id_conflict`, `run_closed`), as a value. */
+/**
+ * A submission the runner refused as a request, as a value: 409 `call_id_conflict` or `run_closed`, or 429
+ * `throttled` (over a rate limit: nothing was created; the same call may be sent again after `retryAfterSeconds`).
+ */
 export interface Refusal {
   kind: 'refused';
   status: number;
   code: string;
   message: string;
+  /** For a 429: the seconds to wait before sending the call again. */
+  retryAfterSeconds?: number;
 }
 
 /** How long and how `watchOperation` follows an operation. */
@@ -105,6 +112,13 @@ export interface WatchOptions {
 }
 
 const WAIT_MAX_SECONDS = 25;
+
+/** A 429's `Retry-After` in seconds (the runner sends delta-seconds); undefined for other answers. */
+function retryAfterOf(res: Response): number | undefined {
+  if (res.status !== 429) return undefined;
+  const seconds = Number(res.headers.get('retry-after'));
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
+}
 
 /** A typed client for the runner's HTTP API; answers are checked with the API's own schemas. */
 export function createClient(options: ClientOptions) {
@@ -141,7 +155,7 @@ export function createClient(options: ClientOptions) {
     }
     if (!res.ok) {
       const error = ErrorSchema.safeParse(json);
-      if (error.success) throw new ToolRunnerError(res.status, error.data.error.code, error.data.error.message);
+      if (error.success) throw new ToolRunnerError(res.status, error.data.error.code, error.data.error.message, retryAfterOf(res));
       throw new ToolRunnerError(res.status, 'http_error', `${method} ${path}: HTTP ${res.status}`);
     }
     const parsed = schema.safeParse(json);
@@ -208,6 +222,8 @@ export function createClient(options: ClientOptions) {
       } catch (error) {
         if (error instanceof ToolRunnerError && error.status === 409)
           return { kind: 'refused', status: 409, code: error.code, message: error.message };
+        if (error instanceof ToolRunnerError && error.status === 429)
+          return { kind: 'refused', status: 429, code: error.code, message: error.message, retryAfterSeconds: error.retryAfterSeconds };
         throw error;
       }
     },

@@ -16,6 +16,7 @@ import { countTrace } from '../steps/metrics';
 import { executionNameOf } from '../steps/deps';
 import { executeStep } from '../steps/execute';
 import { watchedStore } from '../steps/operation-watch';
+import { rateGate, type Throttled } from './rate-limit-gate';
 
 /**
  * What an attempt run in the submitting process needs beyond the tool's own timeout: the writes before and
@@ -81,7 +82,9 @@ export type SubmitResult =
     }
   | { kind: 'replayed'; op: OperationRecord }
   | { kind: 'conflict' }
-  | { kind: 'run_closed' };
+  | { kind: 'run_closed' }
+  /** Over a rate limit (config `rateLimits`): nothing created, no budget used (HTTP 429 `throttled`). */
+  | Throttled;
 
 /**
  * A tool whose attempt may be sent again with the same key without risk (a read, or an upstream that
@@ -110,6 +113,7 @@ export async function submitToolCall(
   const [config, policy] = await Promise.all([deps.config(), deps.policies?.()]);
   const tool = deps.tools.get(call.name);
   let current = run;
+  const rate = rateGate(deps, config.rateLimits, { tool: call.name, principal: caller.id }, operationId);
   // No read first: the conditional create says whether the operation exists, and hands it back if so.
   let existing: OperationRecord | undefined;
   for (let round = 0; ; round++) {
@@ -127,20 +131,21 @@ export async function submitToolCall(
         run: current,
       }),
     );
-    const allowed = validation.decision === 'allow';
+    const allowed = validation.decision === 'allow' ? validation : undefined;
     // Only calls validation allowed count towards the loop fuse (and a replay never gets here).
-    const admission = admitCall(
-      current,
-      call.turn,
-      allowed ? validation.costCents : 0,
-      now,
-      allowed ? identicalCallKey(call.name, inputHash) : undefined,
-    );
+    const admission = admitCall(current, call.turn, allowed?.costCents ?? 0, now, allowed && identicalCallKey(call.name, inputHash));
     if (!admission.admitted && admission.reason === 'run_closed') {
       // A closed run still answers a replay of a call it had taken.
       existing = await deps.store.getOperation(operationId);
       if (existing) continue;
       return { kind: 'run_closed' };
+    }
+    // Only a call that would be admitted counts against the rate limits; a replay never does.
+    const limited = await rate.take(admission.admitted && allowed !== undefined, allowed?.deadlineAt);
+    if (limited?.kind === 'throttled') return limited;
+    if (limited) {
+      existing = limited.op;
+      continue;
     }
 
     const proposed = propose(proposalOf(current, caller, call, operationId, inputHash, context), now);
@@ -154,9 +159,15 @@ export async function submitToolCall(
       sendsFirstAttempt(deps, tool, context.waitSeconds ?? 0),
     );
     const settled = transitionAll(proposed.op, first.steps, now);
+    const slots = rate.slots();
     const events = [...proposed.events, ...first.runEvents, ...settled.events];
     try {
-      const created = await deps.store.createOperation({ run: current, runChange: first.runChange, op: settled.op, events });
+      const created = await deps.store.createOperation({
+        run: current,
+        runChange: first.runChange,
+        op: slots ? { ...settled.op, rateSlots: slots } : settled.op,
+        events,
+      });
       deps.recentRuns?.remember('run' in admission ? admission.run : current);
       countTrace(deps, created.op.toolName, created.events);
       return {
@@ -166,6 +177,7 @@ export async function submitToolCall(
       };
     } catch (error) {
       if (error instanceof OperationExistsError) {
+        await rate.giveBack();
         existing = error.current ?? (await deps.store.getOperation(operationId));
         continue;
       }

@@ -109,6 +109,23 @@ export const McpUpstreamSchema = z.strictObject({
   defaultPolicy: UpstreamToolPolicySchema.optional(),
 });
 /**
+ * A rate limit on tool calls (core/rate-limits.ts; docs/reference/config.md "Rate limits"). `tool` and
+ * `principal`: omitted counts all together, `"*"` each on its own, a name only that one.
+ */
+export const RateLimitSchema = z
+  .strictObject({
+    tool: z.string().min(1).max(200).optional(),
+    principal: z.string().min(1).max(1000).optional(),
+    /** Calls admitted per UTC minute. */
+    perMinute: z.number().int().min(1).max(1_000_000).optional(),
+    /** Calls in flight at once (admitted, not yet settled). A refused call tries every slot: a write each. */
+    concurrent: z.number().int().min(1).max(100).optional(),
+  })
+  .refine((l) => l.perMinute !== undefined || l.concurrent !== undefined, {
+    message: 'a rate limit needs perMinute, concurrent or both',
+  });
+
+/**
  * The longest approval wait. An execution that waits for a person must still have time left, when the
  * approval comes, for the attempts, backoffs and reconciliation after it: the state machine's
  * `TimeoutSeconds` (statemachines/invocation.asl.json) must exceed this by `APPROVAL_EXECUTION_MARGIN_SECONDS`.
@@ -138,6 +155,7 @@ export const RunnerConfigSchema = z
     /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; http/request-origin.ts). */
     mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
     oauth: OAuthSchema.optional(),
+    rateLimits: z.array(RateLimitSchema).max(100).optional(),
     /** Cedar policies deciding who may call what and what needs a person (docs/policies.md); without them, roles and tool lists decide. */
     policies: z.string().min(1).max(1_000_000).optional(),
     /** The same, from a file (relative to the configuration file's folder; on AWS, to the functions' asset). */
@@ -148,6 +166,18 @@ export const RunnerConfigSchema = z
     path: ['policiesFile'],
   })
   .superRefine((config, ctx) => {
+    // One entry per scope: two would share a counter (core/rate-limits.ts `scopeOf`) and count each call twice.
+    const scopes = new Set<string>();
+    for (const [index, limit] of (config.rateLimits ?? []).entries()) {
+      const scope = JSON.stringify([limit.tool ?? null, limit.principal ?? null]);
+      if (scopes.has(scope))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rateLimits', index],
+          message: 'another rate limit has this tool and principal: put perMinute and concurrent in one entry',
+        });
+      scopes.add(scope);
+    }
     // Every webhook receiver holds its approver's notify.secret: it must open nothing else.
     for (const [index, principal] of config.principals.entries()) {
       const secret = principal.notify?.secret;
@@ -162,6 +192,8 @@ export const RunnerConfigSchema = z
 
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
 export type NotifyConfig = z.infer<typeof NotifySchema>;
+/** One entry of the config's `rateLimits` (docs/reference/config.md "Rate limits"). */
+export type RateLimit = z.infer<typeof RateLimitSchema>;
 export type McpUpstream = z.infer<typeof McpUpstreamSchema>;
 export type UpstreamToolPolicy = z.infer<typeof UpstreamToolPolicySchema>;
 /** The `oauth` section of the config document (and of the construct's `oauth` prop): see docs/reference/config.md. */

@@ -22,6 +22,14 @@ export function operationIdOfApproval(approvalId: string): string | undefined {
   return approvalId.startsWith('apr_') ? `op_${approvalId.slice(4)}` : undefined;
 }
 
+/**
+ * Who holds a rate-limit slot: the operation, and which submission of it took the slot. Two concurrent
+ * submissions of one call share the operation id; the one that loses the create gives back only its own slot.
+ */
+export function newRateSlotHolder(operationId: string): string {
+  return `${operationId}.${randomBytes(9).toString('base64url')}`;
+}
+
 /** 256 bits from the CSPRNG, made once per logical operation and reused by every attempt. */
 export function newIdempotencyKey(): string {
   return `idk_${randomBytes(32).toString('base64url')}`;

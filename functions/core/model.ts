@@ -176,6 +176,11 @@ export interface OperationRecord {
   /** Looks that found the resource's lock held, since the last attempt began (the lock wait's backoff). */
   lockWaits?: number;
   /**
+   * The rate-limit slots (`concurrent`) the operation holds while it is in flight, and as which holder (the
+   * submission that took them); freed when it settles (steps/rate-slots.ts).
+   */
+  rateSlots?: { holder: string; keys: string[] };
+  /**
    * `resumes` when the last attempt began: an Execute that finds that attempt unfinished under the same
    * execution, within its lease, is a second delivery of the step (AWS delivers at least once), not a
    * successor of a lost worker.

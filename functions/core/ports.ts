@@ -102,6 +102,20 @@ export interface Store {
   /** Takes or renews a lease on a resource for one owner (an operation); false while another owner holds it. */
   acquireLock(lockKey: string, owner: string, leaseMs: number, now: number): Promise<boolean>;
   releaseLock(lockKey: string, owner: string): Promise<void>;
+  /**
+   * Adds one to a rate counter (core/rate-limits.ts `counterKey`) unless it has reached `limit`; false then.
+   * One conditional write, so processes that race never admit more than `limit` between them.
+   */
+  takeRateCount(counterKey: string, limit: number, expiresAtEpoch: number): Promise<boolean>;
+  /** Takes one back from a counter (the call it counted was not admitted after all); never below zero. */
+  giveBackRateCount(counterKey: string): Promise<void>;
+  /**
+   * Takes a `concurrent` slot for `holder` (an operation) until `until` (epoch ms): free, its holder's lease
+   * passed (a holder that crashed), or held by `holder` already; false while another holds it.
+   */
+  takeRateSlot(slotKey: string, holder: string, until: number, now: number): Promise<boolean>;
+  /** Frees a slot if `holder` still holds it (never one that lapsed and was taken by another). */
+  giveBackRateSlot(slotKey: string, holder: string): Promise<void>;
 }
 
 /** Which state machine runs an execution: Standard (approvals, long waits) or its Express variant. */

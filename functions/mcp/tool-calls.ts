@@ -65,8 +65,9 @@ export function pendingResult(op: { operationId: string; state: string; statusUr
   };
 }
 
-function refusalResult(code: string, message: string): CallToolResult {
-  const error = { error: { code, message } };
+/** A refusal the model reads as a failed call; a throttled one (a rate limit) says when to call again. */
+function refusalResult(code: string, message: string, retryAfterSeconds?: number): CallToolResult {
+  const error = { error: { code, message, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) } };
   return { content: [{ type: 'text', text: JSON.stringify(error) }], structuredContent: error, isError: true };
 }
 
@@ -95,7 +96,7 @@ export async function callTool(
     { callId, turn, name: request.name, arguments: request.arguments ?? {} },
     { waitSeconds: Math.floor(session.waitMs / 1000) },
   );
-  if (submitted.kind === 'refused') return refusalResult(submitted.code, submitted.message);
+  if (submitted.kind === 'refused') return refusalResult(submitted.code, submitted.message, submitted.retryAfterSeconds);
   if (submitted.kind === 'envelope') return envelopeResult(submitted.envelope);
   if (extra.signal.aborted) return cancelled(session, submitted.operationId);
   if (submitted.state === 'awaiting_approval') return pendingResult(submitted);

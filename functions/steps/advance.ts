@@ -5,6 +5,7 @@ import type { OperationRecord } from '../core/model';
 import { ContentionError, OperationConflictError, type Deps } from '../core/ports';
 import type { TraceEvent } from '../core/trace';
 import { countTrace } from './metrics';
+import { freeRateSlotsIfSettled } from './rate-slots';
 
 export interface Decided<T> {
   value: T;
@@ -38,6 +39,7 @@ export async function advance<T>(
     try {
       const out = await deps.store.updateOperation(op, next.op, next.events);
       if (!op.review?.required && out.op.review?.required) await tellReviewers(deps, out.op);
+      await freeRateSlotsIfSettled(deps, op, out.op);
       countTrace(deps, out.op.toolName, out.events);
       return { value: decided.value, op: out.op, changed: true, events: out.events };
     } catch (error) {

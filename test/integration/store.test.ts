@@ -273,6 +273,43 @@ describe.each([
     await store.releaseLock(key, 'B');
     expect(await store.acquireLock(key, 'C', 1000, t0 + 2200)).toBe(true);
   });
+
+  it('rate counters: N concurrent takes against a limit of k admit exactly k; a count given back is taken again', async () => {
+    const store = await make();
+    const key = `ratelimit#s${randomBytes(4).toString('hex')}#2026-11-30T12:34`;
+    const expires = Math.floor(Date.now() / 1000) + 600;
+    const takes = await Promise.all(Array.from({ length: 24 }, () => store.takeRateCount(key, 5, expires)));
+    expect(takes.filter(Boolean)).toHaveLength(5);
+    expect(await store.takeRateCount(key, 5, expires)).toBe(false);
+    await store.giveBackRateCount(key);
+    expect(await store.takeRateCount(key, 5, expires)).toBe(true);
+    expect(await store.takeRateCount(key, 5, expires)).toBe(false);
+    // Another key (the next minute, another scope) counts from zero; a give-back never goes below zero.
+    const other = `${key}x`;
+    await store.giveBackRateCount(other);
+    expect(await Promise.all([1, 2, 3].map(() => store.takeRateCount(other, 2, expires)))).toEqual(
+      expect.arrayContaining([true, true, false]),
+    );
+  });
+
+  it('rate slots: one holder each; concurrent takers of one slot get it once; a lapsed holder cannot free its successor', async () => {
+    const store = await make();
+    const key = `ratelimit-slot#s${randomBytes(4).toString('hex')}#0`;
+    const t0 = Date.now();
+    const racers = await Promise.all(['A', 'B', 'C', 'D'].map((holder) => store.takeRateSlot(key, holder, t0 + 1000, t0)));
+    expect(racers.filter(Boolean)).toHaveLength(1);
+    const holder = ['A', 'B', 'C', 'D'][racers.indexOf(true)];
+    const other = holder === 'A' ? 'B' : 'A';
+    expect(await store.takeRateSlot(key, holder, t0 + 1000, t0 + 10)).toBe(true);
+    expect(await store.takeRateSlot(key, other, t0 + 1000, t0 + 10)).toBe(false);
+    // Freed by its holder: free to anyone.
+    await store.giveBackRateSlot(key, holder);
+    expect(await store.takeRateSlot(key, other, t0 + 1000, t0 + 20)).toBe(true);
+    // Its lease passed: taken over, and the lapsed holder's late release frees nothing.
+    expect(await store.takeRateSlot(key, 'E', t0 + 5000, t0 + 2000)).toBe(true);
+    await store.giveBackRateSlot(key, other);
+    expect(await store.takeRateSlot(key, 'F', t0 + 5000, t0 + 2100)).toBe(false);
+  });
 });
 
 describe('DynamoDB store: what only DynamoDB can do', () => {

@@ -24,12 +24,16 @@ export function memoryStore(clock: () => number = Date.now): Store & {
   ops: Map<string, OperationRecord>;
   events: Map<string, TraceEvent[]>;
   locks: Map<string, { owner: string; until: number }>;
+  rateCounts: Map<string, number>;
+  rateSlots: Map<string, { holder: string; until: number }>;
 } {
   const runs = new Map<string, RunRecord>();
   const ops = new Map<string, OperationRecord>();
   const events = new Map<string, TraceEvent[]>();
   const counters = new Map<string, number>();
   const locks = new Map<string, { owner: string; until: number }>();
+  const rateCounts = new Map<string, number>();
+  const rateSlots = new Map<string, { holder: string; until: number }>();
   const clone = <T>(v: T): T => structuredClone(v);
   const sequence = (runId: string, list: Omit<TraceEvent, 'seq' | 'at' | 'runId'>[]): TraceEvent[] => {
     const at = new Date(clock()).toISOString();
@@ -44,6 +48,8 @@ export function memoryStore(clock: () => number = Date.now): Store & {
     ops,
     events,
     locks,
+    rateCounts,
+    rateSlots,
     async getRun(runId) {
       return clone(runs.get(runId));
     },
@@ -166,6 +172,25 @@ export function memoryStore(clock: () => number = Date.now): Store & {
     },
     async releaseLock(key, owner) {
       if (locks.get(key)?.owner === owner) locks.delete(key);
+    },
+    async takeRateCount(key, limit) {
+      const n = rateCounts.get(key) ?? 0;
+      if (n >= limit) return false;
+      rateCounts.set(key, n + 1);
+      return true;
+    },
+    async giveBackRateCount(key) {
+      const n = rateCounts.get(key) ?? 0;
+      if (n > 0) rateCounts.set(key, n - 1);
+    },
+    async takeRateSlot(key, holder, until, now) {
+      const held = rateSlots.get(key);
+      if (held && held.holder !== holder && held.until >= now) return false;
+      rateSlots.set(key, { holder, until });
+      return true;
+    },
+    async giveBackRateSlot(key, holder) {
+      if (rateSlots.get(key)?.holder === holder) rateSlots.delete(key);
     },
   };
 }

@@ -471,3 +471,125 @@ describe('the lifecycle under any interleaving (model-based)', () => {
     );
   }, 600_000);
 });
+
+/**
+ * Rate limits under any interleaving of concurrent submissions (fast-check's scheduler decides the order in
+ * which every store call answers): at most `perMinute` calls of the limited tool and at most `concurrent` in
+ * flight are admitted, the counts given back leave each counter equal to what was admitted, a throttled call
+ * creates nothing and uses no budget, and a replay of an admitted call is never throttled.
+ */
+describe('rate limits under any interleaving (model-based)', () => {
+  const PER_MINUTE = 3;
+  const CONCURRENT = 4;
+  const submission = fc.record({
+    call: fc.integer({ min: 0, max: 7 }),
+    caller: fc.constantFrom('agent', 'agent2'),
+  });
+  const toolOf = (call: number) => (call % 2 ? 'limited' : 'free');
+
+  it('admits at most the limits, counts exactly, never throttles a replay', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.scheduler(),
+        fc.array(submission, { minLength: 1, maxLength: 12 }),
+        fc.array(submission, { maxLength: 8 }),
+        async (s, first, later) => {
+          const clock = Date.parse('2026-11-30T12:00:10Z');
+          const store = memoryStore(() => clock);
+          const scheduled: Store = { ...store };
+          for (const name of [
+            'getOperation',
+            'getRun',
+            'createOperation',
+            'appendRunEvents',
+            'takeRateCount',
+            'giveBackRateCount',
+            'takeRateSlot',
+            'giveBackRateSlot',
+          ] as const)
+            (scheduled as any)[name] = s.scheduleFunction((store as any)[name]);
+          const tool = (name: string): ToolSpec => ({
+            name,
+            description: name,
+            inputSchema: z.strictObject({ n: z.number() }),
+            outputSchema: z.object({}),
+            risk: 'read',
+            supportsIdempotency: true,
+            timeoutMs: 1000,
+            maxAttempts: 1,
+            approval: 'never',
+            execute: async () => ({}),
+          });
+          const deps: Deps = {
+            store: scheduled,
+            tools: makeRegistry([tool('free'), tool('limited')]),
+            config: async () => ({
+              principals: [
+                { id: 'agent', key: 'k'.repeat(16), roles: ['agent'], tools: '*' },
+                { id: 'agent2', key: 'l'.repeat(16), roles: ['agent'], tools: '*' },
+              ],
+              approvalSecret: SECRET,
+              approvalTtlSeconds: 600,
+              rateLimits: [
+                { tool: 'limited', perMinute: PER_MINUTE },
+                { principal: '*', concurrent: CONCURRENT },
+              ],
+            }),
+            lifecycle: {
+              start: async () => undefined,
+              stop: async () => undefined,
+              sendTaskSuccess: async () => {},
+              sendTaskFailure: async () => {},
+            },
+            notifier: { approvalRequested: async () => undefined },
+            now: () => clock,
+            random: () => 0.5,
+            publicBaseUrl: 'http://runner',
+          };
+          const run = await createRun({ ...deps, store }, agent, { maxToolCalls: 100, maxTurns: 100, maxWallClockSeconds: 7200 });
+          const submitAll = async (batch: { call: number; caller: string }[]) => {
+            const out = batch.map((b) =>
+              submitToolCall(
+                deps,
+                run,
+                { id: b.caller, roles: ['agent'], tools: '*' },
+                {
+                  callId: `call_${b.call}`,
+                  turn: 1,
+                  name: toolOf(b.call),
+                  arguments: { n: b.call },
+                },
+              ).then((result) => ({ ...b, result })),
+            );
+            return s.waitFor(Promise.all(out));
+          };
+
+          await submitAll(first);
+          const admittedBefore = new Set([...store.ops.values()].map((o) => o.callId));
+          const second = await submitAll([...[...admittedBefore].map((id) => ({ call: Number(id.slice(5)), caller: 'agent' })), ...later]);
+
+          const ops = [...store.ops.values()];
+          // At most the limits: nothing settles here, so every operation is in flight.
+          expect(ops.filter((o) => o.toolName === 'limited').length).toBeLessThanOrEqual(PER_MINUTE);
+          for (const caller of ['agent', 'agent2'])
+            expect(ops.filter((o) => o.requestedBy === caller).length).toBeLessThanOrEqual(CONCURRENT);
+          // Exact counts: what a lost race or a throttled call took was given back.
+          const minuteCount = [...store.rateCounts.entries()].find(([key]) => key.includes('tool.is=limited'))?.[1] ?? 0;
+          expect(minuteCount).toBe(ops.filter((o) => o.toolName === 'limited').length);
+          const slots = [...store.rateSlots.entries()];
+          // Every operation holds exactly one slot, its own: none was freed by a duplicate that lost the create.
+          expect(slots.map(([, held]) => held.holder.split('.')[0]).sort()).toEqual(ops.map((o) => o.operationId).sort());
+          for (const [key, held] of slots)
+            expect(store.ops.get(held.holder.split('.')[0])?.rateSlots).toEqual({ holder: held.holder, keys: [key] });
+          // No budget for what was throttled; a replay of an admitted call is answered, never throttled.
+          expect(store.runs.get(run.runId)!.usage.toolCalls).toBe(ops.length);
+          for (const { call, result } of second)
+            if (admittedBefore.has(`call_${call}`)) expect(result.kind, `call_${call}`).toBe('replayed');
+          for (const { call, result } of [...second]) if (result.kind === 'throttled') expect(store.ops.has(`call_${call}`)).toBe(false);
+        },
+      ),
+      // A hundredth of MODEL_RUNS: each schedule is a few dozen store calls, interleaved by the scheduler.
+      { numRuns: Math.max(50, Math.round(RUNS / 100)), seed: SEED, endOnFailure: true },
+    );
+  });
+});

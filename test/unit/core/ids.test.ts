@@ -23,4 +23,10 @@ describe('ids', () => {
     expect(Buffer.from(key.slice(4), 'base64url')).toHaveLength(32);
     expect(key).not.toBe(ids.newIdempotencyKey());
   });
+
+  it('name each submission that takes a rate-limit slot on its own, under its operation', () => {
+    const holder = ids.newRateSlotHolder('op_1');
+    expect(holder).toMatch(/^op_1\.[A-Za-z0-9_-]{12}$/);
+    expect(holder).not.toBe(ids.newRateSlotHolder('op_1'));
+  });
 });
