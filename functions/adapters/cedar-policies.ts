@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setFlagsFromString } from 'node:v8';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import {
   CALL_GROUP,
@@ -13,6 +14,11 @@ import {
   UNATTENDED_GROUP,
 } from '../core/policy-schema';
 import type { ToolSpec } from '../core/tool-spec';
+
+// Node 20's V8 (11.3) aborts the process ("unreachable code" in the deoptimizer) after many optimized calls
+// into the engine when it inlines the JS-to-WebAssembly call; Node 22 and 24 (Lambda's) do not. Where the
+// engine is loaded on V8 11, that inlining is turned off (only calls into WebAssembly lose it).
+if (Number(process.versions.v8.split('.')[0]) < 12) setFlagsFromString('--no-turbo-inline-js-wasm-calls');
 
 /** Why a policy text was refused at load: its line (1-based) where Cedar gives one, and the reason. */
 export interface PolicyProblem {

@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { withinOneMinute } from '../support/one-minute';
 import { shape, startTestStack, type TestStack } from '../support/stack';
 
 /**
@@ -277,6 +278,38 @@ describe('worked policy: shadow rollout', () => {
     const sent = await client.callTool({ name: 'send_email', arguments: { to: 'x@elsewhere.test', subject: 'S', body: 'B' } });
     expect(sent.isError).toBeFalsy();
     expect((await stack.sandbox.ledger()).filter((e) => e.kind === 'email')).toHaveLength(1);
+  });
+});
+
+describe('worked policy: a rate limit (configuration beside the policies)', () => {
+  it('over HTTP and over MCP: at most N emails a minute for each agent; the next answers throttled with when to retry', async () => {
+    stack.editConfig((config) => {
+      delete config.policies;
+      config.rateLimits = [{ tool: 'send_email', principal: '*', perMinute: 2 }];
+    });
+    const { api, keys } = stack;
+    const email = (n: number) => ({ to: `r${n}@example.com`, subject: 'Hi', body: 'There' });
+    const seen = await withinOneMinute(async (attempt) => {
+      const runId = await api.createRun(keys.agent);
+      // The limit applies once the runner has read the edited configuration: wait until a call is throttled.
+      const sent = [];
+      for (let n = 0; n < 2; n++)
+        sent.push(await api.call(keys.agent, runId, { callId: `rl_${attempt}_${n}`, name: 'send_email', arguments: email(n) }));
+      const over = await api.call(keys.agent, runId, { callId: `rl_${attempt}_2`, name: 'send_email', arguments: email(2) });
+      const client = await mcp();
+      const overMcp = await client.callTool({ name: 'send_email', arguments: email(3) });
+      return { sent, over, overMcp };
+    });
+    expect(seen.sent.map((r) => r.body.status)).toEqual(['succeeded', 'succeeded']);
+    expect(seen.over.status).toBe(429);
+    expect(seen.over.body.error.code).toBe('throttled');
+    expect(Number(seen.over.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The MCP session's calls are the same principal's: its third email of the minute is refused as a tool error.
+    expect(seen.overMcp.isError).toBe(true);
+    expect(textOf(seen.overMcp)).toMatch(/throttled/i);
+    stack.editConfig((config) => {
+      delete config.rateLimits;
+    });
   });
 });
 
