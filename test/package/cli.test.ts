@@ -115,6 +115,59 @@ describe('toolrunner command', () => {
     expect((await cli(['keys'])).code).toBe(2);
   });
 
+  it('tests policies against cases (exit 1 on a mismatch, naming it) and prints their schema', async () => {
+    writeFileSync(
+      join(dir, 'policies.cedar'),
+      [
+        '@id("calls") permit(principal, action in Action::"call", resource);',
+        '@id("charges-unattended-to-200") permit(principal, action == Action::"charge_card:unattended", resource) when { context.input.amount <= 20000 };',
+        '@id("never-over-2000") forbid(principal, action == Action::"charge_card", resource) when { context.input.amount > 200000 };',
+      ].join('\n'),
+    );
+    const config = join(dir, 'policy-config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        principals: [{ id: 'bot', key: 'bot-key-0123456789abcdef', roles: ['agent'], tools: '*' }],
+        policiesFile: 'policies.cedar',
+      }),
+    );
+    const charge = (amount: number, expect: string) => ({
+      principal: 'bot',
+      tool: 'charge_card',
+      input: { amount, currency: 'USD', customer: 'c' },
+      expect,
+    });
+    writeFileSync(
+      join(dir, 'good.json'),
+      JSON.stringify([charge(100, 'allow'), charge(30_000, 'require_approval'), charge(300_000, 'deny')]),
+    );
+    const good = await cli(['policy', 'test', '--cases', 'good.json'], { TOOLRUNNER_CONFIG: config });
+    expect(good.code).toBe(0);
+    expect(good.stdout).toContain(
+      'ok   #3 charge_card by bot: deny — this principal may not call charge_card: forbidden by "never-over-2000"',
+    );
+    expect(good.stdout).toContain('3 of 3 cases as expected');
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify([charge(300_000, 'allow')]));
+    const bad = await cli(['policy', 'test', '--cases', 'bad.json'], { TOOLRUNNER_CONFIG: config });
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toContain('FAIL #1 charge_card by bot: deny (expected allow)');
+    // A policy that names a field the tool does not take: refused with its line, before any case.
+    writeFileSync(
+      join(dir, 'policies.cedar'),
+      '@id("calls") permit(principal, action in Action::"call", resource);\n@id("typo") forbid(principal, action == Action::"charge_card", resource) when { context.input.amout > 1 };',
+    );
+    const invalid = await cli(['policy', 'test', '--cases', 'good.json'], { TOOLRUNNER_CONFIG: config });
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/the policies do not load:\npolicies\.cedar:2: .*amout/);
+    const usage = await cli(['policy', 'test'], { TOOLRUNNER_CONFIG: config });
+    expect(usage.code).toBe(2);
+    const schema = await cli(['policy', 'schema']);
+    expect(schema.code).toBe(0);
+    expect(schema.stdout).toContain('action "charge_card:unattended" in [Action::"call_unattended"]');
+    noStack(`${good.stderr}${bad.stderr}${invalid.stderr}${usage.stderr}${schema.stderr}`);
+  }, 60_000);
+
   it('serves the quick start’s notes API: reads, writes deduplicated on Idempotency-Key, clear refusals', async () => {
     const api = await startNotesApi(0);
     try {
