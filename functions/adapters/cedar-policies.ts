@@ -86,13 +86,13 @@ function compile(text: string, schema: Record<string, unknown>, attributes: Reco
   const shadowIds = new Set(Object.keys(all).filter((id) => !(id in enforced)));
   // Cedar evaluates every policy of a set (a few microseconds each in WebAssembly), so each action gets the set
   // of the policies whose action scope can match it, loaded on its first request.
-  const loaded = new Map<string, string>();
+  const loaded = new Set<string>();
   const setFor = (kind: 'enforced' | 'all', action: string, group: string): string => {
     const setId = `${kind}:${key}:${action}`;
     if (!loaded.has(setId)) {
       const source = kind === 'all' ? all : enforced;
       load(setId, Object.fromEntries(Object.entries(source).filter(([id]) => matchesAction(scopes.get(id)!, action, group))));
-      loaded.set(setId, setId);
+      loaded.add(setId);
     }
     return setId;
   };

@@ -1,7 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import type { RunnerConfig } from '../core/config';
-import type { PolicyEvaluator } from '../core/policy-schema';
+import type { PolicyConfig, PolicyEvaluator } from '../core/policy-schema';
 import type { ToolRegistry } from '../core/tool-spec';
 
 /**
@@ -11,7 +10,6 @@ import type { ToolRegistry } from '../core/tool-spec';
  * none yet, every decision fails (closed) with that reason until the text is fixed.
  */
 export function policySource(
-  config: () => Promise<Pick<RunnerConfig, 'policies' | 'policiesFile' | 'principals'>>,
   tools: ToolRegistry,
   options: {
     baseDir: string;
@@ -19,14 +17,14 @@ export function policySource(
     deployedFile?: string;
     log?: (line: string) => void;
   },
-): () => Promise<PolicyEvaluator | undefined> {
+): (config: PolicyConfig) => Promise<PolicyEvaluator | undefined> {
   const log = options.log ?? ((line: string) => console.error(line));
   let last: { text: string; principals: unknown; toolCount: number; evaluator: PolicyEvaluator } | undefined;
   let lastValid: PolicyEvaluator | undefined;
   let reported: string | undefined;
   const file = fileReader();
-  return async () => {
-    const current = await config();
+  // The configuration the caller already read: a decision reads it once, not once more for its policies.
+  return async (current) => {
     const fileName = options.deployedFile ?? current.policiesFile;
     const origin = fileName ?? 'policies';
     let problem: string;

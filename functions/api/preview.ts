@@ -12,7 +12,8 @@ import type { z } from 'zod';
  * from the same pure function, with no operation, no attempt and no budget used.
  */
 export async function previewToolCall(deps: Deps, run: RunRecord, caller: Principal, body: z.infer<typeof PreviewSchema>) {
-  const [config, policy] = await Promise.all([deps.config(), deps.policies?.(), toolsReady(deps.tools)]);
+  const [config] = await Promise.all([deps.config(), toolsReady(deps.tools)]);
+  const policy = await deps.policies?.(config);
   const parsed = parseArguments(body.arguments);
   const inputHash = argumentsHash(parsed, body.arguments);
   const decision = previewCall({

@@ -1,5 +1,5 @@
 import { type Admission, admitCall, DEFAULT_BUDGETS, identicalCallKey } from '../core/budgets';
-import { argumentsHash, decideCall, validationOf } from '../core/call-policy';
+import { argumentsHash, decideCall, loopDetected, validationOf } from '../core/call-policy';
 import { parseArguments } from '../core/canonical';
 import { propose, transitionAll, type Proposal } from '../core/engine';
 import { stepOutput } from '../core/next-step';
@@ -110,7 +110,8 @@ export async function submitToolCall(
   const parsed = parseArguments(call.arguments);
   const inputHash = argumentsHash(parsed, call.arguments);
   const operationId = operationIdFor(run.runId, call.callId);
-  const [config, policy] = await Promise.all([deps.config(), deps.policies?.()]);
+  const config = await deps.config();
+  const policy = await deps.policies?.(config);
   const tool = deps.tools.get(call.name);
   let current = run;
   const rate = rateGate(deps, config.rateLimits, { tool: call.name, principal: caller.id }, operationId);
@@ -335,10 +336,11 @@ function firstChange(
 ): { steps: LifecycleEvent[]; runEvents: NewTraceEvent[]; runChange: RunChange } {
   if (!admission.admitted && admission.reason === 'loop_detected') {
     // The loop fuse: refused like a policy refusal (an envelope the model reads), the run untouched.
-    const outcome = { kind: 'rejected', code: 'loop_detected', message: admission.message } as const;
-    const refusal: Validation = { decision: 'deny', outcome, detail: { decision: 'deny', code: 'loop_detected' } };
     return {
-      steps: [{ type: 'validate', validation: refusal, leaseUntil: stepLease(now) }, { type: 'report' }],
+      steps: [
+        { type: 'validate', validation: validationOf(loopDetected(admission.message)), leaseUntil: stepLease(now) },
+        { type: 'report' },
+      ],
       runEvents: [],
       runChange: { kind: 'none' },
     };

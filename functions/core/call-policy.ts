@@ -46,9 +46,6 @@ export interface CallPolicyInput {
   run?: Pick<RunRecord, 'usage' | 'createdAt'>;
 }
 
-/** The id naming the built-in policy (roles and tool lists) where it decided. */
-export const BUILTIN_POLICY_ID = 'builtin.roles_and_tools';
-
 /**
  * The policy decision for one proposed call, as one pure function, so submission and the preview route
  * can never disagree. Checks run in a fixed order: unknown tool, authorization, arguments, approval
@@ -120,10 +117,9 @@ function shadowOf(call: PolicyAnswer, unattended: PolicyAnswer | undefined, spec
   return { decision, policies };
 }
 
-function refusalMessage(toolName: string, determining: readonly string[]): string {
-  return determining.length > 0
-    ? `this principal may not call ${toolName}: forbidden by ${determining.map((id) => `"${id}"`).join(', ')}`
-    : `this principal may not call ${toolName}: no policy permits it`;
+function refusalMessage(toolName: string, determining: readonly string[], may = 'may not'): string {
+  const why = determining.length > 0 ? `forbidden by ${determining.map((id) => `"${id}"`).join(', ')}` : 'no policy permits it';
+  return `this principal ${may} call ${toolName}: ${why}`;
 }
 
 /**
@@ -152,7 +148,7 @@ export function recheckCall(input: {
   if (answer.allowed) return { allowed: true };
   return {
     allowed: false,
-    message: refusalMessage(tool.name, answer.determining).replace('may not', 'may no longer'),
+    message: refusalMessage(tool.name, answer.determining, 'may no longer'),
     policies: answer.determining,
   };
 }
@@ -160,17 +156,10 @@ export function recheckCall(input: {
 /** The decision as the lifecycle engine records it (its `validate` event). */
 export function validationOf(decision: CallDecision): Validation {
   // Only where configured policies decided does the detail name them: without policies it reads as it always has.
-  const ruled = {
-    ...(decision.policies ? { policies: decision.policies } : {}),
-    ...(decision.shadow ? { shadow: decision.shadow } : {}),
-  };
+  const named = decision.policies ? { policies: decision.policies } : {};
+  const ruled = { ...named, ...(decision.shadow ? { shadow: decision.shadow } : {}) };
   if (decision.decision === 'deny')
-    return {
-      decision: 'deny',
-      outcome: decision.outcome,
-      detail: { decision: 'deny', code: decision.code, ...(decision.policies ? { policies: decision.policies } : {}) },
-      ...ruled,
-    };
+    return { decision: 'deny', outcome: decision.outcome, detail: { decision: 'deny', code: decision.code, ...named }, ...ruled };
   const { risk, frozenArguments, costCents, approvalRequired, deadlineAt } = decision;
   return {
     decision: 'allow',
@@ -184,7 +173,7 @@ export function validationOf(decision: CallDecision): Validation {
       approval: approvalRequired ? 'required' : 'not_required',
       risk,
       costCents,
-      ...(decision.policies ? { policies: decision.policies } : {}),
+      ...named,
     },
     ...ruled,
   };
@@ -216,7 +205,8 @@ export function previewCall(input: CallPolicyInput & { run: RunRecord; turn: num
   };
 }
 
-function loopDetected(message: string): CallDecision {
+/** The loop fuse's refusal (budgets.ts `loopRefusal`), as submission records it and preview predicts it. */
+export function loopDetected(message: string): CallDecision {
   return { decision: 'deny', code: 'loop_detected', message, outcome: { kind: 'rejected', code: 'loop_detected', message } };
 }
 

@@ -250,6 +250,13 @@ export interface PolicyAnswer {
   shadow?: { allowed: boolean; determining: string[] };
 }
 
+/** What of the configuration the policies come from. */
+export interface PolicyConfig {
+  policies?: string;
+  policiesFile?: string;
+  principals: readonly { attributes?: Record<string, PrincipalAttribute> }[];
+}
+
 /** The configured policies, loaded once: a synchronous decision per request (the engine is in process). */
 export interface PolicyEvaluator {
   evaluate(request: PolicyRequest): PolicyAnswer;

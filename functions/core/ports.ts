@@ -1,6 +1,6 @@
 import type { AdmissionDelta } from './budgets';
 import type { RunnerConfig } from './config';
-import type { PolicyEvaluator } from './policy-schema';
+import type { PolicyConfig, PolicyEvaluator } from './policy-schema';
 import type { MetricName } from './metric-names';
 import type { OperationRecord, Outcome, RunRecord, RunStatus, Risk } from './model';
 import type { ToolContext, ToolRegistry } from './tool-spec';
@@ -295,7 +295,7 @@ export interface Deps {
   metrics?: Metrics;
   recentRuns?: RecentRuns;
   /** The configured Cedar policies, loaded once per change; undefined when the configuration has none (roles and tool lists decide). */
-  policies?: () => Promise<PolicyEvaluator | undefined>;
+  policies?: (config: PolicyConfig) => Promise<PolicyEvaluator | undefined>;
   /** Where tool code runs instead of this process (a deployment that isolates tools); absent: here. */
   toolHost?: ToolHost;
 }

@@ -135,7 +135,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     blobs,
     tools: registry,
     // The deployed policy file sits beside the bundle (infra/bundling.ts), whatever the working directory.
-    policies: policySource(config, registry, {
+    policies: policySource(registry, {
       baseDir,
       deployedFile: env.TOOLRUNNER_POLICIES_FILE && resolvePath(import.meta.dirname, env.TOOLRUNNER_POLICIES_FILE),
     }),

@@ -110,7 +110,8 @@ async function preAttemptContext(
   tool: ToolSpec,
   input: unknown,
 ): Promise<{ run: RunRecord | undefined; refusal: string | undefined }> {
-  const [run, config, policy] = await Promise.all([deps.store.getRun(op.runId), deps.config(), deps.policies?.()]);
+  const [run, config] = await Promise.all([deps.store.getRun(op.runId), deps.config()]);
+  const policy = await deps.policies?.(config);
   const check = recheckCall({ tool, principal: principalIn(config, requesterOf(op)), frozenInput: input, run, now: deps.now(), policy });
   return { run, refusal: check.allowed ? undefined : check.message };
 }

@@ -108,11 +108,9 @@ describe('the policies of the configuration', () => {
     writeFileSync(join(dir, 'rules.cedar'), GOOD);
     writeFileSync(path, JSON.stringify({ principals: [principal('alice')], approvalSecret: 's'.repeat(32), policiesFile: 'rules.cedar' }));
     const logged: string[] = [];
-    const policies = policySource(
-      fileConfigSource(path, () => undefined),
-      tools,
-      { baseDir: dir, log: (line) => logged.push(line) },
-    );
+    const config = fileConfigSource(path, () => undefined);
+    const source = policySource(tools, { baseDir: dir, log: (line) => logged.push(line) });
+    const policies = async () => source(await config());
     const first = await policies();
     expect(first?.size).toBe(1);
     expect(await policies()).toBe(first);
@@ -125,18 +123,18 @@ describe('the policies of the configuration', () => {
   });
 
   it('refuses every decision while the policies were never valid (fails closed), naming the line', async () => {
-    const config = async () => ({ principals: [], policies: BAD });
-    await expect(policySource(config, tools, { baseDir: dir, log: () => undefined })()).rejects.toThrow(
+    const config = { principals: [], policies: BAD };
+    await expect(policySource(tools, { baseDir: dir, log: () => undefined })(config)).rejects.toThrow(
       /the policies do not load: policies:4: /,
     );
   });
 
   it('the deployed file wins over the document; without either there are no policies', async () => {
     writeFileSync(join(dir, 'deployed.cedar'), `${GOOD}\n@id("second") permit(principal, action, resource);`);
-    const config = async () => ({ principals: [], policies: GOOD });
+    const config = { principals: [], policies: GOOD };
     expect(
-      (await policySource(config, tools, { baseDir: dir, deployedFile: join(dir, 'deployed.cedar'), log: () => undefined })())?.size,
+      (await policySource(tools, { baseDir: dir, deployedFile: join(dir, 'deployed.cedar'), log: () => undefined })(config))?.size,
     ).toBe(2);
-    expect(await policySource(async () => ({ principals: [] }), tools, { baseDir: dir })()).toBeUndefined();
+    expect(await policySource(tools, { baseDir: dir })({ principals: [] })).toBeUndefined();
   });
 });
