@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -39,7 +39,7 @@ export function parseOwner(text: string | undefined): DataDirOwner | undefined {
   }
 }
 
-/** The command line of a live process, or undefined when no such process exists. */
+/** The command line of a live process, or undefined when no such process exists (or only its zombie does). */
 function commandLineOf(pid: number): string | undefined {
   try {
     process.kill(pid, 0);
@@ -47,11 +47,27 @@ function commandLineOf(pid: number): string | undefined {
     // EPERM: alive but not ours to signal; still alive.
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
   }
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch (error) {
+    // The process vanished in between, or there is no /proc here (then trust the pid).
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' && existsSync('/proc/self') ? undefined : '';
+  }
+  // A SIGKILLed `npm start` whose parent died with it waits to be reaped by init, and in a container whose
+  // init does not reap it stays a zombie for good: it still answers signal 0, but it is gone.
+  if (zombie(stat)) return undefined;
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
   } catch {
-    return ''; // alive, but no /proc here: trust the pid
+    return undefined; // exited in between
   }
+}
+
+/** `/proc/<pid>/stat`'s state (the field after the command's closing parenthesis) says dead or zombie. */
+function zombie(stat: string): boolean {
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state === 'Z' || state === 'X';
 }
 
 /** Is the recorded owner still the process that wrote it? A reused pid running something else is not. */

@@ -1,9 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 export interface NpmStarted {
   child: ChildProcess;
   output(): string;
-  /** Signals the whole process group (npm, node and DynamoDB Local at once); resolves with npm's exit code. */
+  /**
+   * Signals the whole process group (npm, node and DynamoDB Local at once); resolves with npm's exit code, after a
+   * SIGKILL once no member of the group is left running.
+   */
   signalGroup(signal: NodeJS.Signals): Promise<number | null>;
   alive(): boolean;
 }
@@ -31,10 +35,13 @@ export async function npmStart(
     child,
     output: () => output,
     alive,
-    signalGroup(signal) {
+    async signalGroup(signal) {
       const exited = new Promise<number | null>((r) => (alive() ? child.once('exit', (code) => r(code)) : r(child.exitCode)));
       process.kill(-child.pid!, signal);
-      return exited;
+      const code = await exited;
+      // npm exits before the node it runs and DynamoDB Local are torn down; a restart must not meet them.
+      if (signal === 'SIGKILL') await groupGone(child.pid!);
+      return code;
     },
   };
   const deadline = Date.now() + readyWithinMs;
@@ -47,4 +54,31 @@ export async function npmStart(
     await new Promise((r) => setTimeout(r, 20));
   }
   return started;
+}
+
+/** Waits until no process of the group is running (zombies, dead but not reaped, count as gone); Linux's /proc only. */
+async function groupGone(pgid: number, withinMs = 30_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (runningMembers(pgid) > 0) {
+    if (Date.now() > deadline) throw new Error(`process group ${pgid} still runs ${withinMs} ms after SIGKILL`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function runningMembers(pgid: number): number {
+  if (!existsSync('/proc/self/stat')) return 0;
+  let running = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited while we looked
+    }
+    // After the command's closing parenthesis: state, ppid, pgrp.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') running++;
+  }
+  return running;
 }
