@@ -5,7 +5,7 @@
 # run by the Node 22 that scripts/node22.sh provides (the suite needs Node 22; npm scripts keep the machine's Node).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-version=0.1.16
+version=0.2.0-alpha.12
 prefix="${TOOLRUNNER_MCP_CONFORMANCE_PREFIX:-$root/node_modules/.cache/mcp-conformance}"
 package="$prefix/node_modules/@modelcontextprotocol/conformance"
 installed=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$package/package.json" 2>/dev/null | head -1 || true)

@@ -22,6 +22,7 @@ import { fromItem, toItem } from './dynamo-operation-items';
 import { runChangeItem, runFromItem, statusChange, type TransactItem } from './dynamo-run-items';
 import { type PackedEvents, packEvents, unpackEvents } from './dynamo-trace-blocks';
 import { makeRateLimits } from './dynamo-rate-limits';
+import { makeMcpRuns } from './dynamo-mcp-runs';
 
 export type { Store } from '../core/ports';
 
@@ -167,6 +168,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
 
   return {
     ...makeRateLimits(doc, tables.watch),
+    ...makeMcpRuns(doc, tables.watch),
 
     async getRun(runId) {
       const out = await doc.send(new GetCommand({ TableName: tables.runs, Key: { runId }, ConsistentRead: true }));

@@ -20,6 +20,7 @@ export function runView(run: RunRecord, now: number) {
     },
     metadata: run.metadata,
     createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
     deadlineAt: run.deadlineAt,
   };
 }

@@ -120,6 +120,14 @@ function retryAfterOf(res: Response): number | undefined {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
 }
 
+/** How a tool call is submitted: how long to wait for its envelope, and the W3C trace its spans join. */
+export interface CallOptions {
+  /** 0 to 25 (default 10); a deployed stack caps it (10 s by default). */
+  waitSeconds?: number;
+  /** A W3C `traceparent`: the call's spans become children of that span. */
+  traceparent?: string;
+}
+
 /** A typed client for the runner's HTTP API; answers are checked with the API's own schemas. */
 export function createClient(options: ClientOptions) {
   const baseUrl = options.baseUrl.replace(/\/$/, '');
@@ -180,9 +188,13 @@ export function createClient(options: ClientOptions) {
   }
 
   const client = {
-    /** Opens a run with optional budgets and metadata (`POST /v1/runs`). */
-    async createRun(body: CreateRunBody = {}): Promise<Run> {
-      return (await request('POST', '/v1/runs', RunSchema, { body })).body;
+    /**
+     * Opens a run with optional budgets and metadata (`POST /v1/runs`). With an `idempotencyKey`, a retry (or any
+     * request with the same key and body) gets the same run instead of a second one.
+     */
+    async createRun(body: CreateRunBody = {}, opts: { idempotencyKey?: string } = {}): Promise<Run> {
+      const headers: Record<string, string> = opts.idempotencyKey ? { 'idempotency-key': opts.idempotencyKey } : {};
+      return (await request('POST', '/v1/runs', RunSchema, { body, headers })).body;
     },
     /** The run with its status, budgets and usage (`GET /v1/runs/{runId}`). */
     async getRun(runId: string): Promise<Run> {
@@ -196,11 +208,11 @@ export function createClient(options: ClientOptions) {
      * Submits a tool call and waits up to `waitSeconds` (0 to 25, default 10; a deployed stack caps it, 10 s by default) for its envelope. The same
      * `callId` again answers the same operation (`replayed: true`); other arguments throw `call_id_conflict`.
      */
-    async callTool(runId: string, call: ToolCall, opts: { waitSeconds?: number } = {}): Promise<ToolCallResult> {
+    async callTool(runId: string, call: ToolCall, opts: CallOptions = {}): Promise<ToolCallResult> {
       const wait = Math.min(WAIT_MAX_SECONDS, Math.max(0, Math.floor(opts.waitSeconds ?? 10)));
       const res = await request('POST', `/v1/runs/${id(runId)}/tool-calls`, z.union([EnvelopeSchema, PendingSchema]), {
         body: call,
-        headers: { prefer: `wait=${wait}` },
+        headers: { prefer: `wait=${wait}`, ...(opts.traceparent ? { traceparent: opts.traceparent } : {}) },
       });
       if (res.status === 202) {
         const pending = PendingSchema.parse(res.body);
@@ -216,7 +228,7 @@ export function createClient(options: ClientOptions) {
      * `callTool`, with the runner's refusal of the request (409 `call_id_conflict`, `run_closed`) as a value:
      * for agents that hand it back to the model, which can act on it, rather than fail the whole loop.
      */
-    async submitToolCall(runId: string, call: ToolCall, opts: { waitSeconds?: number } = {}): Promise<ToolCallResult | Refusal> {
+    async submitToolCall(runId: string, call: ToolCall, opts: CallOptions = {}): Promise<ToolCallResult | Refusal> {
       try {
         return await client.callTool(runId, call, opts);
       } catch (error) {

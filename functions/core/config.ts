@@ -135,6 +135,9 @@ export const RateLimitSchema = z
 export const MAX_APPROVAL_TTL_SECONDS = 7 * 86400;
 export const APPROVAL_EXECUTION_MARGIN_SECONDS = 86400;
 
+/** `mcpRunIdleMinutes` when the config document sets none: a principal's current MCP run is replaced after an idle hour. */
+export const DEFAULT_MCP_RUN_IDLE_MINUTES = 60;
+
 /** An exact web origin, `scheme://host[:port]`, as a browser sends it in `Origin` (no path, no trailing slash). */
 export const OriginSchema = z.string().refine((text) => {
   try {
@@ -154,6 +157,11 @@ export const RunnerConfigSchema = z
     mcpUpstreams: z.array(McpUpstreamSchema).optional(),
     /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; http/request-origin.ts). */
     mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
+    /**
+     * Minutes without calls after which a principal's current MCP run (2026-07-28 clients that name no run) is
+     * replaced by a new one; default 60 (`DEFAULT_MCP_RUN_IDLE_MINUTES`).
+     */
+    mcpRunIdleMinutes: z.number().int().min(1).max(10080).optional(),
     oauth: OAuthSchema.optional(),
     rateLimits: z.array(RateLimitSchema).max(100).optional(),
     /** Cedar policies deciding who may call what and what needs a person (docs/policies.md); without them, roles and tool lists decide. */

@@ -116,6 +116,13 @@ export interface Store {
   takeRateSlot(slotKey: string, holder: string, until: number, now: number): Promise<boolean>;
   /** Frees a slot if `holder` still holds it (never one that lapsed and was taken by another). */
   giveBackRateSlot(slotKey: string, holder: string): Promise<void>;
+  /** The run recorded as this principal's current MCP run (2026-07-28 MCP requests that name no run join it), if any. */
+  currentMcpRun(principalId: string): Promise<string | undefined>;
+  /**
+   * Records `runId` as the principal's current MCP run if the record still names `expected` (undefined: no record
+   * yet), in one conditional write; false when another request moved it first (the caller reads it again).
+   */
+  replaceCurrentMcpRun(principalId: string, expected: string | undefined, runId: string): Promise<boolean>;
 }
 
 /** Which state machine runs an execution: Standard (approvals, long waits) or its Express variant. */

@@ -55,6 +55,12 @@ export interface ToolSpec<I = any, O = any> {
    * raw cents). Optional; the exact arguments are always shown as well.
    */
   describeForApproval?: (input: I) => string[];
+  /**
+   * MCP client capabilities a caller over MCP revision 2026-07-28 must declare in its request to call this tool
+   * (e.g. `{ elicitation: {} }` for a tool whose result asks the user something). A request without one is
+   * refused before anything runs (`-32021`, naming what is missing). Other callers are not affected.
+   */
+  mcpClientCapabilities?: Record<string, Record<string, unknown>>;
   /** Performs the call once: send `ctx.idempotencyKey` upstream where the API takes one, and honour `ctx.signal`. */
   execute: (ctx: ToolContext, input: I) => Promise<O>;
 }

@@ -17,6 +17,8 @@ export function makeHttpApp(deps: Deps): Hono {
   const mcp = mcpRoutes({
     api: (request) => api.fetch(request),
     config: () => deps.config(),
+    runs: deps.store,
+    tools: deps.tools,
     // Read per request: the embedded stack sets it once its port is known, after building this app.
     publicBaseUrl: () => deps.publicBaseUrl,
     waitMs: Math.min(mcpWaitMs(), longestWait * 1000),

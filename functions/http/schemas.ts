@@ -108,6 +108,8 @@ export const RunSchema = z.looseObject({
   usage: UsageSchema,
   metadata: z.record(z.string(), z.unknown()).optional(),
   createdAt: z.string(),
+  /** The run's last change: an admitted call, or its status. */
+  updatedAt: z.string(),
   deadlineAt: z.string(),
 });
 

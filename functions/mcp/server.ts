@@ -4,10 +4,13 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import {
   CallToolRequestSchema,
   CancelledNotificationSchema,
+  ErrorCode,
+  McpError,
   isInitializeRequest,
   ListToolsRequestSchema,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { Hono, type Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { z } from 'zod';
@@ -16,8 +19,12 @@ import { bodySizeLimit } from '../http/body-limit';
 import { MAX_BODY_BYTES } from '../http/schemas';
 import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client';
 import { operationIdFor } from '../core/ids';
-import type { ConfigSource } from '../core/ports';
+import { DEFAULT_MCP_RUN_IDLE_MINUTES } from '../core/config';
+import { JSON_BOUNDS, parseBoundedJson } from '../core/json-bounds';
+import type { ConfigSource, Store } from '../core/ports';
+import type { ToolRegistry } from '../core/tool-spec';
 import { checkRequestOrigin, listensOnLoopback } from '../http/request-origin';
+import { modernMcp } from './modern';
 import { issueSessionId, verifySessionId } from './session-id';
 import { operationTaskStore, submitAsTask } from './tasks';
 import { CHECK_OPERATION, callTool, derivedCallId, type SessionContext } from './tool-calls';
@@ -29,6 +36,10 @@ export interface McpOptions {
   config: ConfigSource;
   /** The API's public URL, read per request (the embedded stack learns its port after building the app). */
   publicBaseUrl: () => string;
+  /** The registered tools (what a tool asks of 2026-07-28 clients). */
+  tools: ToolRegistry;
+  /** Where each principal's current MCP run is recorded (2026-07-28 requests that name no run join it). */
+  runs: Pick<Store, 'currentMcpRun' | 'replaceCurrentMcpRun'>;
   /** How long a `tools/call` waits for its envelope before answering "pending" (default 25 s). */
   waitMs?: number;
   now?: () => number;
@@ -56,6 +67,7 @@ export function mcpRoutes(options: McpOptions): Hono {
   const waitMs = options.waitMs ?? 25_000;
   const now = options.now ?? Date.now;
   const inFlight = new InFlightCalls();
+  const modern = modernMcp();
   const app = new Hono();
   app.onError((error, c) => {
     console.error(JSON.stringify({ level: 'error', message: 'unhandled MCP error', error: error.name, detail: error.message }));
@@ -93,14 +105,32 @@ export function mcpRoutes(options: McpOptions): Hono {
       return jsonRpcError(c, 405, 'method_not_allowed', 'this MCP server answers POST only (no server-sent stream, no session end)', {
         Allow: 'POST',
       });
-    const body = await c.req.json().catch(() => undefined);
-    if (body === undefined) return jsonRpcError(c, 400, 'invalid_request', 'the body is not JSON', {}, -32700);
+    // The API's bounds on what a body may hold (nesting, `__proto__`, numbers JSON cannot carry), one level
+    // deeper since MCP's arguments sit one level deeper: refused here, as on /v1, never dropped or coerced.
+    const parsed = parseBoundedJson(await c.req.text(), [], JSON_BOUNDS.maxDepth + 1);
+    if (!parsed.ok)
+      return parsed.reason === 'syntax'
+        ? jsonRpcError(c, 400, 'invalid_request', 'the body is not JSON', {}, -32700)
+        : jsonRpcError(c, 400, 'invalid_request', parsed.message, {}, -32602);
+    const body = parsed.value;
 
     const client = createClient({
       baseUrl: 'http://runner.internal',
       apiKey: key,
       fetch: (url, init) => options.api(new Request(url, init)),
     });
+    // Revision 2026-07-28 (the request carries its own `_meta` envelope): no session, served by the SDK's handler.
+    if (!(await isLegacyRequest(c.req.raw, body)))
+      return modern.serve(c.req.raw, body, {
+        client,
+        principalId: principal.id,
+        runHeader: c.req.header(RUN_HEADER),
+        waitMs,
+        runs: options.runs,
+        tools: options.tools,
+        idleMinutes: config.mcpRunIdleMinutes ?? DEFAULT_MCP_RUN_IDLE_MINUTES,
+        now,
+      });
     const sessionId = c.req.header(SESSION_HEADER);
     if (!sessionId) {
       if (!isInitializeRequest(body)) return jsonRpcError(c, 400, 'invalid_request', 'the first request of a session must be initialize');
@@ -172,22 +202,44 @@ function makeServer(session: SessionContext, inFlight: InFlightCalls): Server {
     },
   );
   // Tools may run as tasks (the operation is the task); clients without tasks get the pending answer instead.
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [
-      ...((await client.listTools('mcp')) as Tool[]).map((tool) => ({ ...tool, execution: { taskSupport: 'optional' as const } })),
-      CHECK_OPERATION,
-    ],
-  }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    if (request.params.task && request.params.name !== CHECK_OPERATION.name) return submitAsTask(session, request.params, extra);
-    const local = inFlight.start(session.sessionId, extra.requestId);
-    try {
-      return await callTool(session, request.params, { requestId: extra.requestId, signal: AbortSignal.any([extra.signal, local.signal]) });
-    } finally {
-      inFlight.end(session.sessionId, extra.requestId, local);
-    }
-  });
+  server.setRequestHandler(ListToolsRequestSchema, async () =>
+    legacyErrors(async () => ({
+      tools: [
+        ...((await client.listTools('mcp')) as Tool[]).map((tool) => ({ ...tool, execution: { taskSupport: 'optional' as const } })),
+        CHECK_OPERATION,
+      ],
+    })),
+  );
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) =>
+    legacyErrors(async () => {
+      if (request.params.task && request.params.name !== CHECK_OPERATION.name) return submitAsTask(session, request.params, extra);
+      const local = inFlight.start(session.sessionId, extra.requestId);
+      try {
+        return await callTool(session, request.params, {
+          requestId: extra.requestId,
+          signal: AbortSignal.any([extra.signal, local.signal]),
+        });
+      } finally {
+        inFlight.end(session.sessionId, extra.requestId, local);
+      }
+    }),
+  );
   return server;
+}
+
+/** The API's refusals as invalid params with their plain message (a client's mistake is no internal error). */
+async function legacyErrors<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof McpError) throw error;
+    if (error instanceof ToolRunnerError && error.status >= 400 && error.status < 500)
+      throw new McpError(ErrorCode.InvalidParams, `${error.code}: ${error.message}`);
+    console.error(
+      JSON.stringify({ level: 'error', message: 'MCP request failed', error: (error as Error).name, detail: (error as Error).message }),
+    );
+    throw new McpError(ErrorCode.InternalError, 'internal error');
+  }
 }
 
 /** The request ids a body's `notifications/cancelled` messages name. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { canonicalJson, sha256 } from '../core/canonical';
 import type { Envelope, Operation, ToolRunnerClient } from '../client';
 
 /** The built-in tool that lets a model come back to a call that was still pending. */
@@ -24,25 +25,42 @@ const CheckArguments = z.object({ operationId: z.string().min(1).max(200) });
  * What serving one request of an MCP session needs: its id and run (from the verified session id), how to
  * reach the API as its caller, how long a call may wait. Nothing here outlives the request.
  */
-export interface SessionContext {
+export interface SessionContext extends CallTarget {
   sessionId: string;
-  runId: string;
-  client: ToolRunnerClient;
-  waitMs: number;
 }
 
 /** `_meta` keys a client may set on `tools/call`. */
-const CallMeta = z.looseObject({
+export const CallMeta = z.looseObject({
   'toolrunner/callId': z.string().min(1).max(128).optional(),
   'toolrunner/turn': z.number().int().min(0).optional(),
 });
 
-export function envelopeResult(envelope: Envelope): CallToolResult {
+/**
+ * What a reply's envelope may take: it is sent twice (as `structuredContent` and as JSON text, escaped), and a
+ * Lambda response holds at most 6 MB, so a reply stays within 5 MiB whatever the tool returned.
+ */
+export const MCP_REPLY_MAX_BYTES = 5 * 1024 * 1024;
+
+/**
+ * The envelope as a `tools/call` result. A result too large for one reply is left out as `result_omitted`
+ * (`GET /v1/operations/{operationId}` still has it, up to the tool's `maxResultBytes`).
+ */
+export function envelopeResult(envelope: Envelope, maxBytes = MCP_REPLY_MAX_BYTES): CallToolResult {
+  const text = JSON.stringify(envelope);
+  const fits = Buffer.byteLength(text) + Buffer.byteLength(JSON.stringify(text)) <= maxBytes;
+  const sent: Envelope = fits || envelope.result === undefined ? envelope : withoutResult(envelope);
   return {
-    content: [{ type: 'text', text: JSON.stringify(envelope) }],
-    structuredContent: envelope as unknown as Record<string, unknown>,
-    isError: envelope.status !== 'succeeded',
+    content: [{ type: 'text', text: sent === envelope ? text : JSON.stringify(sent) }],
+    structuredContent: sent as unknown as Record<string, unknown>,
+    isError: sent.status !== 'succeeded',
   };
+}
+
+function withoutResult(envelope: Envelope): Envelope {
+  const { result, ...rest } = envelope;
+  // The same size and hash the runner gives a result over the tool's maxResultBytes: of its canonical JSON.
+  const text = canonicalJson(result);
+  return { ...rest, result_omitted: { bytes: Buffer.byteLength(text), sha256: sha256(text) } };
 }
 
 export function pendingResult(op: { operationId: string; state: string; statusUrl?: string }): CallToolResult {
@@ -75,38 +93,59 @@ function operationResult(op: Operation): CallToolResult {
   return op.envelope ? envelopeResult(op.envelope as Envelope) : pendingResult(op);
 }
 
-/**
- * One `tools/call`: submitted to the runner's API as the caller, then waited on until it has an envelope,
- * waits for a person, or the session's wait is over. A cancelled request cancels its operation.
- */
-export async function callTool(
-  session: SessionContext,
-  request: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
-  extra: { sessionId?: string; requestId: string | number; signal: AbortSignal },
-): Promise<CallToolResult> {
-  if (request.name === CHECK_OPERATION_TOOL) return checkOperation(session, request.arguments);
-  const { callId, turn } = await callIdentity(session, request, extra.requestId);
-  const deadline = Date.now() + session.waitMs;
+/** Where a call is sent and how long it may wait: the run, the caller's API client, the wait. */
+export interface CallTarget {
+  runId: string;
+  client: ToolRunnerClient;
+  waitMs: number;
+}
 
+/** A call's answer: a result the model reads now, or the operation still pending (awaiting a person, or running on). */
+export type CallOutcome = { kind: 'result'; result: CallToolResult } | { kind: 'pending'; op: Operation | PendingOperation };
+
+type PendingOperation = { operationId: string; state: string; statusUrl?: string };
+
+/**
+ * One `tools/call` with its identity settled: submitted to the runner's API as the caller, then waited on
+ * until it has an envelope, waits for a person, or the wait is over. A cancelled request cancels its operation.
+ */
+export async function runCall(
+  target: CallTarget,
+  call: { callId: string; turn: number; name: string; arguments: Record<string, unknown> },
+  opts: { signal: AbortSignal; traceparent?: string },
+): Promise<CallOutcome> {
+  const deadline = Date.now() + target.waitMs;
   // The whole wait on the submission: a call that fits in it has its first attempt run in this very
   // invocation (no Express execution, no second function billed while the upstream answers). A cancellation
   // still ends the wait: it settles the operation, and the submission answers once the record says so.
-  const submitted = await session.client.submitToolCall(
-    session.runId,
-    { callId, turn, name: request.name, arguments: request.arguments ?? {} },
-    { waitSeconds: Math.floor(session.waitMs / 1000) },
-  );
-  if (submitted.kind === 'refused') return refusalResult(submitted.code, submitted.message, submitted.retryAfterSeconds);
-  if (submitted.kind === 'envelope') return envelopeResult(submitted.envelope);
-  if (extra.signal.aborted) return cancelled(session, submitted.operationId);
-  if (submitted.state === 'awaiting_approval') return pendingResult(submitted);
-  const op = await session.client.watchOperation(submitted.operationId, {
+  const submitted = await target.client.submitToolCall(target.runId, call, {
+    waitSeconds: Math.floor(target.waitMs / 1000),
+    traceparent: opts.traceparent,
+  });
+  if (submitted.kind === 'refused')
+    return { kind: 'result', result: refusalResult(submitted.code, submitted.message, submitted.retryAfterSeconds) };
+  if (submitted.kind === 'envelope') return { kind: 'result', result: envelopeResult(submitted.envelope) };
+  if (opts.signal.aborted) return { kind: 'result', result: await cancelled(target.client, submitted.operationId) };
+  if (submitted.state === 'awaiting_approval') return { kind: 'pending', op: submitted };
+  const op = await target.client.watchOperation(submitted.operationId, {
     deadline,
-    signal: extra.signal,
+    signal: opts.signal,
     stopWhenAwaitingApproval: true,
   });
-  if (extra.signal.aborted && !op.envelope) return cancelled(session, op.operationId);
-  return operationResult(op);
+  if (opts.signal.aborted && !op.envelope) return { kind: 'result', result: await cancelled(target.client, op.operationId) };
+  return op.envelope ? { kind: 'result', result: envelopeResult(op.envelope as Envelope) } : { kind: 'pending', op };
+}
+
+/** A 2025-11-25 `tools/call` (section 11): the callId from `_meta` or derived from the session and request id. */
+export async function callTool(
+  session: SessionContext,
+  request: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },
+  extra: { requestId: string | number; signal: AbortSignal },
+): Promise<CallToolResult> {
+  if (request.name === CHECK_OPERATION_TOOL) return checkOperation(session.client, request.arguments);
+  const { callId, turn } = await callIdentity(session, request, extra.requestId);
+  const outcome = await runCall(session, { callId, turn, name: request.name, arguments: request.arguments ?? {} }, extra);
+  return outcome.kind === 'result' ? outcome.result : pendingResult(outcome.op);
 }
 
 /**
@@ -141,20 +180,20 @@ export async function callIdentity(
 }
 
 /** `notifications/cancelled` for a call in flight: exactly `POST /v1/operations/{id}/cancel`. */
-async function cancelled(session: SessionContext, operationId: string): Promise<CallToolResult> {
+async function cancelled(client: ToolRunnerClient, operationId: string): Promise<CallToolResult> {
   try {
-    return operationResult(await session.client.cancelOperation(operationId));
+    return operationResult(await client.cancelOperation(operationId));
   } catch {
     // Already finished: the client is gone anyway; the result stays recorded.
-    return operationResult(await session.client.getOperation(operationId));
+    return operationResult(await client.getOperation(operationId));
   }
 }
 
-async function checkOperation(session: SessionContext, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
+export async function checkOperation(client: ToolRunnerClient, args: Record<string, unknown> | undefined): Promise<CallToolResult> {
   const parsed = CheckArguments.safeParse(args ?? {});
   if (!parsed.success) return refusalResult('invalid_arguments', 'operationId is required');
   try {
-    return operationResult(await session.client.getOperation(parsed.data.operationId));
+    return operationResult(await client.getOperation(parsed.data.operationId));
   } catch (error) {
     const { code, message } = error as { code?: string; message: string };
     return refusalResult(code ?? 'unexpected', message);

@@ -310,6 +310,42 @@ describe.each([
     await store.giveBackRateSlot(key, other);
     expect(await store.takeRateSlot(key, 'F', t0 + 5000, t0 + 2100)).toBe(false);
   });
+
+  it("a principal's current MCP run: recorded once, replaced only from the run it names; of racing replaces one wins", async () => {
+    const store = await make();
+    const principal = `p${randomBytes(4).toString('hex')}`;
+    expect(await store.currentMcpRun(principal)).toBeUndefined();
+    expect(await store.replaceCurrentMcpRun(principal, undefined, 'run_a')).toBe(true);
+    expect(await store.currentMcpRun(principal)).toBe('run_a');
+    // A record exists now: "none yet" is stale.
+    expect(await store.replaceCurrentMcpRun(principal, undefined, 'run_b')).toBe(false);
+    expect(await store.currentMcpRun(principal)).toBe('run_a');
+    expect(await store.replaceCurrentMcpRun(principal, 'run_a', 'run_c')).toBe(true);
+    expect(await store.currentMcpRun(principal)).toBe('run_c');
+    expect(await store.replaceCurrentMcpRun(principal, 'run_a', 'run_d')).toBe(false);
+    expect(await store.currentMcpRun(principal)).toBe('run_c');
+    // Ten requests that read the same record race to replace it: exactly one moves it.
+    const racers = Array.from({ length: 10 }, (_, i) => `run_r${i}`);
+    const moved = await Promise.all(racers.map((runId) => store.replaceCurrentMcpRun(principal, 'run_c', runId)));
+    expect(moved.filter(Boolean)).toHaveLength(1);
+    expect(await store.currentMcpRun(principal)).toBe(racers[moved.indexOf(true)]);
+    // Each principal has a record of its own.
+    expect(await store.currentMcpRun(`${principal}x`)).toBeUndefined();
+  });
+
+  it("a run's admission and status change set its updatedAt", async () => {
+    const store = await make();
+    const earlier = new Date(Date.now() - 60_000).toISOString();
+    const run = { ...newRun(), updatedAt: earlier };
+    await store.putNewRun(run);
+    await store.createOperation({ run, runChange: admit(), op: newOp(run.runId), events: proposal });
+    const admitted = (await store.getRun(run.runId))!;
+    expect(admitted.usage.toolCalls).toBe(1);
+    expect(admitted.updatedAt > earlier).toBe(true);
+    const closed = await store.updateRunStatus(admitted, 'cancelled', []);
+    expect((await store.getRun(run.runId))!.updatedAt).toBe(closed.updatedAt);
+    expect(closed.updatedAt >= admitted.updatedAt).toBe(true);
+  });
 });
 
 describe('DynamoDB store: what only DynamoDB can do', () => {

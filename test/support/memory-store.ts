@@ -26,6 +26,7 @@ export function memoryStore(clock: () => number = Date.now): Store & {
   locks: Map<string, { owner: string; until: number }>;
   rateCounts: Map<string, number>;
   rateSlots: Map<string, { holder: string; until: number }>;
+  mcpRuns: Map<string, string>;
 } {
   const runs = new Map<string, RunRecord>();
   const ops = new Map<string, OperationRecord>();
@@ -34,6 +35,7 @@ export function memoryStore(clock: () => number = Date.now): Store & {
   const locks = new Map<string, { owner: string; until: number }>();
   const rateCounts = new Map<string, number>();
   const rateSlots = new Map<string, { holder: string; until: number }>();
+  const mcpRuns = new Map<string, string>();
   const clone = <T>(v: T): T => structuredClone(v);
   const sequence = (runId: string, list: Omit<TraceEvent, 'seq' | 'at' | 'runId'>[]): TraceEvent[] => {
     const at = new Date(clock()).toISOString();
@@ -50,6 +52,7 @@ export function memoryStore(clock: () => number = Date.now): Store & {
     locks,
     rateCounts,
     rateSlots,
+    mcpRuns,
     async getRun(runId) {
       return clone(runs.get(runId));
     },
@@ -65,16 +68,18 @@ export function memoryStore(clock: () => number = Date.now): Store & {
       if (ops.has(op.operationId)) throw new OperationExistsError(clone(ops.get(op.operationId)));
       const stored = runs.get(run.runId);
       if (!stored) throw new Error('no run');
+      const at = new Date(clock()).toISOString();
       let nextRun = stored;
+      // As the DynamoDB store: a run's change (an admission or a status) sets its updatedAt.
       if (runChange.kind === 'admit') {
         if (!admissionHolds(stored, runChange.delta, runChange.now)) throw new RunChangedError('the run changed');
-        nextRun = applyAdmission(stored, runChange.delta);
+        nextRun = { ...applyAdmission(stored, runChange.delta), updatedAt: at };
       } else if (runChange.kind === 'close') {
         if (stored.status !== 'open') throw new RunChangedError('the run changed');
-        nextRun = { ...stored, status: runChange.to };
+        nextRun = { ...stored, status: runChange.to, updatedAt: at };
       }
       const traced = sequence(run.runId, list);
-      const created = { ...clone(op), version: 1, updatedAt: new Date(clock()).toISOString() };
+      const created = { ...clone(op), version: 1, updatedAt: at };
       runs.set(run.runId, nextRun);
       ops.set(op.operationId, created);
       append(run.runId, traced);
@@ -95,9 +100,10 @@ export function memoryStore(clock: () => number = Date.now): Store & {
       const stored = runs.get(run.runId);
       if (!stored || stored.status !== run.status) throw new RunChangedError('the run changed');
       const traced = sequence(run.runId, list);
-      runs.set(run.runId, { ...stored, status: to });
+      const next = { ...stored, status: to, updatedAt: new Date(clock()).toISOString() };
+      runs.set(run.runId, next);
       append(run.runId, traced);
-      return clone({ ...stored, status: to });
+      return clone(next);
     },
     async appendRunEvents(runId, list) {
       const traced = sequence(runId, list);
@@ -191,6 +197,14 @@ export function memoryStore(clock: () => number = Date.now): Store & {
     },
     async giveBackRateSlot(key, holder) {
       if (rateSlots.get(key)?.holder === holder) rateSlots.delete(key);
+    },
+    async currentMcpRun(principalId) {
+      return mcpRuns.get(principalId);
+    },
+    async replaceCurrentMcpRun(principalId, expected, runId) {
+      if (mcpRuns.get(principalId) !== expected) return false;
+      mcpRuns.set(principalId, runId);
+      return true;
     },
   };
 }
