@@ -15,7 +15,16 @@ import { canonicalJson, sha256 } from '../core/canonical';
 import type { Store } from '../core/ports';
 import type { ToolRegistry } from '../core/tool-spec';
 import { MAX_BODY_BYTES } from '../http/schemas';
-import { CallMeta, CHECK_OPERATION, CHECK_OPERATION_TOOL, checkOperation, envelopeResult, pendingResult, runCall } from './tool-calls';
+import {
+  CallMeta,
+  CHECK_OPERATION,
+  CHECK_OPERATION_TOOL,
+  checkOperation,
+  envelopeResult,
+  pendingResult,
+  runCall,
+  withProtocolErrors,
+} from './tool-calls';
 
 /**
  * `/mcp` at protocol revision 2026-07-28: no handshake and no session; every request names its revision and
@@ -301,20 +310,11 @@ function ignoreFinished(error: unknown): void {
   if (!(error instanceof ToolRunnerError) || ![404, 409].includes(error.status)) throw error;
 }
 
-/**
- * The API's refusals as the protocol's invalid-params error with their plain message (a client's mistake is
- * never an internal error); anything else stays internal, with no detail leaving the process.
- */
-export async function asProtocolErrors<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof ProtocolError) throw error;
-    if (error instanceof ToolRunnerError && error.status >= 400 && error.status < 500)
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `${error.code}: ${error.message}`);
-    console.error(
-      JSON.stringify({ level: 'error', message: 'MCP request failed', error: (error as Error).name, detail: (error as Error).message }),
-    );
-    throw new ProtocolError(ProtocolErrorCode.InternalError, 'internal error');
-  }
+/** Errors at 2026-07-28: the v2 SDK's. */
+function asProtocolErrors<T>(work: () => Promise<T>): Promise<T> {
+  return withProtocolErrors(
+    work,
+    (code, message) => new ProtocolError(code, message),
+    (error) => error instanceof ProtocolError,
+  );
 }

@@ -4,7 +4,6 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import {
   CallToolRequestSchema,
   CancelledNotificationSchema,
-  ErrorCode,
   McpError,
   isInitializeRequest,
   ListToolsRequestSchema,
@@ -27,7 +26,7 @@ import { checkRequestOrigin, listensOnLoopback } from '../http/request-origin';
 import { modernMcp } from './modern';
 import { issueSessionId, verifySessionId } from './session-id';
 import { operationTaskStore, submitAsTask } from './tasks';
-import { CHECK_OPERATION, callTool, derivedCallId, type SessionContext } from './tool-calls';
+import { CHECK_OPERATION, callTool, derivedCallId, type SessionContext, withProtocolErrors } from './tool-calls';
 
 export interface McpOptions {
   /** The runner's own API, called in-process with the caller's bearer key. */
@@ -227,19 +226,13 @@ function makeServer(session: SessionContext, inFlight: InFlightCalls): Server {
   return server;
 }
 
-/** The API's refusals as invalid params with their plain message (a client's mistake is no internal error). */
-async function legacyErrors<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof McpError) throw error;
-    if (error instanceof ToolRunnerError && error.status >= 400 && error.status < 500)
-      throw new McpError(ErrorCode.InvalidParams, `${error.code}: ${error.message}`);
-    console.error(
-      JSON.stringify({ level: 'error', message: 'MCP request failed', error: (error as Error).name, detail: (error as Error).message }),
-    );
-    throw new McpError(ErrorCode.InternalError, 'internal error');
-  }
+/** Errors at 2025-11-25: the 1.x SDK's. */
+function legacyErrors<T>(work: () => Promise<T>): Promise<T> {
+  return withProtocolErrors(
+    work,
+    (code, message) => new McpError(code, message),
+    (error) => error instanceof McpError,
+  );
 }
 
 /** The request ids a body's `notifications/cancelled` messages name. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { canonicalJson, sha256 } from '../core/canonical';
-import type { Envelope, Operation, ToolRunnerClient } from '../client';
+import { type Envelope, type Operation, ToolRunnerError, type ToolRunnerClient } from '../client';
 
 /** The built-in tool that lets a model come back to a call that was still pending. */
 export const CHECK_OPERATION_TOOL = 'toolrunner_check_operation';
@@ -199,3 +199,30 @@ export async function checkOperation(client: ToolRunnerClient, args: Record<stri
     return refusalResult(code ?? 'unexpected', message);
   }
 }
+
+/**
+ * The API's refusals as invalid params (`-32602`) with their plain message: a client's mistake is never an
+ * internal error. Anything else is `-32603` with no detail leaving the process. `protocolError` builds the
+ * SDK's error of the revision served, and `isProtocolError` tells one already built, which passes unchanged.
+ */
+export async function withProtocolErrors<T>(
+  work: () => Promise<T>,
+  protocolError: (code: number, message: string) => Error,
+  isProtocolError: (error: unknown) => boolean,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (isProtocolError(error)) throw error;
+    if (error instanceof ToolRunnerError && error.status >= 400 && error.status < 500)
+      throw protocolError(INVALID_PARAMS, `${error.code}: ${error.message}`);
+    console.error(
+      JSON.stringify({ level: 'error', message: 'MCP request failed', error: (error as Error).name, detail: (error as Error).message }),
+    );
+    throw protocolError(INTERNAL_ERROR, 'internal error');
+  }
+}
+
+/** JSON-RPC's codes, the same at every revision. */
+const INVALID_PARAMS = -32602;
+const INTERNAL_ERROR = -32603;

@@ -1,11 +1,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { McpUpstream, RunnerConfig, UpstreamToolPolicy } from '../core/config';
 import { isMalformedAnswer, MalformedAnswerError, TransportError, UpstreamHttpError } from '../core/errors';
 import { describeBytes, RESULT_LIMITS } from '../core/result-record';
 import { checkToolSpec, type ToolContext, type ToolRegistry, type ToolSpec } from '../core/tool-spec';
+import { connectModern, modernAttemptError, speaksModern, type UpstreamClient } from './mcp-upstream-2026';
 
 /**
  * Proxy mode: the tools of upstream MCP servers, registered as `<upstream>__<tool>` with the policy the
@@ -38,12 +39,15 @@ export function zodFromJsonSchema(schema: Tool['inputSchema']): z.ZodObject {
   return z.looseObject({});
 }
 
-/** One client per upstream, connected on first use and dropped after a transport failure. */
+/**
+ * One client per upstream, connected on first use and dropped after a transport failure: at 2026-07-28 when
+ * the upstream's `server/discover` lists it (mcp-upstream-2026.ts), else at 2025-11-25 with `initialize`.
+ */
 export class UpstreamConnection {
-  private client?: Promise<Client>;
+  private client?: Promise<UpstreamClient>;
   constructor(readonly upstream: McpUpstream) {}
 
-  get(): Promise<Client> {
+  get(): Promise<UpstreamClient> {
     this.client ??= this.connect().catch((error) => {
       this.client = undefined;
       throw error;
@@ -57,17 +61,27 @@ export class UpstreamConnection {
     void old?.then((c) => c.close()).catch(() => undefined);
   }
 
-  private async connect(): Promise<Client> {
+  private async connect(): Promise<UpstreamClient> {
+    const headers = this.upstream.headers ?? {};
+    if (await speaksModern(this.upstream.url, headers, answerCheckingFetch))
+      return connectModern(this.upstream.url, headers, answerCheckingFetch);
     const client = new Client({ name: 'toolrunner', version: '0.1.0' });
     // Bounded: a hanging upstream must not hold up the steps waiting for the registry.
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(this.upstream.url), {
-        requestInit: { headers: this.upstream.headers ?? {} },
-        fetch: answerCheckingFetch,
-      }),
-      { timeout: 10_000 },
+      new StreamableHTTPClientTransport(new URL(this.upstream.url), { requestInit: { headers }, fetch: answerCheckingFetch }),
+      {
+        timeout: 10_000,
+      },
     );
-    return client;
+    return {
+      listTools: (cursor) => client.listTools(cursor ? { cursor } : undefined, { timeout: 10_000 }),
+      callTool: (params, ctx) =>
+        client.callTool(params, undefined, {
+          signal: ctx.signal,
+          timeout: Math.max(1, ctx.deadline - Date.now()),
+        }) as Promise<CallToolResult>,
+      close: () => client.close(),
+    };
   }
 }
 
@@ -133,7 +147,7 @@ export async function upstreamToolSpecs(connection: UpstreamConnection, log: (li
   const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: 10_000 });
+    const page = await client.listTools(cursor);
     tools.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor);
@@ -173,19 +187,18 @@ function toolSpecOf(connection: UpstreamConnection, tool: Tool): ToolSpec {
 }
 
 async function callUpstream(connection: UpstreamConnection, toolName: string, ctx: ToolContext, input: unknown): Promise<unknown> {
-  let client: Client;
+  let client: UpstreamClient;
   try {
     client = await connection.get();
   } catch (error) {
     // The call itself was never sent: safe to retry whatever the tool does.
     throw new TransportError('refused', false, `could not connect to upstream ${connection.upstream.name} (${(error as Error).message})`);
   }
-  let result: Awaited<ReturnType<typeof client.callTool>>;
+  let result: CallToolResult;
   try {
     result = await client.callTool(
       { name: toolName, arguments: input as Record<string, unknown>, _meta: { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey } },
-      undefined,
-      { signal: ctx.signal, timeout: Math.max(1, ctx.deadline - Date.now()) },
+      ctx,
     );
   } catch (error) {
     throw attemptError(connection, ctx, error);
@@ -222,6 +235,8 @@ function isMalformedResult(error: unknown): boolean {
 
 /** Maps what the MCP client threw onto the transport errors the lifecycle classifies. */
 function attemptError(connection: UpstreamConnection, ctx: ToolContext, error: unknown): Error {
+  const modern = modernAttemptError(error, ctx, () => connection.reset());
+  if (modern) return modern;
   if (isMalformedResult(error))
     return isMalformedAnswer(error as Error)
       ? (error as Error)
@@ -243,9 +258,20 @@ function attemptError(connection: UpstreamConnection, ctx: ToolContext, error: u
     return new UpstreamHttpError(400, `mcp_${error.code}`, undefined, `upstream refused the call (${error.code})`);
   }
   connection.reset();
-  const code = (error as { cause?: { code?: string } })?.cause?.code ?? (error as { code?: string })?.code;
+  const code = networkCode(error);
   if (typeof code === 'string' && NOT_SENT.has(code)) return new TransportError('refused', false, `connection failed (${code})`);
   return new TransportError('reset', true, `connection to the upstream lost (${code ?? 'unknown'})`);
+}
+
+/** The network error code in an error or its causes (the v2 client wraps fetch's error once more). */
+function networkCode(error: unknown): string | undefined {
+  let current = error as { cause?: unknown; code?: unknown } | undefined;
+  for (let depth = 0; current && depth < 4; depth++, current = current.cause as typeof current) {
+    const cause = (current.cause as { code?: unknown } | undefined)?.code;
+    if (typeof cause === 'string' && NOT_SENT.has(cause)) return cause;
+  }
+  const top = (error as { cause?: { code?: unknown }; code?: unknown })?.cause?.code ?? (error as { code?: unknown })?.code;
+  return typeof top === 'string' ? top : undefined;
 }
 
 /** A registry that also holds the configured upstreams' tools, reloaded when that part of the config changes. */

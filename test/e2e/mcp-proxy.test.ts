@@ -5,8 +5,10 @@ import { startUpstreamMcp } from '../support/upstream-mcp';
 
 let stack: TestStack;
 let upstream: Awaited<ReturnType<typeof startUpstreamMcp>>;
+let modern: Awaited<ReturnType<typeof startUpstreamMcp>>;
 beforeAll(async () => {
   upstream = await startUpstreamMcp();
+  modern = await startUpstreamMcp({ revision: '2026-07-28' });
   stack = await startTestStack({ seed: 5 });
   stack.editConfig((config) => {
     config.mcpUpstreams = [
@@ -19,12 +21,18 @@ beforeAll(async () => {
           refund: { risk: 'irreversible_write', approval: 'always', supportsIdempotency: true },
         },
       },
+      {
+        name: 'modern',
+        url: modern.url,
+        tools: { create_ticket: { risk: 'irreversible_write', supportsIdempotency: true, maxAttempts: 3, timeoutMs: 5_000 } },
+      },
     ];
   });
 });
 afterAll(async () => {
   await stack?.stop();
   await upstream?.close();
+  await modern?.close();
 });
 
 describe('MCP proxy mode', () => {
@@ -127,5 +135,37 @@ describe('MCP proxy mode', () => {
     );
     expect(op.envelope).toMatchObject({ status: 'succeeded', result: { content: [{ type: 'text', text: 'refunded 500' }] } });
     expect(upstream.record.refunds).toEqual([500]);
+  });
+
+  it('speaks 2026-07-28 to an upstream that does (no handshake), 2025-11-25 to the others; a retried write still runs once', async () => {
+    const { api, keys } = stack;
+    const listed = await api.request('GET', '/v1/tools?format=neutral', { key: keys.agent });
+    expect(
+      listed.body.tools
+        .filter((t: any) => t.name.startsWith('modern__'))
+        .map((t: any) => t.name)
+        .sort(),
+    ).toEqual(['modern__create_ticket', 'modern__lookup']);
+    const runId = await api.createRun(keys.agent);
+    modern.failNext('create_ticket', 1);
+    const from = modern.record.received.length;
+    const res = await api.call(keys.agent, runId, {
+      callId: 'c_modern',
+      name: 'modern__create_ticket',
+      arguments: { title: 'Modern printer' },
+    });
+    expect(res.body).toMatchObject({ status: 'succeeded', result: { title: 'Modern printer' } });
+    const sent = modern.record.received.slice(from);
+    expect(sent.map((s) => s.tool)).toEqual(['create_ticket', 'create_ticket']);
+    expect(sent[1].key).toBe(sent[0].key);
+    expect(modern.record.tickets.filter((t) => t.title === 'Modern printer')).toEqual([{ title: 'Modern printer', key: sent[0].key }]);
+    const events = await api.trace(keys.agent, runId);
+    expect(events.filter((e) => e.type === 'attempt.finished').map((e) => e.detail!.upstreamStatus)).toEqual([503, 200]);
+
+    // Every request the modern upstream saw was at 2026-07-28, none a handshake; the other one was asked to initialize.
+    expect(modern.record.requests.length).toBeGreaterThan(0);
+    expect(modern.record.requests.filter((r) => r.revision !== '2026-07-28' || r.method === 'initialize')).toEqual([]);
+    expect(modern.record.requests.map((r) => r.method)).toContain('server/discover');
+    expect(upstream.record.requests.map((r) => r.method)).toContain('initialize');
   });
 });
