@@ -22,6 +22,7 @@ export function makeHttpApp(deps: Deps): Hono {
     // Read per request: the embedded stack sets it once its port is known, after building this app.
     publicBaseUrl: () => deps.publicBaseUrl,
     waitMs: Math.min(mcpWaitMs(), longestWait * 1000),
+    now: () => deps.now(),
   });
   const people = consoleRoutes({
     api: (request) => api.fetch(request),

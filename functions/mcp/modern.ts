@@ -64,6 +64,11 @@ export interface ModernRequest {
   now: () => number;
 }
 
+/** What finding (or replacing) a principal's current MCP run needs. */
+export type CurrentRunContext = Pick<ModernRequest, 'principalId' | 'runs' | 'idleMinutes' | 'now'> & {
+  client: Pick<ToolRunnerClient, 'createRun' | 'getRun'>;
+};
+
 /**
  * One handler for the process (the SDK's, strict: 2025-era traffic never reaches it), serving each request
  * with the context `serve` registered for it.
@@ -211,7 +216,7 @@ function startRun(context: ModernRequest): Promise<string> {
  * `idleMinutes`, or when `fresh`. Racing requests agree: the new run is created with an Idempotency-Key that
  * names the run it replaces (the same run for all of them), and the record moves by a conditional write.
  */
-async function currentRun(context: ModernRequest, fresh: boolean): Promise<string> {
+export async function currentRun(context: CurrentRunContext, fresh: boolean): Promise<string> {
   for (let tries = 0; tries < 5; tries++) {
     const current = await context.runs.currentMcpRun(context.principalId);
     if (current && !fresh && (await stillCurrent(context, current))) return current;
@@ -227,7 +232,7 @@ async function currentRun(context: ModernRequest, fresh: boolean): Promise<strin
   throw new ProtocolError(ProtocolErrorCode.InternalError, 'the current MCP run kept changing; try again');
 }
 
-async function stillCurrent(context: ModernRequest, runId: string): Promise<boolean> {
+async function stillCurrent(context: CurrentRunContext, runId: string): Promise<boolean> {
   try {
     const run = await context.client.getRun(runId);
     return run.status === 'open' && context.now() - Date.parse(run.updatedAt) < context.idleMinutes * 60_000;

@@ -109,6 +109,31 @@ describe('MCP 2026-07-28 at /mcp', () => {
     expect(runOf(await scoped.listTools())).not.toBe(next);
   });
 
+  it('concurrent first requests of a principal agree on one current run; an idle one is replaced', async () => {
+    const clients = await Promise.all(Array.from({ length: 6 }, () => connect(stack.keys.admin)));
+    const runs = await Promise.all(clients.map(async (c) => runOf(await c.listTools())));
+    expect(new Set(runs).size).toBe(1);
+    const [runId] = runs;
+    if (!stack.deps) return; // the clock below is the embedded stack's
+    stack.editConfig((config) => {
+      config.mcpRunIdleMinutes = 2;
+    });
+    const realNow = stack.deps.now;
+    try {
+      stack.deps.now = () => realNow() + 60_000;
+      expect(runOf(await clients[0].listTools())).toBe(runId);
+      stack.deps.now = () => realNow() + 3 * 60_000;
+      const next = runOf(await clients[1].listTools());
+      expect(next).not.toBe(runId);
+      expect(runOf(await clients[2].listTools())).toBe(next);
+    } finally {
+      stack.deps.now = realNow;
+      stack.editConfig((config) => {
+        delete config.mcpRunIdleMinutes;
+      });
+    }
+  });
+
   it('a charge re-issued with a new request id after its stream was cut is the same operation: one charge', async () => {
     const client = await connect(stack.keys.agent);
     const runId = runOf(await client.callTool({ name: 'toolrunner_start_run', arguments: {} }));

@@ -77,6 +77,40 @@ describe('execute_tool spans (OpenTelemetry GenAI conventions)', () => {
     expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain('cus_otel');
   });
 
+  it("an MCP 2026-07-28 call's _meta traceparent parents its spans", async () => {
+    const { apiUrl, keys } = stack;
+    const res = await fetch(`${apiUrl}/mcp`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${keys.agent}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': 'get_order',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: {
+          name: 'get_order',
+          arguments: { orderId: 'ord_42' },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+            traceparent: `00-${TRACE_ID}-${PARENT_SPAN}-01`,
+          },
+        },
+      }),
+    });
+    const body = await res.json();
+    expect(body.result.structuredContent).toMatchObject({ status: 'succeeded' });
+    const [span] = spansOf(body.result.structuredContent.logical_operation_id);
+    expect(span.spanContext().traceId).toBe(TRACE_ID);
+    expect(span.parentSpanContext?.spanId).toBe(PARENT_SPAN);
+  });
+
   it('an approved call says so; without a traceparent (or with a malformed one) the attempt starts its own trace', async () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent);
