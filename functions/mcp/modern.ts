@@ -179,7 +179,7 @@ async function callTool(
   // A broken stream is no cancellation at this revision: the client re-issues the request and gets this operation.
   const outcome = await runCall({ runId, client: context.client, waitMs: context.waitMs }, call, { signal: NEVER_ABORTED, traceparent });
   if (outcome.kind === 'result') return { ...outcome.result, _meta: { [RUN_META]: runId } };
-  // Waiting for a person, or running past the wait: a task for clients that take tasks, else section 11's answer.
+  // Waiting for a person, or running past the wait: a task for clients that take tasks, else the pending answer.
   if (!declaresTasks(ctx)) return { ...pendingResult(outcome.op), _meta: { [RUN_META]: runId } };
   const op = await context.client.getOperation(outcome.op.operationId);
   return { resultType: 'task', ...taskFields(op), _meta: { [RUN_META]: runId } };

@@ -136,7 +136,7 @@ export async function runCall(
   return op.envelope ? { kind: 'result', result: envelopeResult(op.envelope as Envelope) } : { kind: 'pending', op };
 }
 
-/** A 2025-11-25 `tools/call` (section 11): the callId from `_meta` or derived from the session and request id. */
+/** A 2025-11-25 `tools/call`: the callId from `_meta` or derived from the session and request id. */
 export async function callTool(
   session: SessionContext,
   request: { name: string; arguments?: Record<string, unknown>; _meta?: Record<string, unknown> },

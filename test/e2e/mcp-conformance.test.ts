@@ -16,7 +16,7 @@ import { startTestStack, type TestStack } from '../support/stack';
  * Each scenario runs at the revision named (`--spec-version`): `/mcp` serves 2025-11-25 and 2026-07-28 side by side.
  */
 const SCENARIOS = {
-  // Section 14's five, at the revision they were written for.
+  // The five the runner passed from the start, at the revision they were written for.
   '2025-11-25': ['server-initialize', 'ping', 'tools-list', 'server-sse-multiple-streams', 'dns-rebinding-protection'],
   // What a client of the stateless revision checks first: discovery through lists, headers, caching hints.
   '2026-07-28': ['tools-list', 'dns-rebinding-protection', 'caching', 'http-header-validation', 'server-sse-multiple-streams'],
