@@ -9,7 +9,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { type Operation, ToolRunnerError, type ToolRunnerClient } from '../client';
+import { type Operation, type Run, ToolRunnerError, type ToolRunnerClient } from '../client';
 import { AGENT_RUN_MAX_IDENTICAL_CALLS } from '../core/budgets';
 import { canonicalJson, sha256 } from '../core/canonical';
 import type { Store } from '../core/ports';
@@ -110,7 +110,7 @@ function makeServer(context: ModernRequest): Server {
   );
   server.setRequestHandler('tools/list', async (_request, ctx) =>
     asProtocolErrors(async () => {
-      const runId = await runOf(context, ctx);
+      const { runId } = await runOf(context, ctx);
       const tools = (await context.client.listTools('mcp')) as Tool[];
       return { tools: [...tools, CHECK_OPERATION as Tool, START_RUN], _meta: { [RUN_META]: runId } };
     }),
@@ -163,7 +163,8 @@ async function callTool(
   }
   const missing = missingCapabilities(context.tools.get(params.name)?.mcpClientCapabilities, ctx);
   if (missing) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: missing });
-  const runId = await runOf(context, ctx);
+  const run = await runOf(context, ctx);
+  const { runId } = run;
   if (params.name === CHECK_OPERATION_TOOL)
     return { ...(await checkOperation(context.client, params.arguments)), _meta: { [RUN_META]: runId } };
   const args = params.arguments ?? {};
@@ -171,7 +172,7 @@ async function callTool(
   const callMeta = given.success ? given.data : {};
   const call = {
     callId: callMeta['toolrunner/callId'] ?? derivedCallId(runId, params.name, args),
-    turn: callMeta['toolrunner/turn'] ?? (await context.client.getRun(runId)).usage.turns + 1,
+    turn: callMeta['toolrunner/turn'] ?? run.usage.turns + 1,
     name: params.name,
     arguments: args,
   };
@@ -196,19 +197,19 @@ export function derivedCallId(runId: string, toolName: string, args: Record<stri
 }
 
 /** The run a request belongs to: the header, else `_meta["toolrunner/runId"]`, else the principal's current MCP run. */
-async function runOf(context: ModernRequest, ctx: ServerContext): Promise<string> {
+async function runOf(context: ModernRequest, ctx: ServerContext): Promise<Run> {
   const named = context.runHeader ?? stringMeta(ctx, RUN_META);
   if (named) {
     const run = await context.client.getRun(named);
     if (run.status !== 'open') throw new ProtocolError(ProtocolErrorCode.InvalidParams, `run ${named} is ${run.status}`);
-    return run.runId;
+    return run;
   }
   return currentRun(context, false);
 }
 
 /** `toolrunner_start_run`: a new run becomes the principal's current one. */
-function startRun(context: ModernRequest): Promise<string> {
-  return currentRun(context, true);
+async function startRun(context: ModernRequest): Promise<string> {
+  return (await currentRun(context, true)).runId;
 }
 
 /**
@@ -216,29 +217,31 @@ function startRun(context: ModernRequest): Promise<string> {
  * `idleMinutes`, or when `fresh`. Racing requests agree: the new run is created with an Idempotency-Key that
  * names the run it replaces (the same run for all of them), and the record moves by a conditional write.
  */
-export async function currentRun(context: CurrentRunContext, fresh: boolean): Promise<string> {
+export async function currentRun(context: CurrentRunContext, fresh: boolean): Promise<Run> {
   for (let tries = 0; tries < 5; tries++) {
     const current = await context.runs.currentMcpRun(context.principalId);
-    if (current && !fresh && (await stillCurrent(context, current))) return current;
+    const still = current && !fresh ? await stillCurrent(context, current) : undefined;
+    if (still) return still;
     const next = await context.client.createRun(
       { budgets: { maxIdenticalCalls: AGENT_RUN_MAX_IDENTICAL_CALLS }, metadata: { via: 'mcp' } },
       { idempotencyKey: `mcp-current-run-after:${current ?? 'none'}` },
     );
-    if (next.runId === current) return current;
-    if (await context.runs.replaceCurrentMcpRun(context.principalId, current, next.runId)) return next.runId;
+    if (next.runId === current) return next;
+    if (await context.runs.replaceCurrentMcpRun(context.principalId, current, next.runId)) return next;
     // Another request moved the record first; what it recorded is current now (unless it is stale already).
     fresh = false;
   }
   throw new ProtocolError(ProtocolErrorCode.InternalError, 'the current MCP run kept changing; try again');
 }
 
-async function stillCurrent(context: CurrentRunContext, runId: string): Promise<boolean> {
+/** The run, read once for the caller too (its turn count), while it is open and not idle; else undefined. */
+async function stillCurrent(context: CurrentRunContext, runId: string): Promise<Run | undefined> {
   try {
     const run = await context.client.getRun(runId);
-    return run.status === 'open' && context.now() - Date.parse(run.updatedAt) < context.idleMinutes * 60_000;
+    return run.status === 'open' && context.now() - Date.parse(run.updatedAt) < context.idleMinutes * 60_000 ? run : undefined;
   } catch (error) {
     // Deleted by retention: replaced like a closed one.
-    if (error instanceof ToolRunnerError && error.status === 404) return false;
+    if (error instanceof ToolRunnerError && error.status === 404) return undefined;
     throw error;
   }
 }

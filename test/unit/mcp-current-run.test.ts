@@ -58,7 +58,7 @@ describe("a principal's current MCP run", () => {
             await store.replaceCurrentMcpRun('p', undefined, 'run_old');
             history.push('run_old');
           }
-          const answers = Promise.all(fresh.map((f) => currentRun(context, f)));
+          const answers = Promise.all(fresh.map((f) => currentRun(context, f).then((run) => run.runId)));
           await s.waitFor(answers);
           const got = await answers;
 
