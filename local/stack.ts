@@ -45,6 +45,13 @@ export interface StackOptions {
   sandboxPort?: number;
   /** Use a DynamoDB (Local) that is already running instead of starting one. */
   dynamoEndpoint?: string;
+  /**
+   * No other process uses these tables, so a lease in them was held by an execution of this stack's previous
+   * run, which died with it, and the boot sweep resumes every active operation at once. Default: true when the
+   * stack starts DynamoDB Local from the data directory it owns, false on a DynamoDB it was given, where
+   * another process may be working: there the boot sweep resumes only operations whose leases have passed.
+   */
+  ownsTables?: boolean;
   tablePrefix?: string;
   sweepIntervalMs?: number;
   /** A DynamoDB client for the handlers (for example with counting middleware, in the benchmark). */
@@ -88,7 +95,7 @@ export interface Stack {
   /** Absent when the stack runs the caller's tools rather than the demo tools. */
   sandboxUrl?: string;
   deps: Deps;
-  /** Operations resumed at boot: after a restart no execution survives, so every active one continues. */
+  /** Operations resumed at boot: every active one on tables this stack owns, else those whose leases passed. */
   recovered: string[];
   /** Which handlers run: the TypeScript sources, the deployed bundles, or the stack built from the synthesized template. */
   handlers: HandlerMode;
@@ -232,7 +239,7 @@ async function startParts(
   deps.publicBaseUrl = `http://127.0.0.1:${apiPort}`;
   progress(`API listening on ${deps.publicBaseUrl}; resuming interrupted operations…`);
 
-  const recovered = await sweep(deps, 1000, { ignoreLeases: true });
+  const recovered = await sweep(deps, 1000, { ignoreLeases: options.ownsTables ?? !options.dynamoEndpoint });
   sweeperPart(handlers.sweep, options.sweepIntervalMs ?? 5000, started);
 
   return {

@@ -3,13 +3,16 @@ import { setFlagsFromString } from 'node:v8';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import {
   CALL_GROUP,
+  type CedarRequest,
   type CedarType,
   cedarRequestOf,
   type PolicyAnswer,
+  type PolicyError,
   type PolicyEvaluator,
   type PolicyRequest,
   type PrincipalAttribute,
   policySchema,
+  principalAttributeProblems,
   principalAttributeTypes,
   UNATTENDED_GROUP,
 } from '../core/policy-schema';
@@ -28,7 +31,7 @@ export interface PolicyProblem {
 
 export type CompiledPolicies = { ok: true; evaluator: PolicyEvaluator } | { ok: false; problems: PolicyProblem[] };
 
-type PrincipalEntry = { attributes?: Record<string, PrincipalAttribute> };
+type PrincipalEntry = { id?: string; attributes?: Record<string, PrincipalAttribute> };
 
 /**
  * Parses the policy text, validates it (strict mode) against the schema of these tools, and loads it into the
@@ -41,6 +44,9 @@ export function compilePolicies(
   principals: readonly PrincipalEntry[],
 ): CompiledPolicies {
   const attributes = principalAttributeTypes(principals);
+  // The principals are configuration: one whose attributes the policies could not see exactly is refused here, not per call.
+  const misfits = principalAttributeProblems(principals, attributes);
+  if (misfits.length > 0) return { ok: false, problems: misfits.map((message) => ({ message })) };
   const schema = policySchema(tools, attributes);
   const key = createHash('sha256').update(text).update('\0').update(JSON.stringify(schema)).digest('hex').slice(0, 32);
   const cached = compiled.get(key);
@@ -101,21 +107,24 @@ function compile(text: string, schema: Record<string, unknown>, attributes: Reco
     evaluator: {
       size: Object.keys(all).length,
       evaluate(request: PolicyRequest): PolicyAnswer {
-        const cedarRequest = cedarRequestOf(request, attributes);
+        const built = cedarRequestOf(request, attributes);
+        if (!built.ok) return { allowed: false, determining: [], unrepresentable: built.misfit };
+        const cedarRequest = built.request;
         const action = cedarRequest.action.id;
         const group = request.action === 'call' ? CALL_GROUP : UNATTENDED_GROUP;
-        if (!shadowed) return decide(setFor('enforced', action, group), cedarRequest);
+        if (!shadowed) return failClosed(decide(setFor('enforced', action, group), cedarRequest));
         // One evaluation of every policy usually says both what is enforced and what the log-only ones would do.
         const would = decide(setFor('all', action, group), cedarRequest);
         const enforcedIds = would.determining.filter((id) => !shadowIds.has(id));
-        const tookPart = enforcedIds.length < would.determining.length;
-        if (!tookPart) return would;
+        const enforcedErrors = would.errors.filter((e) => e.policyId === undefined || !shadowIds.has(e.policyId));
+        const tookPart = enforcedIds.length < would.determining.length || enforcedErrors.length < would.errors.length;
+        if (!tookPart) return failClosed(would);
         // Only log-only policies decided: what the enforced ones decide alone takes its own evaluation.
         const answer =
           enforcedIds.length > 0
-            ? { allowed: would.allowed, determining: enforcedIds }
+            ? { allowed: would.allowed, determining: enforcedIds, errors: enforcedErrors }
             : decide(setFor('enforced', action, group), cedarRequest);
-        return { ...answer, shadow: would };
+        return { ...failClosed(answer), shadow: failClosed(would) };
       },
     },
   };
@@ -139,19 +148,48 @@ function load(id: string, policies: Record<string, string>): void {
   if (loaded.type === 'failure') throw new Error(`the policy engine refused a validated set: ${loaded.errors[0]?.message}`);
 }
 
-function decide(setId: string, request: ReturnType<typeof cedarRequestOf>): PolicyAnswer {
-  const out = cedar.statefulIsAuthorized({
-    principal: request.principal,
-    action: request.action,
-    resource: request.resource,
-    context: request.context as cedar.Context,
-    entities: request.entities as cedar.Entities,
-    preparsedPolicySetId: setId,
-    validateRequest: false,
-  });
-  // An evaluation the engine cannot complete denies (fail closed); a policy that errors on this request is skipped by Cedar.
-  if (out.type === 'failure') return { allowed: false, determining: [] };
-  return { allowed: out.response.decision === 'allow', determining: [...out.response.diagnostics.reason].sort() };
+/** Cedar's answer, with the policies that erred on this request (Cedar skips them) kept beside it. */
+type Evaluation = { allowed: boolean; determining: string[]; errors: PolicyError[] };
+
+function decide(setId: string, request: CedarRequest): Evaluation {
+  let out: cedar.AuthorizationAnswer;
+  try {
+    out = cedar.statefulIsAuthorized({
+      principal: request.principal,
+      action: request.action,
+      resource: request.resource,
+      context: request.context as cedar.Context,
+      entities: request.entities as cedar.Entities,
+      preparsedPolicySetId: setId,
+      validateRequest: false,
+    });
+  } catch (error) {
+    return { allowed: false, determining: [], errors: [{ reason: withoutValues((error as Error).message) }] };
+  }
+  if (out.type === 'failure')
+    return { allowed: false, determining: [], errors: out.errors.map((e) => ({ reason: withoutValues(e.message) })) };
+  const errors = out.response.diagnostics.errors
+    .map((e) => ({ policyId: e.policyId, reason: withoutValues(e.error.message) }))
+    .sort((a, b) => a.policyId.localeCompare(b.policyId));
+  return { allowed: out.response.decision === 'allow', determining: [...out.response.diagnostics.reason].sort(), errors };
+}
+
+/** Cedar quotes the values it failed on (`10000`); a refusal names the policy and the reason, never the arguments. */
+function withoutValues(message: string): string {
+  return message.replace(/`[^`]*`/g, '…');
+}
+
+/**
+ * A decision that cannot be evaluated denies: where a policy that could apply erred (Cedar would skip it and let
+ * a permit win) or the engine failed, the call is refused. A forbid that applied still decides by itself;
+ * otherwise the policies that erred are the determining ones.
+ */
+function failClosed(evaluation: Evaluation): PolicyAnswer {
+  const { allowed, determining, errors } = evaluation;
+  if (errors.length === 0) return { allowed, determining };
+  const forbidden = !allowed && determining.length > 0;
+  const failed = [...new Set(errors.flatMap((e) => (e.policyId === undefined ? [] : [e.policyId])))];
+  return { allowed: false, determining: forbidden ? determining : failed, errors };
 }
 
 function problemOf(text: string, error: cedar.DetailedError, policyId?: string): PolicyProblem {

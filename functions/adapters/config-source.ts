@@ -45,10 +45,15 @@ function describeProblem(text: string): string {
     return 'not valid JSON (perhaps caught mid-write)';
   }
   const parsed = RunnerConfigSchema.safeParse(raw);
+  // Paths only, and the names of unknown top-level keys (names of settings, never their values).
   return parsed.success
     ? 'valid'
     : `invalid at ${parsed.error.issues
-        .map((i) => i.path.join('.') || '(root)')
+        .map((i) =>
+          i.code === 'unrecognized_keys'
+            ? `(root): unknown keys ${i.keys.map((k) => JSON.stringify(k.slice(0, 64))).join(', ')}`
+            : i.path.join('.') || '(root)',
+        )
         .slice(0, 5)
         .join(', ')}`;
 }

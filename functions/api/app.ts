@@ -130,7 +130,8 @@ export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): 
   app.onError(async (error, c) => {
     if (error instanceof ApiError && error.status === 401) {
       // RFC 9728: every 401 says where a client finds the authorization server (when there is one).
-      const challenge = bearerChallenge(await deps.config().catch(() => ({})), deps.publicBaseUrl);
+      const presented = bearerKeyOf(c.req.header('authorization')) !== undefined;
+      const challenge = bearerChallenge(await deps.config().catch(() => ({})), deps.publicBaseUrl, '', presented);
       return c.json({ error: { code: error.code, message: error.message } }, 401, { 'WWW-Authenticate': challenge });
     }
     if (error instanceof ApiError) return c.json({ error: { code: error.code, message: error.message } }, error.status);
@@ -370,7 +371,7 @@ export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): 
         requestedBy: requesterOf(op),
         expiresAt: op.approval!.expiresAt,
         ...(op.policies ? { policies: op.policies } : {}),
-        url: approvalUrl(deps, config.approvalSecret, op, principal.id),
+        url: approvalUrl(deps, config.approvalSecret, op, principal),
       })),
       nextCursor: page.nextKey ? encodeCursor(page.nextKey as Parameters<typeof encodeCursor>[0]) : undefined,
     });

@@ -1,7 +1,7 @@
 import { argumentsHash, previewCall } from '../core/call-policy';
 import { parseArguments } from '../core/canonical';
 import type { Principal, RunRecord } from '../core/model';
-import { principalIn } from '../core/policy';
+import { decidingPrincipal } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { toolsReady } from '../tools/mcp-upstream';
 import type { PreviewSchema } from '../http/schemas';
@@ -19,15 +19,15 @@ export async function previewToolCall(deps: Deps, run: RunRecord, caller: Princi
   const decision = previewCall({
     tool: deps.tools.get(body.name),
     toolName: body.name,
-    // The caller is the principal submission checks (an admin may submit into another principal's run).
-    principal: principalIn(config, caller.id),
+    // The caller is the principal submission checks (an admin may submit into another principal's run), as
+    // submission decides with it: a token principal as it authenticated.
+    principal: decidingPrincipal(config, caller.id, caller),
     arguments: parsed,
     approvalTtlSeconds: config.approvalTtlSeconds,
     policy,
     run,
     now: deps.now(),
     turn: body.turn ?? Math.max(run.lastTurn, 1),
-    inputHash,
   });
   return {
     decision: decision.decision,

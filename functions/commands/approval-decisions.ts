@@ -3,7 +3,7 @@ import { ErrorNames } from '../core/errors';
 import { operationIdOfApproval } from '../core/ids';
 import type { OperationRecord, Principal } from '../core/model';
 import { stepOutput } from '../core/next-step';
-import { hasRole, principalIn } from '../core/policy';
+import { decidingPrincipal, hasRole } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { isOwnOperation } from '../core/record-predicates';
 import { accepts } from '../core/transition-table';
@@ -31,12 +31,15 @@ export async function openApproval(deps: Deps, approvalId: string, sig: string |
       code: 'forbidden',
       message: check.reason === 'expired' ? 'this approval link has expired' : 'this approval link is not valid',
     };
-  return mayDecide(principalIn(config, check.approverId), op);
+  // A token approver is in no config: the link carries the roles it was issued with, signed.
+  const asIssued = check.roles && { roles: check.roles, tools: [] };
+  return mayDecide(decidingPrincipal(config, check.approverId, asIssued), op);
 }
 
 /**
- * The rules for who decides, whether by signed link or by key: an approver (as the config says now) who is
- * neither the requester nor the run's owner.
+ * The rules for who decides, whether by signed link or by key: an approver (a config principal as the config
+ * says now, a token principal as it authenticated or as its link says) who is neither the requester nor the
+ * run's owner.
  */
 export function mayDecide(approver: Principal | undefined, op: OperationRecord): ApprovalAccess {
   if (!approver || !hasRole(approver, 'approver'))

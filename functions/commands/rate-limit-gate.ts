@@ -48,17 +48,19 @@ export function rateGate(deps: Deps, limits: readonly RateLimit[] | undefined, s
     /**
      * Takes what the limits that apply to the call need, when `counted` (the call would be admitted: allowed or
      * awaiting approval, within budget); a call that is not counted gives back what an earlier round took.
-     * An existing operation of the same (run, call) is handed back instead, before anything is taken: a replay
-     * is never throttled.
+     * A call that `waitsForPerson` takes no slot every principal shares (core/rate-limits.ts); unless told so,
+     * a call is taken to run now and takes every slot. An existing operation of the same (run, call) is
+     * handed back instead, before anything is taken: a replay is never throttled.
      */
     async take(
       counted: boolean,
       deadlineAt: string | undefined,
+      waitsForPerson = false,
     ): Promise<Throttled | { kind: 'existing'; op: OperationRecord } | undefined> {
       if (!counted) return this.giveBack();
       if (held) return undefined;
       const now = deps.now();
-      const takes = rateTakes(limits, subject, now, deps.random());
+      const takes = rateTakes(limits, subject, now, deps.random(), { waitsForPerson });
       if (!takes.length) return undefined;
       // The create is a conditional put with no read first; here a read comes first, so a replay is not counted.
       const existing = await deps.store.getOperation(operationId);

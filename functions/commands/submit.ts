@@ -1,4 +1,4 @@
-import { type Admission, admitCall, DEFAULT_BUDGETS, identicalCallKey } from '../core/budgets';
+import { type Admission, admitCall, DEFAULT_BUDGETS, frozenCallKey } from '../core/budgets';
 import { argumentsHash, decideCall, loopDetected, validationOf } from '../core/call-policy';
 import { parseArguments } from '../core/canonical';
 import { propose, transitionAll, type Proposal } from '../core/engine';
@@ -8,6 +8,7 @@ import { newIdempotencyKey, newRunId, operationIdFor } from '../core/ids';
 import { attemptLease, stepLease } from '../core/leases';
 import { SCHEMA_VERSION, type Budgets, type OperationRecord, type Principal, type RunRecord } from '../core/model';
 import { ContentionError, OperationExistsError, RunChangedError, type Deps, type RunChange } from '../core/ports';
+import { decidingPrincipal, requesterGrantOf } from '../core/policy';
 import { replaySafe } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
@@ -124,7 +125,7 @@ export async function submitToolCall(
       decideCall({
         toolName: call.name,
         tool,
-        principal: caller,
+        principal: decidingPrincipal(config, caller.id, caller),
         arguments: parsed,
         approvalTtlSeconds: config.approvalTtlSeconds,
         now,
@@ -133,8 +134,9 @@ export async function submitToolCall(
       }),
     );
     const allowed = validation.decision === 'allow' ? validation : undefined;
-    // Only calls validation allowed count towards the loop fuse (and a replay never gets here).
-    const admission = admitCall(current, call.turn, allowed?.costCents ?? 0, now, allowed && identicalCallKey(call.name, inputHash));
+    // Only calls validation allowed count towards the loop fuse, as frozen (and a replay never gets here).
+    const fuseKey = allowed && frozenCallKey(call.name, allowed.frozenArguments);
+    const admission = admitCall(current, call.turn, allowed?.costCents ?? 0, now, fuseKey);
     if (!admission.admitted && admission.reason === 'run_closed') {
       // A closed run still answers a replay of a call it had taken.
       existing = await deps.store.getOperation(operationId);
@@ -142,7 +144,7 @@ export async function submitToolCall(
       return { kind: 'run_closed' };
     }
     // Only a call that would be admitted counts against the rate limits; a replay never does.
-    const limited = await rate.take(admission.admitted && allowed !== undefined, allowed?.deadlineAt);
+    const limited = await rate.take(admission.admitted && allowed !== undefined, allowed?.deadlineAt, allowed?.approvalRequired === true);
     if (limited?.kind === 'throttled') return limited;
     if (limited) {
       existing = limited.op;
@@ -166,7 +168,8 @@ export async function submitToolCall(
       const created = await deps.store.createOperation({
         run: current,
         runChange: first.runChange,
-        op: slots ? { ...settled.op, rateSlots: slots } : settled.op,
+        // A token principal is in no config: the re-check before each attempt decides with what it was granted now.
+        op: { ...settled.op, ...requesterGrantOf(caller), ...(slots ? { rateSlots: slots } : {}) },
         events,
       });
       deps.recentRuns?.remember('run' in admission ? admission.run : current);

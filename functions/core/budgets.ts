@@ -28,6 +28,15 @@ export function identicalCallKey(toolName: string, inputHash: string): string {
   return sha256(`${toolName}\u0000${inputHash}`).slice(0, 24);
 }
 
+/**
+ * The loop fuse's key for a validated call: its frozen arguments, so that keys the schema strips and nulls sent
+ * for optional fields do not make a repeated call look new. (Where nothing was stripped, the frozen arguments hash
+ * as the sent ones do, so counts kept before this rule still match.)
+ */
+export function frozenCallKey(toolName: string, frozenArguments: string): string {
+  return identicalCallKey(toolName, sha256(frozenArguments));
+}
+
 function identicalCount(run: RunRecord, key: string | undefined): number {
   return key === undefined ? 0 : (run.identicalCalls?.[key] ?? 0);
 }

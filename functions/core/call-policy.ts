@@ -1,4 +1,4 @@
-import { admitCall, identicalCallKey } from './budgets';
+import { admitCall, frozenCallKey } from './budgets';
 import { canonicalJson, deepFreeze, hashValue, sha256, type ParsedArguments } from './canonical';
 import type { Validation } from './lifecycle-events';
 import type { Outcome, PolicyIds, Principal, RunRecord, ShadowDecision } from './model';
@@ -75,11 +75,18 @@ export function decideCall(input: CallPolicyInput): CallDecision {
     input.policy && principal
       ? applyPolicies(input.policy, { principal, tool, input: checked.data, run: runFactsOf(input.run, now), now }, specApproval)
       : undefined;
-  if (ruled && !ruled.call.allowed)
-    return {
-      ...reject('forbidden', refusalMessage(tool.name, ruled.call.determining), ruled.ids),
-      ...(ruled.shadow ? { shadow: ruled.shadow } : {}),
-    };
+  if (ruled) {
+    // A value the policies cannot see exactly is the arguments' fault (the unattended action sees the same input).
+    const misfit = ruled.call.unrepresentable;
+    if (misfit?.in === 'input') return reject('invalid_arguments', `${misfit.path || 'arguments'}: ${misfit.reason}`);
+    // An error on the unattended question refuses the call too: a policy that could apply is never skipped.
+    const refused = !ruled.call.allowed ? ruled.call : ruled.unattended?.errors ? ruled.unattended : undefined;
+    if (refused)
+      return {
+        ...reject('forbidden', refusalMessage(tool.name, refused), ruled.ids),
+        ...(ruled.shadow ? { shadow: ruled.shadow } : {}),
+      };
+  }
   const approvalRequired = specApproval || (ruled !== undefined && !ruled.unattended?.allowed);
   const deadlineMs = deadlineSecondsOf(tool) * 1000 + (approvalRequired ? approvalTtlSeconds * 1000 : 0);
   return {
@@ -112,14 +119,31 @@ function shadowOf(call: PolicyAnswer, unattended: PolicyAnswer | undefined, spec
   const callWould = call.shadow ?? call;
   // Where the enforced policies denied the call, its unattended action was never asked: it would have been.
   const unattendedWould = unattended?.shadow ?? unattended;
-  const decision = !callWould.allowed ? 'deny' : specApproval || !unattendedWould?.allowed ? 'require_approval' : 'allow';
+  const decision =
+    !callWould.allowed || unattendedWould?.errors ? 'deny' : specApproval || !unattendedWould?.allowed ? 'require_approval' : 'allow';
   const policies = [...new Set([...(call.shadow?.determining ?? []), ...(unattended?.shadow?.determining ?? [])])].sort();
   return { decision, policies };
 }
 
-function refusalMessage(toolName: string, determining: readonly string[], may = 'may not'): string {
-  const why = determining.length > 0 ? `forbidden by ${determining.map((id) => `"${id}"`).join(', ')}` : 'no policy permits it';
-  return `this principal ${may} call ${toolName}: ${why}`;
+function refusalMessage(toolName: string, answer: PolicyAnswer, may = 'may not'): string {
+  return `this principal ${may} call ${toolName}: ${refusalReason(answer)}`;
+}
+
+function refusalReason({ determining, errors, unrepresentable }: PolicyAnswer): string {
+  if (unrepresentable) {
+    const { in: where, path, reason } = unrepresentable;
+    return `${where === 'input' ? path || 'arguments' : `principal.${path}`}: ${reason}`;
+  }
+  const failed = (errors ?? []).filter((e) => e.policyId === undefined || determining.includes(e.policyId));
+  if (failed.length > 0)
+    return failed
+      .map((e) =>
+        e.policyId === undefined
+          ? `the policies could not be evaluated: ${e.reason}`
+          : `"${e.policyId}" could not be evaluated: ${e.reason}`,
+      )
+      .join('; ');
+  return determining.length > 0 ? `forbidden by ${determining.map((id) => `"${id}"`).join(', ')}` : 'no policy permits it';
 }
 
 /**
@@ -148,8 +172,8 @@ export function recheckCall(input: {
   if (answer.allowed) return { allowed: true };
   return {
     allowed: false,
-    message: refusalMessage(tool.name, answer.determining, 'may no longer'),
-    policies: answer.determining,
+    message: refusalMessage(tool.name, answer, 'may no longer'),
+    ...(answer.unrepresentable ? {} : { policies: answer.determining }),
   };
 }
 
@@ -183,10 +207,10 @@ export function validationOf(decision: CallDecision): Validation {
  * Preview: what submitting this call now would decide, without creating anything: the policy decision,
  * then the run's admission (a closed run, the turn, tool-call and spend budgets).
  */
-export function previewCall(input: CallPolicyInput & { run: RunRecord; turn: number; inputHash: string }): CallDecision {
+export function previewCall(input: CallPolicyInput & { run: RunRecord; turn: number }): CallDecision {
   const decided = decideCall(input);
   if (decided.decision === 'deny') return decided;
-  const admission = admitCall(input.run, input.turn, decided.costCents, input.now, identicalCallKey(input.toolName, input.inputHash));
+  const admission = admitCall(input.run, input.turn, decided.costCents, input.now, frozenCallKey(input.toolName, decided.frozenArguments));
   if (admission.admitted) return decided;
   if (admission.reason === 'loop_detected')
     return { ...loopDetected(admission.message), ...(decided.policies ? { policies: decided.policies } : {}) };

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isLoopbackAddress } from './loopback';
+import { isTokenPrincipal, TOKEN_PRINCIPAL_PREFIX } from './policy';
 
 /**
  * Where an approver's approval requests are POSTed. HTTPS, because each request carries a link that decides
@@ -147,28 +148,38 @@ export const OriginSchema = z.string().refine((text) => {
   }
 }, 'an origin is scheme://host[:port], lower case, with no path or trailing slash');
 
+/** Top-level keys the runner does not know: a misspelt setting would otherwise be dropped and its default apply. */
+function unknownKeys(issue: { code?: string; keys?: string[] }): string | undefined {
+  if (issue.code !== 'unrecognized_keys' || !issue.keys) return undefined;
+  const names = issue.keys.map((k) => JSON.stringify(k)).join(', ');
+  return `unknown config key${issue.keys.length === 1 ? '' : 's'} ${names} (docs/reference/config.md lists the settings)`;
+}
+
 export const RunnerConfigSchema = z
-  .object({
-    principals: z.array(PrincipalSchema),
-    approvalSecret: z.string().min(16).optional(),
-    approvalTtlSeconds: z.number().int().min(1).max(MAX_APPROVAL_TTL_SECONDS).default(86400),
-    /** Days a run, its operations and its trace are kept after the run's wall-clock deadline (DynamoDB TTL). */
-    retentionDays: z.number().int().min(1).max(3650).optional(),
-    mcpUpstreams: z.array(McpUpstreamSchema).optional(),
-    /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; http/request-origin.ts). */
-    mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
-    /**
-     * Minutes without calls after which a principal's current MCP run (2026-07-28 clients that name no run) is
-     * replaced by a new one; default 60 (`DEFAULT_MCP_RUN_IDLE_MINUTES`).
-     */
-    mcpRunIdleMinutes: z.number().int().min(1).max(10080).optional(),
-    oauth: OAuthSchema.optional(),
-    rateLimits: z.array(RateLimitSchema).max(100).optional(),
-    /** Cedar policies deciding who may call what and what needs a person (docs/policies.md); without them, roles and tool lists decide. */
-    policies: z.string().min(1).max(1_000_000).optional(),
-    /** The same, from a file (relative to the configuration file's folder; on AWS, to the functions' asset). */
-    policiesFile: z.string().min(1).max(4096).optional(),
-  })
+  .strictObject(
+    {
+      principals: z.array(PrincipalSchema),
+      approvalSecret: z.string().min(16).optional(),
+      approvalTtlSeconds: z.number().int().min(1).max(MAX_APPROVAL_TTL_SECONDS).default(86400),
+      /** Days a run, its operations and its trace are kept after the run's wall-clock deadline (DynamoDB TTL). */
+      retentionDays: z.number().int().min(1).max(3650).optional(),
+      mcpUpstreams: z.array(McpUpstreamSchema).optional(),
+      /** Web origins, besides `/mcp`'s own, whose pages may call `/mcp` (DNS-rebinding protection; http/request-origin.ts). */
+      mcpAllowedOrigins: z.array(OriginSchema).max(100).optional(),
+      /**
+       * Minutes without calls after which a principal's current MCP run (2026-07-28 clients that name no run) is
+       * replaced by a new one; default 60 (`DEFAULT_MCP_RUN_IDLE_MINUTES`).
+       */
+      mcpRunIdleMinutes: z.number().int().min(1).max(10080).optional(),
+      oauth: OAuthSchema.optional(),
+      rateLimits: z.array(RateLimitSchema).max(100).optional(),
+      /** Cedar policies deciding who may call what and what needs a person (docs/policies.md); without them, roles and tool lists decide. */
+      policies: z.string().min(1).max(1_000_000).optional(),
+      /** The same, from a file (relative to the configuration file's folder; on AWS, to the functions' asset). */
+      policiesFile: z.string().min(1).max(4096).optional(),
+    },
+    { error: unknownKeys },
+  )
   .refine((config) => config.policies === undefined || config.policiesFile === undefined, {
     message: 'policies or policiesFile, not both',
     path: ['policiesFile'],
@@ -185,6 +196,26 @@ export const RunnerConfigSchema = z
           message: 'another rate limit has this tool and principal: put perMinute and concurrent in one entry',
         });
       scopes.add(scope);
+    }
+    // One id, one principal: every decision after authentication finds a principal by its id (core/policy.ts),
+    // so a second entry with it would act with the first one's roles and see its runs. `oauth:` ids are the
+    // token principals no entry maps; an entry with one would be mistaken for such a token's principal.
+    const firstWithId = new Map<string, number>();
+    for (const [index, principal] of config.principals.entries()) {
+      if (isTokenPrincipal(principal.id))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['principals', index, 'id'],
+          message: `${JSON.stringify(principal.id)}: the id prefix ${TOKEN_PRINCIPAL_PREFIX} is reserved for token principals (${TOKEN_PRINCIPAL_PREFIX}<claim>); choose another id`,
+        });
+      const first = firstWithId.get(principal.id);
+      if (first !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['principals', index, 'id'],
+          message: `another principal has the id ${JSON.stringify(principal.id)} (principals.${first}): ids must be unique`,
+        });
+      else firstWithId.set(principal.id, index);
     }
     // Every webhook receiver holds its approver's notify.secret: it must open nothing else.
     for (const [index, principal] of config.principals.entries()) {

@@ -143,6 +143,13 @@ export interface OperationRecord {
   principalId: string;
   /** The principal who submitted the call (an admin may submit into another principal's run); never its approver. */
   requestedBy?: string;
+  /**
+   * The requester's roles, tools and attributes as its access token granted them at submission, for a token
+   * principal (`oauth:<claim>`) only: no config holds it, so the re-check before each attempt decides with
+   * this (core/policy.ts `decidingPrincipal`). Config principals are read from the config then. Absent on
+   * records written before it existed: such a call of a token principal is refused at its re-check.
+   */
+  requesterGrant?: Pick<Principal, 'roles' | 'tools' | 'attributes'>;
   state: import('./lifecycle').OperationState;
   risk?: Risk;
   /**
@@ -175,6 +182,8 @@ export interface OperationRecord {
   plan?: { next: NextStep; notBefore?: string };
   /** Looks that found the resource's lock held, since the last attempt began (the lock wait's backoff). */
   lockWaits?: number;
+  /** Times Reconcile found the attempt still unclaimed (its Execute throttled) and waited before handing it back. */
+  throttleWaits?: number;
   /**
    * The rate-limit slots (`concurrent`) the operation holds while it is in flight, and as which holder (the
    * submission that took them); freed when it settles (steps/rate-slots.ts).

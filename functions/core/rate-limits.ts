@@ -79,12 +79,23 @@ export function retryAfterSeconds(take: Pick<RateTake, 'kind'>, now: number): nu
  * What a call must take before it is admitted, in the config's order: for every limit that applies, a count
  * in this minute's counter (`perMinute`) and a slot (`concurrent`). The slots are tried from `start` on
  * (a number in [0, 1), spreading concurrent callers over the slots instead of all racing for slot 0).
+ *
+ * A call that `waitsForPerson` (its approval) takes no slot of a `concurrent` limit that every principal
+ * shares (`principal` omitted): it would hold it until a person decides or its deadline passes, so one
+ * agent's pending approvals would block everyone. A limit per principal (`"*"` or a name) still counts it.
  */
-export function rateTakes(limits: readonly RateLimit[] | undefined, subject: RateSubject, now: number, start = 0): RateTake[] {
+export function rateTakes(
+  limits: readonly RateLimit[] | undefined,
+  subject: RateSubject,
+  now: number,
+  start = 0,
+  options: { waitsForPerson?: boolean } = {},
+): RateTake[] {
   const takes: RateTake[] = [];
   for (const limit of limits ?? []) {
     const scope = scopeOf(limit, subject);
     if (!scope) continue;
+    const shared = limit.principal === undefined;
     if (limit.perMinute !== undefined)
       takes.push({
         kind: 'perMinute',
@@ -93,7 +104,7 @@ export function rateTakes(limits: readonly RateLimit[] | undefined, subject: Rat
         counterKey: counterKey(scope, now),
         expiresAtEpoch: Math.floor(now / 60_000) * 60 + 60 + COUNTER_TTL_SECONDS,
       });
-    if (limit.concurrent !== undefined) {
+    if (limit.concurrent !== undefined && !(options.waitsForPerson && shared)) {
       const first = Math.min(limit.concurrent - 1, Math.floor(start * limit.concurrent));
       const slotKeys = Array.from({ length: limit.concurrent }, (_, i) => slotKey(scope, (first + i) % limit.concurrent!));
       takes.push({ kind: 'concurrent', scope, slots: limit.concurrent, slotKeys });

@@ -57,17 +57,32 @@ export async function authenticateBearer(config: RunnerConfig, value: string, pu
   return principal && { principal };
 }
 
-/** RFC 9728's `WWW-Authenticate` challenge for a 401: where a client finds the authorization server. */
-export function bearerChallenge(config: Pick<RunnerConfig, 'oauth'>, publicBaseUrl: string, path: '' | '/mcp' = ''): string {
-  if (!config.oauth) return 'Bearer';
-  return `Bearer resource_metadata="${publicBaseUrl.replace(/\/$/, '')}/.well-known/oauth-protected-resource${path}"`;
+/**
+ * The `WWW-Authenticate` challenge of a 401: where a client finds the authorization server (RFC 9728), and,
+ * when the request presented a bearer value that was refused, `error="invalid_token"` (RFC 6750 section 3.1):
+ * a client then drops or refreshes its token instead of sending it again. A request with none gets the plain one.
+ */
+export function bearerChallenge(
+  config: Pick<RunnerConfig, 'oauth'>,
+  publicBaseUrl: string,
+  path: '' | '/mcp' = '',
+  presented = false,
+): string {
+  const params = [
+    ...(presented ? ['error="invalid_token"'] : []),
+    ...(config.oauth ? [`resource_metadata="${publicBaseUrl.replace(/\/$/, '')}/.well-known/oauth-protected-resource${path}"`] : []),
+  ];
+  return params.length ? `Bearer ${params.join(', ')}` : 'Bearer';
 }
 
-/** RFC 9728 protected-resource metadata for the API (`path` ''), or for `/mcp`. */
+/**
+ * RFC 9728 protected-resource metadata for the API (`path` ''), or for `/mcp`. `resource` is the audience a
+ * client must ask its token for: `oauth.audience` when set (the only `aud` accepted then), else the URL.
+ */
 export function protectedResourceMetadata(config: Pick<RunnerConfig, 'oauth'>, publicBaseUrl: string, path: '' | '/mcp' = '') {
   const oauth = config.oauth!;
   return {
-    resource: `${publicBaseUrl.replace(/\/$/, '')}${path}`,
+    resource: oauth.audience ?? `${publicBaseUrl.replace(/\/$/, '')}${path}`,
     authorization_servers: [oauth.issuer],
     scopes_supported: Object.keys(oauth.scopeRoles ?? {}),
     bearer_methods_supported: ['header'],

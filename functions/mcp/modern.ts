@@ -16,11 +16,12 @@ import type { Store } from '../core/ports';
 import type { ToolRegistry } from '../core/tool-spec';
 import { MAX_BODY_BYTES } from '../http/schemas';
 import {
-  CallMeta,
   CHECK_OPERATION,
   CHECK_OPERATION_TOOL,
+  callMetaOf,
   checkOperation,
   envelopeResult,
+  InvalidParamsError,
   pendingResult,
   runCall,
   withProtocolErrors,
@@ -157,6 +158,7 @@ async function callTool(
   ctx: ServerContext,
 ): Promise<CallToolResult | Record<string, unknown>> {
   const meta = ctx.mcpReq._meta ?? {};
+  const callMeta = callMetaOf(meta);
   if (params.name === START_RUN_TOOL) {
     const runId = await startRun(context);
     return { content: [{ type: 'text', text: JSON.stringify({ runId }) }], structuredContent: { runId }, _meta: { [RUN_META]: runId } };
@@ -168,8 +170,6 @@ async function callTool(
   if (params.name === CHECK_OPERATION_TOOL)
     return { ...(await checkOperation(context.client, params.arguments)), _meta: { [RUN_META]: runId } };
   const args = params.arguments ?? {};
-  const given = CallMeta.safeParse(meta);
-  const callMeta = given.success ? given.data : {};
   const call = {
     callId: callMeta['toolrunner/callId'] ?? derivedCallId(runId, params.name, args),
     turn: callMeta['toolrunner/turn'] ?? run.usage.turns + 1,
@@ -246,9 +246,12 @@ async function stillCurrent(context: CurrentRunContext, runId: string): Promise<
   }
 }
 
+/** A string `_meta` key the runner reads: absent, or a non-empty string; anything else is refused, never ignored. */
 function stringMeta(ctx: ServerContext, key: string): string | undefined {
   const value = ctx.mcpReq._meta?.[key];
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length === 0) throw new InvalidParamsError(`_meta["${key}"]: expected a non-empty string`);
+  return value;
 }
 
 function clientCapabilities(ctx: ServerContext): { extensions?: Record<string, unknown> } {

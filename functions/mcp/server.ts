@@ -96,7 +96,7 @@ export function mcpRoutes(options: McpOptions): Hono {
     const principal = key ? (await authenticateBearer(config, key, publicBaseUrl))?.principal : undefined;
     if (!key || !principal)
       return jsonRpcError(c, 401, 'unauthenticated', 'a valid bearer key or access token is required', {
-        'WWW-Authenticate': bearerChallenge(config, publicBaseUrl, '/mcp'),
+        'WWW-Authenticate': bearerChallenge(config, publicBaseUrl, '/mcp', key !== undefined),
       });
     // Nothing is ever pushed to a client unasked, and a stream cannot outlive a Lambda invocation; ending a
     // session would need state the server does not keep (the run lives on; a client simply stops using the id).
@@ -223,7 +223,22 @@ function makeServer(session: SessionContext, inFlight: InFlightCalls): Server {
       }
     }),
   );
+  answerClientMistakesAsInvalidParams(server);
   return server;
+}
+
+type RequestHandler = (request: unknown, extra: unknown) => Promise<unknown>;
+
+/**
+ * The 1.x SDK parses a request's params against its schema before any handler of ours runs, and answers a
+ * failed parse (and any error without a numeric code, such as the task handlers' own) with -32603. Every
+ * registered handler, ours and the SDK's (ping, tasks/*), is wrapped so that a client's mistake is -32602.
+ * The map is the SDK's own (`Protocol._requestHandlers`): a test of every wrapped method fails if it moves.
+ */
+function answerClientMistakesAsInvalidParams(server: Server): void {
+  const handlers = (server as unknown as { _requestHandlers?: Map<string, RequestHandler> })._requestHandlers;
+  if (!(handlers instanceof Map)) throw new Error('the MCP SDK no longer keeps its request handlers in _requestHandlers');
+  for (const [method, handler] of handlers) handlers.set(method, (request, extra) => legacyErrors(() => handler(request, extra)));
 }
 
 /** Errors at 2025-11-25: the 1.x SDK's. */

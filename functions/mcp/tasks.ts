@@ -43,8 +43,8 @@ async function readOperation(client: ToolRunnerClient, taskId: string): Promise<
   try {
     return await client.getOperation(taskId);
   } catch (error) {
-    // Another principal's operation is as invisible as one that does not exist.
-    if (error instanceof ToolRunnerError && (error.status === 404 || error.status === 403)) return null;
+    // Another principal's operation, or an id no operation can have, is as invisible as one that does not exist.
+    if (error instanceof ToolRunnerError && [400, 403, 404].includes(error.status)) return null;
     throw error;
   }
 }

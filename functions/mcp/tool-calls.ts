@@ -35,6 +35,22 @@ export const CallMeta = z.looseObject({
   'toolrunner/turn': z.number().int().min(0).optional(),
 });
 
+/** A client's mistake found here rather than by the API: invalid params (-32602) at either revision. */
+export class InvalidParamsError extends Error {
+  override name = 'InvalidParamsError';
+}
+
+/**
+ * The runner's keys of a `tools/call`'s `_meta`, honoured whole or refused: a bad turn that dropped the whole
+ * `_meta` would also drop the client's callId, and a resend would then be a second call (a second charge).
+ */
+export function callMetaOf(meta: Record<string, unknown> | undefined): z.infer<typeof CallMeta> {
+  const parsed = CallMeta.safeParse(meta ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new InvalidParamsError(`_meta["${String(issue.path[0])}"]: ${issue.message}`);
+}
+
 /**
  * What a reply's envelope may take: it is sent twice (as `structuredContent` and as JSON text, escaped), and a
  * Lambda response holds at most 6 MB, so a reply stays within 5 MiB whatever the tool returned.
@@ -172,8 +188,7 @@ export async function callIdentity(
   request: { _meta?: Record<string, unknown> },
   requestId: string | number,
 ): Promise<{ callId: string; turn: number }> {
-  const meta = CallMeta.safeParse(request._meta ?? {});
-  const given = meta.success ? meta.data : {};
+  const given = callMetaOf(request._meta);
   const callId = given['toolrunner/callId'] ?? derivedCallId(session.sessionId, requestId);
   const turn = given['toolrunner/turn'] ?? (await session.client.getRun(session.runId)).usage.turns + 1;
   return { callId, turn };
@@ -201,9 +216,10 @@ export async function checkOperation(client: ToolRunnerClient, args: Record<stri
 }
 
 /**
- * The API's refusals as invalid params (`-32602`) with their plain message: a client's mistake is never an
- * internal error. Anything else is `-32603` with no detail leaving the process. `protocolError` builds the
- * SDK's error of the revision served, and `isProtocolError` tells one already built, which passes unchanged.
+ * The API's refusals, params the protocol's schema refuses and `InvalidParamsError` as invalid params
+ * (`-32602`) with their plain message: a client's mistake is never an internal error. Anything else is
+ * `-32603` with no detail leaving the process. `protocolError` builds the SDK's error of the revision served,
+ * and `isProtocolError` tells one already built, which passes unchanged.
  */
 export async function withProtocolErrors<T>(
   work: () => Promise<T>,
@@ -216,11 +232,22 @@ export async function withProtocolErrors<T>(
     if (isProtocolError(error)) throw error;
     if (error instanceof ToolRunnerError && error.status >= 400 && error.status < 500)
       throw protocolError(INVALID_PARAMS, `${error.code}: ${error.message}`);
+    if (error instanceof InvalidParamsError) throw protocolError(INVALID_PARAMS, error.message);
+    if (isSchemaError(error))
+      throw protocolError(INVALID_PARAMS, error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
     console.error(
       JSON.stringify({ level: 'error', message: 'MCP request failed', error: (error as Error).name, detail: (error as Error).message }),
     );
     throw protocolError(INTERNAL_ERROR, 'internal error');
   }
+}
+
+/**
+ * A zod refusal of the request by the SDK's own schema. Told by name and shape, not `instanceof`: the SDK
+ * may load another copy of zod than this module does (its core's error is `$ZodError`).
+ */
+function isSchemaError(error: unknown): error is { issues: { path: PropertyKey[]; message: string }[] } {
+  return error instanceof Error && ['ZodError', '$ZodError'].includes(error.name) && Array.isArray((error as { issues?: unknown }).issues);
 }
 
 /** JSON-RPC's codes, the same at every revision. */

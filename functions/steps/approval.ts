@@ -5,8 +5,8 @@ import { ErrorNames } from '../core/errors';
 import { approvalIdFor } from '../core/ids';
 import { approvalLease } from '../core/leases';
 import { approvalSummary } from '../core/notices';
-import type { OperationRecord } from '../core/model';
-import { mayApprove } from '../core/policy';
+import type { OperationRecord, Principal } from '../core/model';
+import { isTokenPrincipal, mayApprove } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
 import { advance, mustGet } from './advance';
@@ -50,7 +50,7 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
       requestedBy: requester,
       summary: approvalSummary(op, requester),
       expiresAt: op.approval!.expiresAt,
-      links: approvers.map((p) => ({ approverId: p.id, url: approvalUrl(deps, config.approvalSecret, op, p.id) })),
+      links: approvers.map((p) => ({ approverId: p.id, url: approvalUrl(deps, config.approvalSecret, op, p) })),
     });
   } catch (error) {
     // The request is durable and listed by GET /v1/approvals; a failed notification must not stall the wait.
@@ -58,14 +58,18 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
   }
 }
 
-/** A link to the approval page, signed for one approver, valid until the approval expires. */
-export function approvalUrl(deps: Deps, secret: string, op: OperationRecord, approverId: string): string {
+/**
+ * A link to the approval page, signed for one approver, valid until the approval expires. A token approver's
+ * link (`oauth:<claim>`) carries its roles, since no config holds them (core/policy.ts `decidingPrincipal`).
+ */
+export function approvalUrl(deps: Deps, secret: string, op: OperationRecord, approver: Pick<Principal, 'id' | 'roles'>): string {
   const approval = op.approval!;
   const sig = signLink(secret, {
     approvalId: approval.approvalId,
-    approverId,
+    approverId: approver.id,
     expiresAt: Date.parse(approval.expiresAt),
     inputHash: op.inputHash,
+    ...(isTokenPrincipal(approver.id) ? { roles: approver.roles } : {}),
   });
   return `${deps.publicBaseUrl}/v1/approvals/${approval.approvalId}?sig=${encodeURIComponent(sig)}`;
 }

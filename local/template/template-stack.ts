@@ -258,8 +258,9 @@ export async function startTemplateParts(options: StackOptions, started: Started
   });
   const tables = Object.fromEntries(Object.entries(TABLE_ENV).map(([id, name]) => [id, api.environment[name]])) as TableNames;
 
-  // No execution survives a restart here (on AWS they would): every active operation is resumed now.
-  const recovered = await sweep(deps, 1000, { ignoreLeases: true });
+  // No execution of this stack survives a restart (on AWS they would): on tables no other process uses, every
+  // active operation is resumed now; on shared ones only those whose leases passed (StackOptions.ownsTables).
+  const recovered = await sweep(deps, 1000, { ignoreLeases: options.ownsTables ?? !options.dynamoEndpoint });
   const stopping = new AbortController();
   started.push(async () => stopping.abort());
   for (const schedule of model.schedules) {

@@ -59,6 +59,27 @@ describe('the loop fuse', () => {
     expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent })).body.usage.toolCalls).toBe(3);
   });
 
+  it('counts the call as frozen: a null for an optional field does not make a repeated charge new, and nothing is charged past the fuse', async () => {
+    const { api, keys } = stack;
+    const runId = await api.createRun(keys.agent, { maxIdenticalCalls: 1 });
+    const charge = { amount: 100, currency: 'USD', customer: 'cus_1' };
+    const first = await api.call(keys.agent, runId, { callId: 'call_f1', name: 'charge_card', arguments: charge });
+    expect(first.body.status).toBe('succeeded');
+    // A strict-mode model sends null for the optional description: the frozen arguments are the same.
+    const again = await api.call(keys.agent, runId, {
+      callId: 'call_f2',
+      name: 'charge_card',
+      arguments: { ...charge, description: null },
+    });
+    expect(again.body).toMatchObject({ status: 'rejected', code: 'loop_detected' });
+    const preview = await api.request('POST', `/v1/runs/${runId}/tool-calls/preview`, {
+      key: keys.agent,
+      body: { name: 'charge_card', arguments: { ...charge, description: null } },
+    });
+    expect(preview.body).toMatchObject({ decision: 'deny', code: 'loop_detected' });
+    expect((await stack.sandbox.ledger()).filter((e) => e.kind === 'charge')).toHaveLength(1);
+  });
+
   it('is on for the runs the MCP server creates: the sixth identical call is refused', async () => {
     const client = new Client({ name: 'loop-fuse-test', version: '1.0.0' });
     await client.connect(

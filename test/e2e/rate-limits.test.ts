@@ -18,7 +18,8 @@ beforeAll(async () => {
     stack.editConfig((c) => {
       c.rateLimits = [
         { tool: 'get_order', principal: '*', perMinute: 2 },
-        { tool: 'charge_card', concurrent: 1 },
+        // Per principal: a call waiting for a person holds a slot only of a limit that is not shared by everyone.
+        { tool: 'charge_card', principal: '*', concurrent: 1 },
       ];
     });
   }
@@ -78,7 +79,7 @@ describe.runIf(configEditsApplyAtOnce)('rate limits', () => {
     expect([200, 202]).toContain(other.status);
   });
 
-  it('concurrent: a slot is held while the call is in flight and freed when it settles; MCP answers isError with when to retry', async () => {
+  it('concurrent per principal: a slot is held while the call is in flight and freed when it settles; MCP answers isError with when to retry', async () => {
     const { keys, api } = stack;
     const runId = await api.createRun(keys.agent, { maxSpendCents: 100_000_000 });
     const charge = (callId: string) =>
@@ -126,4 +127,59 @@ describe.runIf(configEditsApplyAtOnce)('rate limits', () => {
     expect(next.status).toBe(202);
     expect(next.body.state).toBe('awaiting_approval');
   });
+
+  it("concurrent for everyone: a call waiting for a person holds no slot, so another principal's read runs; running calls still take it", async () => {
+    const { keys, api, sandbox } = stack;
+    const before = (await stack.deps!.config()).rateLimits;
+    stack.editConfig((c) => {
+      c.rateLimits = [{ concurrent: 1 }];
+    });
+    try {
+      await api.until(
+        'the shared limit to apply',
+        async () => (await stack.deps!.config()).rateLimits,
+        (limits) => limits?.length === 1 && limits[0].concurrent === 1,
+      );
+      const runId = await api.createRun(keys.agent, { maxSpendCents: 100_000_000 });
+      const waiting = await api.call(
+        keys.agent,
+        runId,
+        { callId: 'rl_g_wait', name: 'charge_card', arguments: { amount: 60_000, currency: 'EUR', customer: 'cus_rl_g' } },
+        5,
+      );
+      expect(waiting.status).toBe(202);
+      expect(waiting.body.state).toBe('awaiting_approval');
+
+      const otherRun = await api.createRun(keys.other);
+      const read = (callId: string, waitSeconds: number) =>
+        api.call(keys.other, otherRun, { callId, name: 'get_order', arguments: { orderId: 'ord_1' } }, waitSeconds);
+      const ran = await read('rl_g_read', 10);
+      expect(ran.status).toBe(200);
+      expect(ran.body.status).toBe('succeeded');
+
+      // A call that runs now still takes the one slot: while it is in flight, the next call is throttled.
+      await sandbox.fault({ route: 'GET /v1/orders/ord_1', mode: 'hang', delayMs: 3_000 });
+      const inFlight = await read('rl_g_slow', 0);
+      expect(inFlight.status).toBe(202);
+      const throttled = await read('rl_g_next', 0);
+      expect(throttled.status).toBe(429);
+      expect(throttled.body.error.message).toContain('at most 1 call in flight');
+      await api.until(
+        'the slow read to settle',
+        () => api.operation(keys.other, inFlight.body.operationId),
+        (op) => op.state === 'reported',
+        60_000,
+      );
+
+      const rejected = await api.request('POST', `/v1/operations/${waiting.body.operationId}/approval`, {
+        key: keys.approver,
+        body: { decision: 'reject' },
+      });
+      expect(rejected.status).toBe(200);
+    } finally {
+      stack.editConfig((c) => {
+        c.rateLimits = before;
+      });
+    }
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
+import { CompactSign, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import Provider from 'oidc-provider';
 
 /** The OAuth clients the test provider knows (client credentials, `client_secret_basic`). */
@@ -13,8 +13,14 @@ export interface TestIssuer {
   issuer: string;
   /** An access token from the token endpoint (client credentials), for `resource`. */
   token(client: keyof typeof CLIENTS, resource: string): Promise<string>;
-  /** A token signed with the issuer's own key (or `key`), with exactly these claims and header: for cases the provider will not issue. */
-  mint(claims: JWTPayload, options?: { alg?: string; key?: CryptoKey | Uint8Array; typ?: string }): Promise<string>;
+  /**
+   * A token signed with the issuer's own key (or `key`), with exactly these claims and header: for cases the provider will not issue.
+   * `typ: null` leaves `typ` out of the header; `payloadText` signs that text as the payload instead of `claims` (numbers JSON.stringify cannot write).
+   */
+  mint(
+    claims: JWTPayload,
+    options?: { alg?: string; key?: CryptoKey | Uint8Array; typ?: string | null; payloadText?: string },
+  ): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -75,8 +81,10 @@ export async function startTestIssuer(): Promise<TestIssuer> {
       if (!body.access_token) throw new Error(`no token from ${issuer}: ${JSON.stringify(body)}`);
       return body.access_token;
     },
-    async mint(claims, { alg = 'RS256', key = privateKey, typ = 'at+jwt' } = {}) {
-      return new SignJWT({ iss: issuer, ...claims }).setProtectedHeader({ alg, kid, typ }).sign(key);
+    async mint(claims, { alg = 'RS256', key = privateKey, typ = 'at+jwt', payloadText } = {}) {
+      const header = { alg, kid, ...(typ === null ? {} : { typ }) };
+      if (payloadText !== undefined) return new CompactSign(new TextEncoder().encode(payloadText)).setProtectedHeader(header).sign(key);
+      return new SignJWT({ iss: issuer, ...claims }).setProtectedHeader(header).sign(key);
     },
     stop: () => new Promise((r) => server.close(() => r())),
   };

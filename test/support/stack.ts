@@ -85,6 +85,8 @@ export async function startTestStack(
     configPath,
     dynamoEndpoint: inject('dynamoEndpoint'),
     tablePrefix: `t${randomBytes(5).toString('hex')}`,
+    // The tables are this stack's own (the shared DynamoDB Local holds every test's): a restart resumes all.
+    ownsTables: true,
     sweepIntervalMs: 500,
     handlers: options.handlers ?? handlerMode,
     editTemplate: options.editTemplate,
@@ -139,7 +141,9 @@ export async function startTestStack(
       });
       return stack.recovered;
     },
-    anotherProcess: () => startStackProcess({ ...stackOptions, dataDir: mkdtempSync(join(tmpdir(), 'toolrunner-test-')) }),
+    // A second process on the same tables: its boot must leave the first one's live operations alone.
+    anotherProcess: () =>
+      startStackProcess({ ...stackOptions, ownsTables: false, dataDir: mkdtempSync(join(tmpdir(), 'toolrunner-test-')) }),
   };
   return testStack;
 }

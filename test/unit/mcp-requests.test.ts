@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RunnerConfigSchema } from '../../functions/core/config';
 import { checkRequestOrigin, isLoopbackAddress, type OriginPolicy } from '../../functions/http/request-origin';
-import { derivedCallId } from '../../functions/mcp/tool-calls';
+import { callMetaOf, derivedCallId, InvalidParamsError } from '../../functions/mcp/tool-calls';
 
 const deployed: OriginPolicy = {
   publicBaseUrl: 'https://abc123.execute-api.eu-west-1.amazonaws.com/prod',
@@ -97,5 +97,26 @@ describe('derived callIds', () => {
     expect(derivedCallId('payload.other', 7)).not.toBe(id);
     // However long the session id and the request id, the callId stays short.
     expect(derivedCallId('x'.repeat(2000), 'y'.repeat(1000))).toHaveLength(26);
+  });
+});
+
+describe("a tools/call's _meta", () => {
+  it('is honoured whole, other keys passed by, or refused naming the key: never half-read', () => {
+    expect(callMetaOf(undefined)).toEqual({});
+    expect(callMetaOf({ 'toolrunner/callId': 'c1', 'toolrunner/turn': 0, progressToken: 7 })).toMatchObject({
+      'toolrunner/callId': 'c1',
+      'toolrunner/turn': 0,
+    });
+    for (const [meta, key] of [
+      [{ 'toolrunner/callId': 'c1', 'toolrunner/turn': '1' }, 'toolrunner/turn'],
+      [{ 'toolrunner/callId': 'c1', 'toolrunner/turn': 1.5 }, 'toolrunner/turn'],
+      [{ 'toolrunner/callId': 'c1', 'toolrunner/turn': -1 }, 'toolrunner/turn'],
+      [{ 'toolrunner/callId': '' }, 'toolrunner/callId'],
+      [{ 'toolrunner/callId': 'x'.repeat(129) }, 'toolrunner/callId'],
+      [{ 'toolrunner/callId': 1 }, 'toolrunner/callId'],
+    ] as const) {
+      expect(() => callMetaOf(meta), JSON.stringify(meta)).toThrow(InvalidParamsError);
+      expect(() => callMetaOf(meta)).toThrow(`_meta["${key}"]`);
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { identicalCallKey } from '../../../functions/core/budgets';
+import { frozenCallKey } from '../../../functions/core/budgets';
 import { describe, expect, it } from 'vitest';
 import { argumentsHash, decideCall, previewCall } from '../../../functions/core/call-policy';
 import { hashValue, parseArguments } from '../../../functions/core/canonical';
@@ -83,7 +83,6 @@ describe('decideCall: the one policy decision validation and preview share', () 
       approvalTtlSeconds: 600,
       now,
       turn: 1,
-      inputHash: 'h1',
     };
     const charge = {
       ...base,
@@ -101,13 +100,13 @@ describe('decideCall: the one policy decision validation and preview share', () 
       code: 'budget_exhausted',
     });
     expect(previewCall({ ...base, run: run() })).toMatchObject({ decision: 'allow' });
-    // The loop fuse: the same tool and arguments as many times as the run allows already.
+    // The loop fuse: the same tool and frozen arguments as many times as the run allows already.
     const fused = run({
       budgets: { ...run().budgets, maxIdenticalCalls: 2 },
-      identicalCalls: { [identicalCallKey(base.toolName, 'h1')]: 2 },
+      identicalCalls: { [frozenCallKey(base.toolName, '{"orderId":"ord_1"}')]: 2 },
     });
     expect(previewCall({ ...base, run: fused })).toMatchObject({ decision: 'deny', code: 'loop_detected' });
-    expect(previewCall({ ...base, run: fused, inputHash: 'h2' })).toMatchObject({ decision: 'allow' });
+    expect(previewCall({ ...base, run: fused, arguments: parseArguments({ orderId: 'ord_2' }) })).toMatchObject({ decision: 'allow' });
   });
 
   it('hashes arguments as submission does, whether sent as an object or a JSON string', () => {

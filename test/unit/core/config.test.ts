@@ -26,6 +26,34 @@ describe('the config document', () => {
   });
 });
 
+describe('what the config document refuses at load, naming it', () => {
+  const problems = (document: unknown) => {
+    const parsed = RunnerConfigSchema.safeParse(document);
+    return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  };
+
+  it('reserves the id prefix oauth: for token principals', () => {
+    expect(problems({ principals: [{ ...principal, id: 'oauth:alice' }] })).toEqual([
+      'principals.0.id: "oauth:alice": the id prefix oauth: is reserved for token principals (oauth:<claim>); choose another id',
+    ]);
+    expect(problems({ principals: [{ ...principal, id: 'oauth-alice' }] })).toEqual([]);
+  });
+
+  it('refuses two principals with one id', () => {
+    const bob = { id: 'bob', oauthSubject: 'https://idp|bob', roles: ['agent'], tools: [] };
+    expect(problems({ principals: [principal, bob, { ...principal, key: 'j'.repeat(24) }, { ...bob }] })).toEqual([
+      'principals.2.id: another principal has the id "alice" (principals.0): ids must be unique',
+      'principals.3.id: another principal has the id "bob" (principals.1): ids must be unique',
+    ]);
+  });
+
+  it('refuses unknown top-level keys', () => {
+    expect(problems({ principals: [], approvalTTLSeconds: 60, polices: 'x' })).toEqual([
+      ': unknown config keys "approvalTTLSeconds", "polices" (docs/reference/config.md lists the settings)',
+    ]);
+  });
+});
+
 describe('hashed keys', () => {
   it('replace each key with its SHA-256 and keep the rest of the document', () => {
     const doc = {

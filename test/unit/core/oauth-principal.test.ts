@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { OAuthSchema } from '../../../functions/core/config';
 import { looksLikeJwt, principalForClaims, scopesOf, tokenRefusal } from '../../../functions/core/oauth-principal';
+import { findPrincipal } from '../../../functions/core/policy';
 
 const resource = ['https://runner.example.com', 'https://runner.example.com/mcp'];
 const oauth = OAuthSchema.parse({
@@ -12,21 +13,51 @@ const oauth = OAuthSchema.parse({
 const config = {
   principals: [{ id: 'billing', oauthSubject: 'https://idp.example.com|svc-1', roles: ['agent' as const], tools: '*' as const }],
 };
+const exp = Math.floor(Date.UTC(2030, 0, 1) / 1000);
 
 describe('what a verified token means', () => {
   it('is for this resource when its aud names it, or when a listed client is named in client_id (Cognito)', () => {
-    expect(tokenRefusal({ aud: 'https://runner.example.com' }, oauth, resource)).toBeUndefined();
-    expect(tokenRefusal({ aud: ['x', 'https://runner.example.com/mcp'] }, oauth, resource)).toBeUndefined();
-    expect(tokenRefusal({ aud: 'https://other.example.com' }, oauth, resource)).toMatch(/not issued for this resource/);
-    expect(tokenRefusal({ client_id: 'app-1', token_use: 'access' }, { ...oauth, clientIds: ['app-1'] }, resource)).toBeUndefined();
-    expect(tokenRefusal({ client_id: 'app-2', token_use: 'access' }, { ...oauth, clientIds: ['app-1'] }, resource)).toBeDefined();
-    expect(tokenRefusal({ aud: 'api://runner' }, { ...oauth, audience: 'api://runner' }, resource)).toBeUndefined();
-    expect(tokenRefusal({ aud: 'https://runner.example.com' }, { ...oauth, audience: 'api://runner' }, resource)).toBeDefined();
+    expect(tokenRefusal({ exp, aud: 'https://runner.example.com' }, oauth, resource)).toBeUndefined();
+    expect(tokenRefusal({ exp, aud: ['x', 'https://runner.example.com/mcp'] }, oauth, resource)).toBeUndefined();
+    expect(tokenRefusal({ exp, aud: 'https://other.example.com' }, oauth, resource)).toMatch(/not issued for this resource/);
+    expect(tokenRefusal({ exp, client_id: 'app-1', token_use: 'access' }, { ...oauth, clientIds: ['app-1'] }, resource)).toBeUndefined();
+    expect(tokenRefusal({ exp, client_id: 'app-2', token_use: 'access' }, { ...oauth, clientIds: ['app-1'] }, resource)).toBeDefined();
+    expect(tokenRefusal({ exp, aud: 'api://runner' }, { ...oauth, audience: 'api://runner' }, resource)).toBeUndefined();
+    expect(tokenRefusal({ exp, aud: 'https://runner.example.com' }, { ...oauth, audience: 'api://runner' }, resource)).toBeDefined();
+  });
+
+  it('checks the audience also when clientIds is set: only a Cognito access token without aud names its client instead', () => {
+    const cognito = { ...oauth, clientIds: ['app-1'] };
+    // RFC 9068 tokens always carry client_id: one minted for another API must not pass on it.
+    expect(tokenRefusal({ exp, aud: 'https://other.example.com', client_id: 'app-1' }, cognito, resource)).toMatch(
+      /not issued for this resource/,
+    );
+    expect(
+      tokenRefusal({ exp, aud: 'https://other.example.com', client_id: 'app-1', token_use: 'access' }, cognito, resource),
+    ).toBeDefined();
+    expect(tokenRefusal({ exp, aud: 'https://runner.example.com', client_id: 'app-1' }, cognito, resource)).toBeUndefined();
+    // Without aud: an access token (token_use) of a listed client, and nothing else.
+    expect(tokenRefusal({ exp, client_id: 'app-1', token_use: 'access' }, cognito, resource)).toBeUndefined();
+    expect(tokenRefusal({ exp, client_id: 'app-1' }, cognito, resource)).toBeDefined();
+    expect(tokenRefusal({ exp, client_id: 'app-1', token_use: 'access' }, oauth, resource)).toBeDefined();
+  });
+
+  it('takes an aud of strings only, a finite exp, and typ at+jwt or none', () => {
+    const ok = { exp, aud: 'https://runner.example.com' };
+    for (const aud of [[['https://runner.example.com']], { 0: 'https://runner.example.com' }, ['https://runner.example.com', 1], 7, null])
+      expect(tokenRefusal({ ...ok, aud }, oauth, resource), JSON.stringify(aud)).toMatch(/aud/);
+    for (const bad of [Number.POSITIVE_INFINITY, Number.NaN, '2030', undefined])
+      expect(tokenRefusal({ ...ok, exp: bad }, oauth, resource), String(bad)).toMatch(/exp/);
+    expect(tokenRefusal({ ...ok, nbf: Number.NEGATIVE_INFINITY }, oauth, resource)).toMatch(/nbf/);
+    for (const typ of [undefined, 'at+jwt', 'AT+JWT', 'application/at+jwt'])
+      expect(tokenRefusal(ok, oauth, resource, { typ }), String(typ)).toBeUndefined();
+    for (const typ of ['JWT', 'jwt', 'JOSE', 'id+jwt', '', 1])
+      expect(tokenRefusal(ok, oauth, resource, { typ }), String(typ)).toMatch(/typ/);
   });
 
   it('is never an ID token', () => {
     for (const claims of [{ token_use: 'id' }, { nonce: 'n' }, { at_hash: 'h' }])
-      expect(tokenRefusal({ aud: 'https://runner.example.com', ...claims }, oauth, resource)).toMatch(/ID token/);
+      expect(tokenRefusal({ exp, aud: 'https://runner.example.com', ...claims }, oauth, resource)).toMatch(/ID token/);
   });
 
   it('names the mapped principal of the document, else oauth:<claim> with roles from claims and scopes', () => {
@@ -51,6 +82,24 @@ describe('what a verified token means', () => {
     expect(principalForClaims(config, { ...oauth, principalClaim: 'email' }, { iss: 'i', sub: 's', email: 'a@b.c' })?.id).toBe(
       'oauth:a@b.c',
     );
+  });
+
+  it('reaches the very principal object a key reaches: id, roles, tools and attributes', () => {
+    const document = {
+      principals: [
+        {
+          id: 'suspended',
+          key: 'k'.repeat(24),
+          oauthSubject: 'https://idp.example.com|svc-9',
+          roles: ['agent' as const],
+          tools: ['charge_card'],
+          attributes: { tier: 'suspended', customers: ['cus_1'] },
+        },
+      ],
+    };
+    const byToken = principalForClaims(document, oauth, { iss: 'https://idp.example.com', sub: 'svc-9' });
+    expect(byToken).toEqual(findPrincipal(document, (p) => p.key === 'k'.repeat(24)));
+    expect(byToken?.attributes).toEqual({ tier: 'suspended', customers: ['cus_1'] });
   });
 
   it('reads scopes from scope or scp, and tells a JWT from a key', () => {

@@ -7,6 +7,7 @@ import {
   inputTypeOf,
   nowFacts,
   policySchema,
+  principalAttributeProblems,
   principalAttributeTypes,
   runFactsOf,
 } from '../../../functions/core/policy-schema';
@@ -40,17 +41,56 @@ describe('the policy schema and values', () => {
     expect(cedarTypeOf({ anyOf: [{ type: 'string' }, { type: 'null' }] })).toBeUndefined();
   });
 
-  it('converts values by their type: decimals to four places, nulls and misfits left out', () => {
+  it('converts values by their type, exactly or not at all, naming the path of what does not fit', () => {
     const type = inputTypeOf(tool);
-    expect(cedarValueOf(type, { amount: 5, rate: 1, currency: 'USD', note: null, tags: ['a'], either: 'x' })).toEqual({
-      amount: 5,
-      rate: { __extn: { fn: 'decimal', arg: '1.0' } },
-      currency: 'USD',
-      tags: ['a'],
+    // Fields Cedar does not type (the union) are not its to see; absent optionals stay absent.
+    expect(cedarValueOf(type, { amount: 5, rate: 1, currency: 'USD', tags: ['a'], either: 1e300 })).toEqual({
+      ok: true,
+      value: { amount: 5, rate: { __extn: { fn: 'decimal', arg: '1.0' } }, currency: 'USD', tags: ['a'] },
     });
-    expect(cedarValueOf({ type: 'Extension', name: 'decimal' }, 0.12345)).toEqual({ __extn: { fn: 'decimal', arg: '0.1235' } });
-    expect(cedarValueOf({ type: 'Extension', name: 'decimal' }, 1e300)).toBeUndefined();
-    expect(cedarValueOf({ type: 'Long' }, 1.5)).toBeUndefined();
+    const decimal = { type: 'Extension', name: 'decimal' } as const;
+    const arg = (value: number) => {
+      const converted = cedarValueOf(decimal, value);
+      return converted.ok ? (converted.value as { __extn: { arg: string } }).__extn.arg : converted.reason;
+    };
+    expect([0.1234, -0.5, 9e14, 922337203685477.5, -922337203685477.5, -0, 1e20 / 1e6].map(arg)).toEqual([
+      '0.1234',
+      '-0.5',
+      '900000000000000.0',
+      '922337203685477.5',
+      '-922337203685477.5',
+      '0.0',
+      '100000000000000.0',
+    ]);
+    const notDecimal =
+      'the policies cannot compare this number exactly (a decimal has at most 4 places and lies within ±922337203685477.5807)';
+    for (const value of [
+      0.12345,
+      1000.00001,
+      1e-7,
+      922337203685477.6,
+      1e15,
+      2 ** 53 - 1,
+      -1e15,
+      1e300,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+    ])
+      expect(cedarValueOf(decimal, value), String(value)).toEqual({ ok: false, path: '', reason: notDecimal });
+    expect(cedarValueOf({ type: 'Long' }, 2 ** 53 - 1)).toEqual({ ok: true, value: 2 ** 53 - 1 });
+    expect(cedarValueOf({ type: 'Long' }, 2 ** 53)).toMatchObject({ ok: false, reason: expect.stringContaining('integer') });
+    expect(cedarValueOf({ type: 'Long' }, 1.5)).toMatchObject({ ok: false });
+    expect(cedarValueOf(type, { amount: 5, rate: 1, currency: 'USD', note: 'a\udbff', tags: [] })).toEqual({
+      ok: false,
+      path: 'note',
+      reason: 'the policies cannot read this string (it holds a lone UTF-16 surrogate)',
+    });
+    expect(cedarValueOf(type, { amount: 5, rate: 1, currency: 'USD', tags: ['a', '\udc00b'] })).toMatchObject({
+      ok: false,
+      path: 'tags.1',
+    });
+    // A null where Cedar has a type is not an absent optional: zod would not have let it through.
+    expect(cedarValueOf(type, { amount: 5, rate: 1, currency: 'USD', note: null, tags: [] })).toMatchObject({ ok: false, path: 'note' });
   });
 
   it('declares two actions per tool in their groups, and the principal attributes the configuration uses', () => {
@@ -84,7 +124,7 @@ describe('the policy schema and values', () => {
   });
 
   it('builds the request with the principal, the tool and the action in its group', () => {
-    const request = cedarRequestOf(
+    const built = cedarRequestOf(
       {
         principal: { id: 'a', roles: ['agent'], tools: '*', attributes: { tier: 'gold', other: 1 } },
         tool,
@@ -95,6 +135,8 @@ describe('the policy schema and values', () => {
       },
       { tier: { type: 'String' } },
     );
+    if (!built.ok) throw new Error(built.misfit.reason);
+    const { request } = built;
     expect(request.action).toEqual({ type: 'Action', id: 'refund:unattended' });
     expect(request.entities).toContainEqual({
       uid: { type: 'Principal', id: 'a' },
@@ -107,5 +149,31 @@ describe('the policy schema and values', () => {
       parents: [{ type: 'Action', id: 'call_unattended' }],
     });
     expect(request.context.input).toEqual({ amount: 1 });
+  });
+
+  it('refuses a request holding what the schema cannot represent, saying whether the input or the principal holds it', () => {
+    const request = (principal: { id: string; attributes?: Record<string, number | string> }, input: unknown) =>
+      cedarRequestOf(
+        { principal: { roles: ['agent'], tools: '*', ...principal }, tool, action: 'call', input, run: runFactsOf(undefined, 0), now: 0 },
+        { limit: { type: 'Extension', name: 'decimal' } },
+      );
+    expect(request({ id: 'a' }, { amount: 2 ** 53, rate: 1, currency: 'USD' })).toMatchObject({
+      ok: false,
+      misfit: { in: 'input', path: 'amount' },
+    });
+    expect(request({ id: 'a', attributes: { limit: 1e16 } }, {})).toMatchObject({ ok: false, misfit: { in: 'principal', path: 'limit' } });
+    expect(request({ id: 'oauth:\ud800' }, {})).toMatchObject({ ok: false, misfit: { in: 'principal', path: 'id' } });
+  });
+
+  it('types principal attributes so that integers and decimals mix, and names the principals the policies cannot see exactly', () => {
+    const principals = [
+      { id: 'a', attributes: { limit: 5, tier: 'gold' } },
+      { id: 'b', attributes: { limit: 0.25, tier: 3 } },
+    ];
+    const types = principalAttributeTypes(principals);
+    expect(types).toEqual({ limit: { type: 'Extension', name: 'decimal' }, tier: { type: 'String' } });
+    expect(principalAttributeProblems(principals, types)).toEqual([
+      'principal "b": attribute tier: a number where other principals have a string',
+    ]);
   });
 });

@@ -85,6 +85,22 @@ describe('rate limits', () => {
     expect(keys(0.999)).toEqual(['3', '0', '1', '2']);
   });
 
+  it('a call waiting for a person takes no slot every principal shares, but its per-principal slots and counts', () => {
+    const limits = [{ concurrent: 1 }, { principal: '*', concurrent: 1 }, { principal: 'alice', concurrent: 2, perMinute: 5 }];
+    const kinds = (waitsForPerson: boolean) => rateTakes(limits, alice, now, 0, { waitsForPerson }).map((t) => `${t.kind} ${t.scope}`);
+    expect(kinds(false)).toEqual([
+      'concurrent tool.all|principal.all',
+      'concurrent tool.all|principal.each=alice',
+      'perMinute tool.all|principal.is=alice',
+      'concurrent tool.all|principal.is=alice',
+    ]);
+    expect(kinds(true)).toEqual([
+      'concurrent tool.all|principal.each=alice',
+      'perMinute tool.all|principal.is=alice',
+      'concurrent tool.all|principal.is=alice',
+    ]);
+  });
+
   it('tells the caller which limit and when to retry', () => {
     const [perMinute] = rateTakes([{ perMinute: 1 }], alice, now);
     expect(throttledMessage(perMinute, alice, 40)).toBe(
