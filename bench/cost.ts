@@ -4,11 +4,13 @@ import { parseArgs } from 'node:util';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { z } from 'zod';
 import { createClient, type Envelope } from '../functions/client';
-import { sweep } from '../functions/steps/resume';
+import { sweepPart } from '../functions/steps/resume';
+import { SWEEPER_PARTS } from '../infra/tool-runner';
 import type { ExecutionSummary } from '../local/sfn-endpoint';
 import type { StackMeter } from '../local/stack';
 import { ensureAssembly, readAssembly } from '../local/template/assembly';
 import { runMain, startBenchStack } from './bench-stack';
+import { DEFAULT_RETENTION_SECONDS, heldByteSeconds, ITEM_OVERHEAD_BYTES, recoveredTables, storageUsd } from './storage-cost';
 import {
   accessLogLine,
   deployedShape,
@@ -98,6 +100,10 @@ interface Tally {
   traces: number;
   /** Entries written for the sweeper, each read once by a later sweep (charged below). */
   watchEntries: number;
+  /** USD of DynamoDB storage for what the call left in the tables, held until each item's TTL (bench/storage-cost.ts). */
+  storageUsd: number;
+  /** USD of point-in-time recovery of the same bytes, on the tables the template enables it for. */
+  pitrUsd: number;
   /** Invocations of functions that read the config secret (a share of their containers' re-reads is charged). */
   configReaders: Set<string>;
 }
@@ -119,6 +125,8 @@ const zero = (): Tally => ({
   logBytes: 0,
   traces: 0,
   watchEntries: 0,
+  storageUsd: 0,
+  pitrUsd: 0,
   configReaders: new Set(),
 });
 /** Secrets Manager: per 10,000 API calls; and how often a warm function re-reads the config (config-source.ts). */
@@ -140,6 +148,8 @@ function components(t: Tally, shape: DeployedShape, callsPerSecond: number) {
       t.transitions * PRICES.standardTransition + t.expressExecutions * PRICES.expressRequest + t.expressGbSeconds * PRICES.expressGbSecond,
     lambda: t.lambdaUsd,
     dynamodb: t.dynamoWriteUnits * PRICES.dynamoWriteUnit + t.dynamoReadUnits * PRICES.dynamoReadUnit,
+    dynamodbStorage: t.storageUsd,
+    pitr: t.pitrUsd,
     logs: (t.logBytes / 1e9) * PRICES.logsIngestedGb,
     xray: t.traces * PRICES.xrayTraceRecorded,
     s3: t.s3Tier1Requests * PRICES.s3Tier1Request + t.s3Tier2Requests * PRICES.s3Tier2Request,
@@ -201,7 +211,9 @@ function chargeArguments(amount: number, customer: string, bytes: number) {
 async function main(): Promise<void> {
   const scenario = scenarioFromArgs();
   const { dir } = await ensureAssembly({ onProgress: (line) => console.log(line) });
-  const shape = deployedShape(readAssembly(dir).template);
+  const template = readAssembly(dir).template;
+  const shape = deployedShape(template);
+  const recovered = recoveredTables(template);
   const apiShape = shape.api;
   let current = zero();
   /** Each function's invocation durations on the path being counted, for the line that explains `lambda`. */
@@ -475,17 +487,35 @@ async function main(): Promise<void> {
     const results: Record<string, Tally> = {};
     const timings: Record<string, string> = {};
     const dynamoByCall: Record<string, string> = {};
+    const storageByPath: Record<string, string> = {};
     for (const [name, path] of Object.entries(paths)) {
       const sum = zero();
       durations = new Map();
       units = new Map();
       requestBytes = new Map();
+      // What the path's calls leave in the tables, priced for as long as each item is kept.
+      const scannedAt = Date.now();
+      const heldBefore = await heldByteSeconds(sweepClient.client!, stack.tables, scannedAt);
       for (let i = 0; i < scenario.callsPerPath; i++) {
         current = zero();
         await path(runId);
         await quiet();
         addTo(sum, current);
       }
+      const heldAfter = await heldByteSeconds(sweepClient.client!, stack.tables, scannedAt);
+      const held = storageUsd(
+        Object.fromEntries(Object.entries(heldAfter).map(([table, b]) => [table, Math.max(0, b - (heldBefore[table] ?? 0))])),
+        recovered,
+      );
+      sum.storageUsd += held.storage;
+      sum.pitrUsd += held.pitr;
+      storageByPath[name] = Object.entries(heldAfter)
+        .map(
+          ([table, b]) => [table, Math.max(0, b - (heldBefore[table] ?? 0)) / scenario.callsPerPath / DEFAULT_RETENTION_SECONDS] as const,
+        )
+        .filter(([, bytes]) => bytes >= 1)
+        .map(([table, bytes]) => `${table} ${Math.round(bytes)}${recovered.has(table as never) ? ' (recovered)' : ''}`)
+        .join(', ');
       const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
       timings[name] = [...durations]
         .map(
@@ -512,7 +542,9 @@ async function main(): Promise<void> {
     current = zero();
     const entries = watchEntriesWritten;
     sweeping = true;
-    await sweep({ ...stack.deps, now: () => Date.now() + 24 * 3600_000 }, 10_000);
+    // As the deployed sweeper does it: each part walks its shards' due entries, reading each operation once.
+    const later = { ...stack.deps, now: () => Date.now() + 24 * 3600_000 };
+    for (let part = 0; part < SWEEPER_PARTS; part++) await sweepPart(later, { part, parts: SWEEPER_PARTS, more: () => true });
     sweeping = false;
     const readsPerEntry = current.dynamoReadUnits / entries;
     for (const r of Object.values(results)) r.dynamoReadUnits += r.watchEntries * readsPerEntry;
@@ -552,10 +584,14 @@ async function main(): Promise<void> {
     for (const [name, line] of Object.entries(timings)) console.log(`  ${name}: ${line}`);
     console.log('DynamoDB capacity units per call, by function, action and table:');
     for (const [name, line] of Object.entries(dynamoByCall)) console.log(`  ${name}: ${line}`);
+    console.log(
+      `DynamoDB bytes per call held ${DEFAULT_RETENTION_SECONDS / 86_400} days (byte-seconds until each item's TTL, over ${DEFAULT_RETENTION_SECONDS / 86_400} days; index copies and ${ITEM_OVERHEAD_BYTES} bytes an item included), by table:`,
+    );
+    for (const [name, line] of Object.entries(storageByPath)) console.log(`  ${name}: ${line}`);
     console.log('USD per million calls, by component:');
     console.table(Object.fromEntries(Object.entries(report).map(([k, v]) => [k, { ...v.components, total: v.usdPerMillion }])));
     console.log(
-      'not counted: data transfer out (free within the region; $0.09/GB to the internet, about $0.0004 per call at the default scenario), log storage, monthly fixed costs (custom metrics, alarms, the dashboard, the secret), INIT time (a cold start, billed since August 2025, once per container however many calls it serves)',
+      'not counted: data transfer out (free within the region; $0.09/GB to the internet, about $0.0004 per call at the default scenario), log storage, on-demand backups, monthly fixed costs (custom metrics, alarms, the dashboard, the secret), INIT time (a cold start, billed since August 2025, once per container however many calls it serves)',
     );
     // The target's subject: calls that need no approval, on the path they take when the upstream answers.
     const noApproval = Math.max(report.read.usdPerMillion, report.write.usdPerMillion);

@@ -105,7 +105,8 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
       'invokeTools',
     ],
   },
-  // Resumes operations past their lease: stops the lost execution, starts a fresh one. Reads no config.
+  // Resumes operations past their lease: stops the lost execution, starts a fresh one. Reads no config. Each
+  // invocation works until 20 s before this timeout, so one a minute per part never overlaps the next.
   Sweeper: {
     entry: 'sweeper',
     timeoutSeconds: 60,

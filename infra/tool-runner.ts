@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ArnFormat, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -20,6 +20,7 @@ import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct, type IConstruct } from 'constructs';
 import { TABLE_ENV, TABLES, type TableLayout } from '../functions/adapters/tables';
+import { WATCH_SHARDS } from '../functions/adapters/dynamo-watch';
 import { MAX_APPROVAL_TTL_SECONDS, type RunnerConfig, withHashedKeys } from '../functions/core/config';
 import {
   ASL_PATH,
@@ -91,11 +92,17 @@ export interface ToolRunnerConcurrency {
   readonly execute?: number;
   /** Reconcile: lookups of outcomes a timeout left unknown (they come in bursts, when an upstream falters). @default 50 */
   readonly reconcile?: number;
-  /** Sweeper: one run a minute; two let a slow run and the next overlap. @default 2 */
+  /** Sweeper: its parts (`SWEEPER_PARTS`, run each minute in parallel); fewer are throttled, and retried later. @default 2 */
   readonly sweeper?: number;
   /** The API function's ceiling (requests, MCP and console, long polls included). @default 500 */
   readonly api?: number;
 }
+
+/**
+ * Sweeper invocations that run at once, each a minute, each owning a range of the watch's shards: at most the
+ * number of shards, and within the sweeper's default reservation.
+ */
+export const SWEEPER_PARTS = Math.min(2, WATCH_SHARDS);
 
 /** The reservations the construct makes when the `concurrency` prop does not say otherwise. */
 export const DEFAULT_RESERVED_CONCURRENCY: Required<ToolRunnerConcurrency> = { execute: 100, reconcile: 50, sweeper: 2, api: 500 };
@@ -194,8 +201,8 @@ export interface ToolRunnerProps {
    * Memory of the API function (MB, 128 to 10240). It answers every request and runs the first attempt of a
    * call whose caller waits, so it is billed while the tool's upstream answers. Lambda gives CPU in proportion
    * to memory (one vCPU at 1,769 MB): a call's own work, about 20 ms of CPU measured here, takes about 140 ms
-   * at 256 MB and about 70 ms at 512 MB. 256 keeps a call that needs no approval under $10 per million at
-   * `npm run cost`'s default scenario; raise it for quicker answers.
+   * at 256 MB and about 70 ms at 512 MB. At 256 a call that needs no approval costs $11.84 per million at
+   * `npm run cost`'s default scenario, DynamoDB storage and recovery included; raise it for quicker answers.
    * @default 256
    */
   readonly apiMemoryMb?: number;
@@ -293,6 +300,22 @@ function onlyCloudFormationSubscribes(topic: sns.ITopic): iam.PolicyStatement {
   });
 }
 
+/**
+ * The tables with point-in-time recovery: the record (runs, operations and their trace, which is also the
+ * index of a run's operations), and the watch, whose entries are how the sweeper finds the active operations of
+ * a restored table (a few hundred bytes a call). Restoring them restores every call's state, result and history.
+ */
+export const RECOVERABLE_TABLES: readonly TableLayout['id'][] = ['runs', 'operations', 'events', 'watch'];
+/** Why the others have none: what they hold is short-lived or rebuilt, and a restored copy would be stale. */
+const NOT_RECOVERED = {
+  locks: 'it holds leases of seconds to minutes; a restored lock would only block a resource until its lease passed.',
+  idempotency:
+    "it holds Powertools' record of run creations for an hour; a client retrying after a restore would create its run again, as after that hour.",
+} as const;
+
+/** Below this longest wait at the API, nearly every caller that waits is answered by polling: the synth warns. */
+export const SHORT_WAIT_WARNING_SECONDS = 2;
+
 /** Step Functions' limit on a state machine's name. */
 const STATE_MACHINE_NAME_MAX = 80;
 const STANDARD_SUFFIX = '-invocation';
@@ -355,7 +378,10 @@ export class ToolRunner extends Construct {
   readonly functions: Record<Exclude<FunctionName, 'Tools'>, NodejsFunction> & { readonly Tools?: NodejsFunction };
   /** The functions whose roles tool code runs with: `Tools`, or (without isolation) Api, Execute and Reconcile. */
   readonly toolCodeFunctions: readonly NodejsFunction[];
+  /** The first of `sweepSchedules`. */
   readonly sweepSchedule: scheduler.Schedule;
+  /** The sweeper's schedules, one a minute per part of the watch (`SWEEPER_PARTS`), running in parallel. */
+  readonly sweepSchedules: readonly scheduler.Schedule[];
   /** The CloudWatch namespace of this instance's own metrics (`ToolCalls`, `UnknownOutcomes`…): `toolrunner/<name>`. */
   readonly metricsNamespace: string;
   /** This instance's alarms, by what they watch (README, "Alarms and dashboard"). */
@@ -415,6 +441,11 @@ export class ToolRunner extends Construct {
       if (!Number.isInteger(n) || n < 1) throw new Error(`ToolRunner: concurrency.${name} must be a positive integer`);
     if (!(throttling.rateLimit > 0)) throw new Error('ToolRunner: throttling.rateLimit must be positive');
     const longestWait = longestWaitSeconds(reserved?.api, throttling.rateLimit);
+    if (longestWait < SHORT_WAIT_WARNING_SECONDS)
+      Annotations.of(this).addWarningV2(
+        'toolrunner:short-longest-wait',
+        `ToolRunner: the API's longest wait is ${longestWait} s (its ceiling of ${reserved?.api} over the stage's rate limit of ${throttling.rateLimit} a second): a call whose caller waits cannot be answered within it, so it runs on the dearer Express path and the caller polls. Raise concurrency.api, or lower throttling.rateLimit, to keep it at ${SHORT_WAIT_WARNING_SECONDS} s or more.`,
+      );
     const blobRetentionDays = props.blobRetentionDays ?? 31;
     if (!Number.isInteger(blobRetentionDays) || blobRetentionDays < 1)
       throw new Error('ToolRunner: blobRetentionDays must be a positive integer');
@@ -669,11 +700,22 @@ export class ToolRunner extends Construct {
       }),
       description: 'toolrunner sweep schedule',
     });
-    this.sweepSchedule = new scheduler.Schedule(this, 'SweepSchedule', {
-      description: 'Resumes operations stuck past their lease',
-      schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
-      target: new targets.LambdaInvoke(this.functions.Sweeper, { retryAttempts: 0, role: this.sweepScheduleRole }),
-    });
+    // One schedule per part of the watch, so the parts run in parallel, each on its own range of shards
+    // (functions/handlers/sweeper.ts); part 0 keeps the construct id of the single schedule before it.
+    this.sweepSchedules = Array.from(
+      { length: SWEEPER_PARTS },
+      (_, part) =>
+        new scheduler.Schedule(this, part === 0 ? 'SweepSchedule' : `SweepSchedule${part}`, {
+          description: `Resumes operations stuck past their lease (part ${part + 1} of ${SWEEPER_PARTS})`,
+          schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+          target: new targets.LambdaInvoke(this.functions.Sweeper, {
+            retryAttempts: 0,
+            role: this.sweepScheduleRole,
+            input: scheduler.ScheduleTargetInput.fromObject({ part, parts: SWEEPER_PARTS }),
+          }),
+        }),
+    );
+    this.sweepSchedule = this.sweepSchedules[0];
 
     this.alarmTopic =
       props.alarmTopic ?? new sns.Topic(this, 'Alarms', { displayName: 'Tool runner alarms', enforceSSL: true, masterKey: snsKey });
@@ -784,11 +826,16 @@ export class ToolRunner extends Construct {
       partitionKey: attr(layout.partitionKey),
       sortKey: layout.sortKey && attr(layout.sortKey),
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: RECOVERABLE_TABLES.includes(layout.id) },
       timeToLiveAttribute: layout.ttlAttribute,
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       removalPolicy,
     });
+    if (!RECOVERABLE_TABLES.includes(layout.id))
+      Validations.of(table).acknowledge({
+        id: 'AwsSolutions-DDB3',
+        reason: `No point-in-time recovery on the ${layout.id} table: ${NOT_RECOVERED[layout.id as keyof typeof NOT_RECOVERED]} Recovery would cost as much per GB as its storage for nothing a restore could use.`,
+      });
     for (const index of layout.indexes ?? []) {
       table.addGlobalSecondaryIndex({
         indexName: index.name,

@@ -1,8 +1,9 @@
 /**
  * The Express variant of the lifecycle, generated from the one Standard definition so the two cannot
- * drift: every shared state is copied unchanged. Express has no `.waitForTaskToken` and runs at most five
- * minutes, so what would wait for a person, or sleep longer than the Express budget allows, is handed to
- * the Standard machine, which continues the same operation from its DynamoDB record.
+ * drift: every shared state is copied unchanged but Execute, which is also told when the execution started.
+ * Express has no `.waitForTaskToken` and runs at most five minutes, so what would wait for a person, sleep
+ * longer than the Express budget allows, or start an attempt that could outlast what is left of it, is handed
+ * to the Standard machine, which continues the same operation from its DynamoDB record.
  */
 
 type State = Record<string, unknown> & {
@@ -18,6 +19,8 @@ export const STANDARD_ONLY = ['AwaitApproval', 'ExpireApproval'] as const;
 /** A wait longer than this goes to the Standard machine (Express runs at most 300 s in all). */
 export const EXPRESS_MAX_WAIT_SECONDS = 60;
 export const EXPRESS_TIMEOUT_SECONDS = 300;
+/** The field of Execute's payload, on Express only, that carries the execution's start time. */
+export const EXPRESS_STARTED_AT = 'expressStartedAt.$';
 
 export function expressDefinition(standardJson: string): string {
   const standard = JSON.parse(standardJson) as Definition;
@@ -38,11 +41,22 @@ export function expressDefinition(standardJson: string): string {
     ],
     Next: 'Handoff',
   });
-  states.Route = { ...route, Choices: [longWait('retry'), longWait('reconcile_later'), ...choices] };
+  // Execute learns when this execution started, so it can hand an attempt that could outlast the five
+  // minutes to the Standard machine (`handoff` in its output) instead of being cut off mid-attempt.
+  const execute = states.Execute as State & { Parameters: { Payload: Record<string, string> } };
+  execute.Parameters.Payload[EXPRESS_STARTED_AT] = '$$.Execution.StartTime';
+  const handoff = {
+    And: [
+      { Variable: '$.handoff', IsPresent: true },
+      { Variable: '$.handoff', BooleanEquals: true },
+    ],
+    Next: 'Handoff',
+  };
+  states.Route = { ...route, Choices: [handoff, longWait('retry'), longWait('reconcile_later'), ...choices] };
   states.Handoff = {
     Type: 'Task',
     Comment:
-      'Continues this operation on the Standard machine, from its record: a person must decide, or a wait is longer than Express allows.',
+      'Continues this operation on the Standard machine, from its record: a person must decide, a wait is longer than Express allows, or an attempt could outlast what is left of the five minutes.',
     Resource: 'arn:aws:states:::lambda:invoke',
     Parameters: { FunctionName: '${HandoffFunctionArn}', Payload: { 'operationId.$': '$.operationId' } },
     OutputPath: '$.Payload',

@@ -322,6 +322,24 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
       return [...found.values()].slice(0, limit);
     },
 
+    async sweepWatch(pass, visit) {
+      const walked = await watch.pass(pass, visit);
+      if (pass.part !== 0 || !pass.more()) return walked;
+      // Operations written before the watch table, through their legacy index (ids only) until their next write.
+      const legacy = await queryAll<{ operationId: string }>(
+        {
+          TableName: tables.operations,
+          IndexName: INDEX.legacyActiveByLease,
+          KeyConditionExpression: 'activeKey = :a AND leaseUntil < :now',
+          ProjectionExpression: 'operationId',
+          ExpressionAttributeValues: { ':a': 'active', ':now': pass.now },
+        },
+        1000,
+      );
+      for (const { operationId } of legacy) await visit(operationId).catch(() => undefined);
+      return { ...walked, visited: walked.visited + legacy.length };
+    },
+
     async listPendingApprovals({ approverId, now, limit, after }) {
       const items: OperationRecord[] = [];
       let ExclusiveStartKey: Record<string, unknown> | undefined = after;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isActive } from '../core/record-predicates';
 import type { OperationRecord } from '../core/model';
+import type { WatchPass, WatchPassResult } from '../core/ports';
 
 /**
  * The sweeper's watch list, instead of an index over active operations (an index entry is written when an
@@ -17,8 +18,13 @@ import type { OperationRecord } from '../core/model';
  * last handed back).
  */
 
-/** Shards spread the entries of one moment over partitions; the sweeper reads them all. */
+/**
+ * Shards spread the entries of one moment over partitions. The sweeper reads them all, in parallel
+ * invocations each owning a contiguous range of them (`shardsOfPart`).
+ */
 const SHARDS = ['w0', 'w1', 'w2', 'w3'] as const;
+/** How many shards there are: at most this many sweeper invocations can share the work. */
+export const WATCH_SHARDS = SHARDS.length;
 const CURSOR_SHARD = 'cursor';
 /** An entry this close to now may still be in flight from its writer, so the cursor stops short of it. */
 const CURSOR_MARGIN_MS = 10_000;
@@ -35,6 +41,16 @@ function shardOf(operationId: string): string {
   return SHARDS[createHash('sha256').update(operationId).digest()[0] % SHARDS.length];
 }
 
+/** The shards part `part` (from 0) of `parts` owns: a contiguous range, the ranges covering every shard once. */
+export function shardsOfPart(part: number, parts: number): readonly string[] {
+  if (!Number.isInteger(parts) || parts < 1 || !Number.isInteger(part) || part < 0 || part >= parts)
+    throw new RangeError(`sweeper part ${part} of ${parts}: a part is an integer from 0 to parts - 1`);
+  return SHARDS.slice(Math.floor((part * SHARDS.length) / parts), Math.floor(((part + 1) * SHARDS.length) / parts));
+}
+
+/** What a visit says: when to look at the operation again, or undefined when nothing needs watching. */
+export type WatchVisit = (operationId: string) => Promise<string | undefined>;
+
 export interface Watch {
   /** Writes the entry an operation needs after this write, if any (see above). Call it before the write. */
   entryFor(before: OperationRecord | undefined, after: OperationRecord): Promise<void>;
@@ -45,6 +61,13 @@ export interface Watch {
     ignoreLeases: boolean,
     read: (ids: string[]) => Promise<Map<string, OperationRecord>>,
   ): Promise<OperationRecord[]>;
+  /**
+   * Walks the due entries of one part's shards, reading the entries only (key and operation id, a
+   * projection; no operation is read here), `visit`ing each operation once per page, `concurrency` at a
+   * time, and moving each shard's cursor past the pages visited. `visited`: operations visited;
+   * `oldestDue`: the due time of the oldest entry left unvisited (a walk stopped by `more`), if any.
+   */
+  pass(pass: WatchPass, visit: WatchVisit): Promise<WatchPassResult>;
 }
 
 export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () => number): Watch {
@@ -127,7 +150,86 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
       }
       return [...found.values()];
     },
+
+    async pass({ now, part, parts, concurrency, more }, visit) {
+      const upTo = `${now}#~`;
+      let visited = 0;
+      let oldestDue: string | undefined;
+      // The part's shards side by side (one that keeps filling must not starve the next), sharing `concurrency`:
+      // the bound on what this invocation asks of DynamoDB and of StartExecution at once.
+      const shards = shardsOfPart(part, parts);
+      const each = Math.max(1, Math.floor(concurrency / Math.max(1, shards.length)));
+      await Promise.all(
+        shards.map(async (shard) => {
+          let stored = await cursorOf(shard);
+          let from = stored;
+          // Page by page, so an invocation that ends mid-walk keeps what it did.
+          const keep = async (reached: string) => {
+            const ceiling = `${new Date(clock() - CURSOR_MARGIN_MS).toISOString()}#~`;
+            const next = reached < ceiling ? reached : ceiling;
+            if (next <= stored) return;
+            await doc.send(new PutCommand({ TableName: table, Item: { shard: CURSOR_SHARD, watchKey: shard, position: next } }));
+            stored = next;
+          };
+          let complete = false;
+          while (more()) {
+            const page = await doc.send(
+              new QueryCommand({
+                TableName: table,
+                KeyConditionExpression: '#shard = :s AND watchKey BETWEEN :from AND :to',
+                ProjectionExpression: 'watchKey, operationId',
+                ExpressionAttributeNames: { '#shard': 'shard' },
+                ExpressionAttributeValues: { ':s': shard, ':from': `${from}\u0000`, ':to': upTo },
+                Limit: PAGE,
+              }),
+            );
+            const entries = (page.Items ?? []) as { watchKey: string; operationId: string }[];
+            const ids = [...new Set(entries.map((e) => e.operationId))];
+            await eachLimited(ids, each, async (operationId) => {
+              let again: string | undefined;
+              try {
+                again = await visit(operationId);
+              } catch {
+                // Why: the cursor passes this entry; a visit that failed is looked at again a minute later.
+                again = new Date(clock() + REWATCH_MS).toISOString();
+              }
+              if (again !== undefined) await put(operationId, again);
+            });
+            visited += ids.length;
+            if (entries.length) from = entries[entries.length - 1].watchKey;
+            // Every entry up to `from` was visited; with the whole range read, everything up to `upTo` was.
+            complete = !page.LastEvaluatedKey;
+            await keep(complete ? upTo : from);
+            if (complete) break;
+          }
+          if (!complete) {
+            const left = await doc.send(
+              new QueryCommand({
+                TableName: table,
+                KeyConditionExpression: '#shard = :s AND watchKey BETWEEN :from AND :to',
+                ProjectionExpression: 'watchKey',
+                ExpressionAttributeNames: { '#shard': 'shard' },
+                ExpressionAttributeValues: { ':s': shard, ':from': `${from}\u0000`, ':to': upTo },
+                Limit: 1,
+              }),
+            );
+            const due = (left.Items?.[0]?.watchKey as string | undefined)?.split('#')[0];
+            if (due && (!oldestDue || due < oldestDue)) oldestDue = due;
+          }
+        }),
+      );
+      return { visited, ...(oldestDue ? { oldestDue } : {}) };
+    },
   };
+}
+
+/** Runs `task` over `items`, at most `limit` at once. */
+async function eachLimited<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await task(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
 }
 
 /** Reads items by key in batches of 100 (BatchGetItem's limit), consistently, retrying what DynamoDB leaves unprocessed. */

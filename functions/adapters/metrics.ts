@@ -1,5 +1,5 @@
 import { Metrics as PowertoolsMetrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { MetricName } from '../core/metric-names';
+import { type MetricName, UNKNOWN_TOOL_DIMENSION } from '../core/metric-names';
 import type { Metrics } from '../core/ports';
 
 export interface MetricSample {
@@ -8,19 +8,32 @@ export interface MetricSample {
   value: number;
 }
 
+/** What a registered tool's name looks like (core/tool-spec.ts): the only `tool` values a metric may carry. */
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * The last guard before a dimension becomes a metric: a `tool` value that could not be a registered tool's
+ * name (the steps already map unregistered names, steps/metrics.ts) is counted as `<unknown>`.
+ */
+export function boundedDimensions(dimensions: Record<string, string>): Record<string, string> {
+  const tool = dimensions.tool;
+  if (tool === undefined || tool === UNKNOWN_TOOL_DIMENSION || TOOL_NAME.test(tool)) return dimensions;
+  return { ...dimensions, tool: UNKNOWN_TOOL_DIMENSION };
+}
+
 /** The metrics port in process: the embedded stack's counters, readable by tests, the admin route and at shutdown. */
 export function memoryMetrics(): Metrics & { snapshot(): MetricSample[] } {
   const counts = new Map<string, MetricSample>();
   return {
     count(name, dimensions, value = 1) {
-      const sorted = Object.fromEntries(Object.entries(dimensions).sort(([a], [b]) => a.localeCompare(b)));
+      const sorted = Object.fromEntries(Object.entries(boundedDimensions(dimensions)).sort(([a], [b]) => a.localeCompare(b)));
       const key = `${name}${JSON.stringify(sorted)}`;
       const sample = counts.get(key) ?? { name, dimensions: sorted, value: 0 };
       sample.value += value;
       counts.set(key, sample);
     },
     gauge(name, dimensions, value) {
-      const sorted = Object.fromEntries(Object.entries(dimensions).sort(([a], [b]) => a.localeCompare(b)));
+      const sorted = Object.fromEntries(Object.entries(boundedDimensions(dimensions)).sort(([a], [b]) => a.localeCompare(b)));
       counts.set(`${name}${JSON.stringify(sorted)}`, { name, dimensions: sorted, value });
     },
     snapshot() {
@@ -42,13 +55,13 @@ export function emfMetrics(
   return {
     count(name, dimensions, value = 1) {
       const single = metrics.singleMetric();
-      single.addDimensions(dimensions);
+      single.addDimensions(boundedDimensions(dimensions));
       single.addMetric(name, MetricUnit.Count, value);
     },
     // Held until the invocation ends (flushMetrics), then as few lines as possible: CloudWatch Logs bills
     // every line it ingests, and an inline call's intent and outcome writes would be two.
     countAll(samples) {
-      pending.push(...samples.map((sample) => ({ ...sample, namespace })));
+      pending.push(...samples.map((sample) => ({ ...sample, dimensions: boundedDimensions(sample.dimensions), namespace })));
       // A process that no invocation wrapper flushes (a long-lived server with EMF on) flushes itself.
       if (!flushTimer) flushTimer = setTimeout(flushMetrics, 1000).unref();
     },

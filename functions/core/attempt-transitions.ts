@@ -19,6 +19,7 @@ export const startAttempt: Handler<'start_attempt'> = (op, event, { ids }) => {
     plan: { next: 'execute' },
     failureToConfirm: undefined,
     lockWaits: undefined,
+    throttleWaits: undefined,
     attemptResumes: op.resumes,
     attemptClaimed: !event.unclaimed,
   });
@@ -195,3 +196,24 @@ export const lockBusy: Handler<'lock_busy'> = (op, event, ctx) => {
     ],
   };
 };
+
+/**
+ * An attempt recorded for a worker that never took it (its Execute invocation was throttled past the ASL's
+ * retries): it waits, recorded, before it goes back to Execute, instead of cycling Execute → Reconcile at once.
+ */
+export const deferAttempt: Handler<'defer_attempt'> = (op, event, ctx) => ({
+  op: {
+    ...op,
+    plan: { next: 'execute', notBefore: notBeforeIn(ctx, event.delaySeconds) },
+    throttleWaits: (op.throttleWaits ?? 0) + 1,
+    leaseUntil: event.leaseUntil,
+  },
+  events: [
+    {
+      type: 'backoff.scheduled',
+      ...ctx.ids,
+      attempt: op.attempts,
+      detail: { delaySeconds: event.delaySeconds, reason: 'throttled' },
+    },
+  ],
+});

@@ -1,5 +1,5 @@
 import { envelopeFor } from './envelope';
-import { startAttempt, claimAttempt, refuseAttempt, finishAttempt, loseAttempt, lockBusy } from './attempt-transitions';
+import { startAttempt, claimAttempt, refuseAttempt, finishAttempt, loseAttempt, lockBusy, deferAttempt } from './attempt-transitions';
 import { stepLease } from './leases';
 import { moveTo, OperationState } from './lifecycle';
 import {
@@ -249,6 +249,7 @@ const HANDLERS: { [K in LifecycleEventType]: Handler<K> } = {
   lose_attempt: loseAttempt,
   claim_attempt: claimAttempt,
   lock_busy: lockBusy,
+  defer_attempt: deferAttempt,
   start_reconcile: startReconcile,
   finish_reconcile: finishReconcile,
   cancel,

@@ -62,6 +62,8 @@ export type LifecycleEvent =
     }
   | { type: 'lose_attempt'; leaseUntil: string }
   | { type: 'lock_busy'; delaySeconds: number; leaseUntil: string }
+  /** The recorded attempt was never taken by a worker (its Execute invocation was throttled): it waits, then goes back to Execute. */
+  | { type: 'defer_attempt'; delaySeconds: number; leaseUntil: string }
   | { type: 'start_reconcile'; plan: ReconcilePlan; leaseUntil: string }
   | { type: 'finish_reconcile'; plan: ReconcilePlan; finding: ReconcileFinding; leaseUntil?: string }
   | { type: 'cancel'; reason: string }

@@ -41,6 +41,18 @@ export const MetricName = {
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
+/**
+ * The `tool` dimension of a name that is not a registered tool. Every distinct dimension value is a new
+ * CloudWatch metric (billed each month), and the name of a refused call is whatever an agent sent: so only
+ * registered names become values, and the rest share this one.
+ */
+export const UNKNOWN_TOOL_DIMENSION = '<unknown>';
+
+/** The `tool` dimension for `toolName`: itself when it is registered, else `<unknown>`. */
+export function toolDimension(toolName: string, registered: (name: string) => boolean): string {
+  return registered(toolName) ? toolName : UNKNOWN_TOOL_DIMENSION;
+}
+
 export interface MetricCount {
   name: MetricName;
   dimensions: Record<string, string>;

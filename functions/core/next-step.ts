@@ -36,7 +36,11 @@ export function nextStep(op: OperationRecord, now: number): NextStep {
       if (op.approval?.state === 'pending') return now >= Date.parse(op.approval.expiresAt) ? 'expire_approval' : 'await_approval';
       return 'report';
     case S.executing:
-      if (attemptUnfinished(op)) return op.plan?.next === 'execute' ? 'execute' : 'reconcile';
+      if (attemptUnfinished(op)) {
+        if (op.plan?.next !== 'execute') return 'reconcile';
+        // An unclaimed attempt handed back after a throttle waits out its recorded backoff first.
+        return op.plan.notBefore && now < Date.parse(op.plan.notBefore) ? 'retry' : 'execute';
+      }
       return 'retry';
     case S.outcomeUnknown:
       if (op.review?.required) return op.envelope ? 'done' : 'report';
@@ -60,6 +64,8 @@ export interface StepOutput {
   operationId: string;
   next: NextStep;
   delaySeconds?: number;
+  /** The Express machine hands the operation to the Standard one (an attempt that could outlast the execution). */
+  handoff?: true;
   /** Seconds left until the approval expires, for AwaitApproval's TimeoutSecondsPath (see the ASL for why here). */
   Payload?: { approvalTimeoutSeconds: number };
 }

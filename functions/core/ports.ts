@@ -79,6 +79,13 @@ export interface Store {
    */
   listExpiredLeases(now: string, limit: number, options?: { ignoreLeases?: boolean }): Promise<OperationRecord[]>;
   /**
+   * The sweeper's walk over its part of what is due (stores that keep a watch list: the DynamoDB store).
+   * It reads which operations are due, not the operations: `visit` reads and resumes each, and answers when
+   * to look at it again (undefined: settled, or its own write watches it). Without it the sweeper lists
+   * with `listExpiredLeases`.
+   */
+  sweepWatch?(pass: WatchPass, visit: (operationId: string) => Promise<string | undefined>): Promise<WatchPassResult>;
+  /**
    * One page of pending, unexpired approvals that `approverId` did not request, oldest first. `after` is
    * the `nextKey` of the previous page; a `nextKey` means there may be more.
    */
@@ -278,6 +285,24 @@ export interface ToolHost {
   /** Whether this host has the tool (the user's tools module; the runner's own MCP upstream tools stay with the runner). */
   hosts(toolName: string): boolean;
   run(call: { action: ToolAction; tool: string; operationId: string; arguments: string }, ctx: ToolContext): Promise<unknown>;
+}
+
+/** One sweeper invocation's share of the watch list: part `part` (from 0) of `parts`, each owning a range of its shards. */
+export interface WatchPass {
+  /** Entries due up to this time are visited. */
+  now: string;
+  part: number;
+  parts: number;
+  /** Visits running at once. */
+  concurrency: number;
+  /** Asked before each page of entries: false stops the walk where it is. */
+  more(): boolean;
+}
+
+/** What a walk did: operations visited, and the due time of the oldest entry it left (stopped by `more`), if any. */
+export interface WatchPassResult {
+  visited: number;
+  oldestDue?: string;
 }
 
 /** Everything a step touches outside the pure core; tests swap these without mocking frameworks. */

@@ -45,6 +45,7 @@ export const ACCEPTS: { [K in LifecycleEventType]: { states: readonly OperationS
   lose_attempt: { states: [S.executing], guard: attemptUnfinished },
   claim_attempt: { states: [S.executing], guard: attemptUnfinished },
   lock_busy: { states: [S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown], guard: readyToAttempt },
+  defer_attempt: { states: [S.executing], guard: (op) => attemptUnfinished(op) && op.attemptClaimed === false },
   start_reconcile: {
     states: [S.outcomeUnknown, S.reported],
     guard: (op) =>

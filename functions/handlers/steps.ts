@@ -5,25 +5,31 @@ import { expireApprovalStep, requestApproval } from '../steps/approval';
 import { executeStep } from '../steps/execute';
 import { reconcileStep } from '../steps/reconcile';
 import { handoffStep, reportStep, routeStep } from '../steps/report';
-import { publishGauges } from '../steps/gauges';
-import { sweep } from '../steps/resume';
 import type { LifecycleFunction } from '../../statemachines/definition';
 import { toolsReady } from '../tools/mcp-upstream';
+import { EXPRESS_TIMEOUT_SECONDS } from '../../statemachines/express';
 import { lazyDeps } from './runtime';
 import { flushingTelemetry } from './flush-telemetry';
 import { logger } from './observability';
 
-const StepInput = z.object({ operationId: z.string().regex(/^op_[A-Za-z0-9]+$/) });
+const StepInput = z.object({
+  operationId: z.string().regex(/^op_[A-Za-z0-9]+$/),
+  /** The Express machine passes when its execution started (statemachines/express.ts): it ends five minutes later. */
+  expressStartedAt: z.iso.datetime().optional(),
+});
 const ApprovalInput = StepInput.extend({ taskToken: z.string().min(1) });
 
-type Step = (deps: Deps, operationId: string) => Promise<StepOutput>;
+/** When the execution running the step must end, where that is known (Express). */
+type StepContext = { mustEndBy?: number };
+type Step = (deps: Deps, operationId: string, context: StepContext) => Promise<StepOutput>;
 
 /** A lifecycle Task's Lambda: parse the payload, run the step, return where to go next. */
 export function makeStepHandler(name: string, step: Step, deps: () => Deps = lazyDeps) {
   return flushingTelemetry(async (event: unknown): Promise<StepOutput> => {
-    const { operationId } = StepInput.parse(event);
+    const { operationId, expressStartedAt } = StepInput.parse(event);
     await toolsReady(deps().tools);
-    const out = await step(deps(), operationId);
+    const mustEndBy = expressStartedAt ? Date.parse(expressStartedAt) + EXPRESS_TIMEOUT_SECONDS * 1000 : undefined;
+    const out = await step(deps(), operationId, { mustEndBy });
     logger.debug('step finished', { step: name, operationId, next: out.next });
     return out;
   });
@@ -38,20 +44,11 @@ export function makeRequestApprovalHandler(deps: () => Deps = lazyDeps) {
   });
 }
 
-export function makeSweepHandler(deps: () => Deps = lazyDeps) {
-  return flushingTelemetry(async (): Promise<{ resumed: string[] }> => {
-    const resumed = await sweep(deps());
-    if (resumed.length) logger.warn('resumed operations past their lease', { resumed });
-    await publishGauges(deps());
-    return { resumed };
-  });
-}
-
 /** The step each lifecycle Lambda runs, keyed by the registry's names (statemachines/definition.ts). */
 export const STEPS = {
   Validate: routeStep,
   ExpireApproval: expireApprovalStep,
-  Execute: executeStep,
+  Execute: (deps, operationId, { mustEndBy }) => executeStep(deps, operationId, undefined, false, mustEndBy),
   Reconcile: reconcileStep,
   Report: reportStep,
   Handoff: handoffStep,

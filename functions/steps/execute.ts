@@ -9,7 +9,7 @@ import type { LifecycleEvent } from '../core/lifecycle-events';
 import { attemptLease, attemptLockMs, stepLease } from '../core/leases';
 import type { OperationRecord, Outcome, RunRecord } from '../core/model';
 import { recheckCall } from '../core/call-policy';
-import { principalIn } from '../core/policy';
+import { decidingPrincipal } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { attemptUnfinished, replaySafe, requesterOf, senderLeaseLeftMs } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
@@ -19,7 +19,10 @@ import { tracedAttempt } from './telemetry';
 import { placeResult } from './results';
 import { callTool, toolCode } from './tool-call';
 
-type Plan = { kind: 'send'; attempt: number } | { kind: 'route' } | { kind: 'wait'; seconds: number };
+type Plan = { kind: 'send'; attempt: number } | { kind: 'route' } | { kind: 'wait'; seconds: number } | { kind: 'handoff' };
+
+/** What an attempt needs besides the tool's timeout before its execution must end: its own writes, the route after it. */
+const ATTEMPT_MARGIN_MS = 15_000;
 
 /**
  * Execute's Lambda: exactly one attempt. Its intent (state `executing`, attempt number, same idempotency
@@ -27,8 +30,16 @@ type Plan = { kind: 'send'; attempt: number } | { kind: 'route' } | { kind: 'wai
  * its outcome is committed before anything reports it. `known`: the record as its caller just wrote it (the
  * submission running the attempt itself), which saves a read; a stale one only costs a conditional write's retry.
  * `holdsIntent`: the caller recorded the first attempt's intent and sends it itself (the submitting API).
+ * `mustEndBy`: when the execution running this step ends (an Express one: five minutes after it started); an
+ * attempt that could outlast it is not begun here but handed to the Standard machine.
  */
-export async function executeStep(deps: Deps, operationId: string, known?: OperationRecord, holdsIntent = false): Promise<StepOutput> {
+export async function executeStep(
+  deps: Deps,
+  operationId: string,
+  known?: OperationRecord,
+  holdsIntent = false,
+  mustEndBy?: number,
+): Promise<StepOutput> {
   const first = known?.operationId === operationId ? known : await mustGet(deps, operationId);
   const tool = deps.tools.get(first.toolName);
   if (!tool || !first.frozenArguments) return refuseWithoutTool(deps, first);
@@ -43,8 +54,10 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
 
   // A fresh attempt re-checks authorization and the run first (permissions can change while an approval waits).
   const checks = readyToAttempt(first) ? await preAttemptContext(deps, first, tool, input) : undefined;
+  const tooLate = mustEndBy !== undefined && deps.now() + tool.timeoutMs + ATTEMPT_MARGIN_MS > mustEndBy;
   const begun = await advance<Plan>(deps, first, (op) => {
     if (readyToAttempt(op)) {
+      if (tooLate) return { value: { kind: 'handoff' } };
       // A delivery ahead of the lifecycle's own wait (AWS may deliver a task twice): that wait comes first.
       if (op.plan?.notBefore && deps.now() < Date.parse(op.plan.notBefore)) return { value: { kind: 'route' } };
       const stop = checks && preAttemptStop(tool, op, checks.run, checks.refusal, deps.now());
@@ -57,6 +70,7 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
       // step waits instead of sending it beside the first (a failure of one would hide what the other did).
       if (op.plan?.next === 'execute' && replaySafe(tool)) {
         if (holdsIntent) return { value: { kind: 'send', attempt: op.attempts } };
+        if (op.attemptClaimed === false && tooLate) return { value: { kind: 'handoff' } };
         if (op.attemptClaimed === false)
           return { value: { kind: 'send', attempt: op.attempts }, events: [{ type: 'claim_attempt', leaseUntil: lease() }] };
       }
@@ -70,6 +84,7 @@ export async function executeStep(deps: Deps, operationId: string, known?: Opera
     return { value: { kind: 'route' } };
   });
   if (begun.value.kind === 'wait') return waitOutput(begun.op, begun.value.seconds);
+  if (begun.value.kind === 'handoff') return { ...stepOutput(begun.op, deps.now()), handoff: true };
   if (begun.value.kind === 'route') {
     await releaseLockIfSettled(deps, lockKey, begun.op);
     return stepOutput(begun.op, deps.now());
@@ -112,7 +127,9 @@ async function preAttemptContext(
 ): Promise<{ run: RunRecord | undefined; refusal: string | undefined }> {
   const [run, config] = await Promise.all([deps.store.getRun(op.runId), deps.config()]);
   const policy = await deps.policies?.(config);
-  const check = recheckCall({ tool, principal: principalIn(config, requesterOf(op)), frozenInput: input, run, now: deps.now(), policy });
+  // The requester as the config says now, or a token principal as it authenticated at submission.
+  const principal = decidingPrincipal(config, requesterOf(op), op.requesterGrant);
+  const check = recheckCall({ tool, principal, frozenInput: input, run, now: deps.now(), policy });
   return { run, refusal: check.allowed ? undefined : check.message };
 }
 

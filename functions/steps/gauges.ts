@@ -9,13 +9,19 @@ import type { Deps } from '../core/ports';
  */
 export async function publishGauges(
   deps: Pick<Deps, 'store' | 'metrics' | 'now'>,
+  /** What a sweeper that walked the watch itself left due (the oldest entry's time, none when it drained it). */
+  left?: { oldestDue?: string },
 ): Promise<{ approvalsWaiting: number; reviewsOpen: number; operationBacklogAge: number }> {
   const now = new Date(deps.now()).toISOString();
   const counts = await deps.store.countWaiting(now);
   deps.metrics?.gauge(MetricName.approvalsWaiting, {}, counts.approvalsWaiting);
   deps.metrics?.gauge(MetricName.reviewsOpen, {}, counts.reviewsOpen);
   // What the sweep left due: the age of the oldest, so a backlog that only grows pages someone.
-  const due = await deps.store.listExpiredLeases(now, BACKLOG_SAMPLE);
+  const due = left
+    ? left.oldestDue
+      ? [{ leaseUntil: left.oldestDue }]
+      : []
+    : (await deps.store.listExpiredLeases(now, BACKLOG_SAMPLE)).map((op) => ({ leaseUntil: op.leaseUntil }));
   const oldest = Math.min(...due.map((op) => Date.parse(op.leaseUntil ?? now)));
   const operationBacklogAge = due.length ? Math.max(0, Math.round((deps.now() - oldest) / 1000)) : 0;
   deps.metrics?.gauge(MetricName.operationBacklogAge, {}, operationBacklogAge);

@@ -1,10 +1,10 @@
 import { MAX_RECONCILE_LOOKUPS, reconcilePlanOf, type ReconcilePlan } from '../core/attempt-policy';
-import { backoffSeconds } from '../core/backoff';
+import { backoffSeconds, lockWaitSeconds } from '../core/backoff';
 import { deepFreeze } from '../core/canonical';
 import { accepts } from '../core/transition-table';
 import { stepOutput, type StepOutput, waitOutput } from '../core/next-step';
 import type { ReconcileFinding } from '../core/lifecycle-events';
-import { RECONCILE_LEASE_MS, reconcileLease } from '../core/leases';
+import { attemptLease, RECONCILE_LEASE_MS, reconcileLease } from '../core/leases';
 import { checkOutput } from '../core/classify';
 import type { OperationRecord, Outcome } from '../core/model';
 import type { Deps } from '../core/ports';
@@ -26,10 +26,16 @@ export async function reconcileStep(deps: Deps, operationId: string): Promise<St
   const lease = () => reconcileLease(deps.now());
   // Step Functions reaches Reconcile when an Execute task failed. That may be a second delivery of it, throttled
   // before it ran, while the first still sends the attempt: a worker within its lease is waited for, and an
-  // attempt no worker has taken yet goes back to Execute. Only an attempt whose worker is gone is presumed lost.
+  // attempt no worker has taken yet goes back to Execute after a recorded backoff (Execute was throttled past the
+  // ASL's retries; going back at once would only spend invocations and transitions on the same throttle). Only an
+  // attempt whose worker is gone is presumed lost.
   const started = await advance<boolean | { waitMs: number }>(deps, first, (op) => {
     if (accepts(op, 'lose_attempt')) {
-      if (op.attemptClaimed === false) return { value: false };
+      if (op.attemptClaimed === false) {
+        const delaySeconds = lockWaitSeconds(op.throttleWaits ?? 0);
+        const leaseUntil = attemptLease(deps.now(), tool?.timeoutMs ?? 0, delaySeconds);
+        return { value: false, events: [{ type: 'defer_attempt', delaySeconds, leaseUntil }] };
+      }
       const waitMs = senderLeaseLeftMs(op, deps.now());
       if (waitMs > 0) return { value: { waitMs } };
       return {

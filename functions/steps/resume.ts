@@ -14,8 +14,21 @@ import { executionNameOf } from './deps';
  * routes by the durable record: same key, same attempt count, same approval and expiry.
  */
 export async function resumeOperation(deps: Deps, operationId: string, onlyIfLeaseBefore?: string): Promise<boolean> {
+  return (await resumeIfDue(deps, operationId, onlyIfLeaseBefore)).resumed;
+}
+
+/**
+ * `resumeOperation`, also saying when a sweeper should look at the operation again: at its lease when it is
+ * still leased, a minute on when it is active but could not be resumed, never when it is settled or was
+ * resumed (the resuming write watches it at its new lease).
+ */
+async function resumeIfDue(
+  deps: Deps,
+  operationId: string,
+  onlyIfLeaseBefore?: string,
+): Promise<{ resumed: boolean; watchAgainAt?: string }> {
   const first = await deps.store.getOperation(operationId);
-  if (!first) return false;
+  if (!first) return { resumed: false };
   const claimed = await advance(deps, first, (op) => {
     if (!isActive(op) || !accepts(op, 'resume')) return { value: false };
     if (onlyIfLeaseBefore && (op.leaseUntil ?? '') >= onlyIfLeaseBefore) return { value: false };
@@ -23,13 +36,22 @@ export async function resumeOperation(deps: Deps, operationId: string, onlyIfLea
     const events: LifecycleEvent[] = accepts(op, 'lose_attempt') ? [{ type: 'lose_attempt', leaseUntil }] : [];
     return { value: true, events: [...events, { type: 'resume', leaseUntil }] };
   });
-  if (!claimed.value) return false;
+  if (!claimed.value) {
+    const op = claimed.op;
+    if (!isActive(op)) return { resumed: false };
+    const lease = op.leaseUntil ?? op.updatedAt;
+    const now = new Date(deps.now()).toISOString();
+    return { resumed: false, watchAgainAt: lease > now ? lease : new Date(deps.now() + REWATCH_MS).toISOString() };
+  }
   await deps.lifecycle
     .stop(executionNameOf({ operationId, resumes: claimed.op.resumes - 1 }), 'superseded by a resumed execution')
     .catch(() => undefined);
   await deps.lifecycle.start({ operationId, next: 'validate' }, executionNameOf(claimed.op), 'standard');
-  return true;
+  return { resumed: true };
 }
+
+/** An active operation past its lease that could not be resumed now is looked at again this much later. */
+const REWATCH_MS = 60_000;
 
 /**
  * One sweep: resumes every operation whose lease has passed. `ignoreLeases` is for a runtime that knows
@@ -44,4 +66,34 @@ export async function sweep(deps: Deps, limit = 25, options: { ignoreLeases?: bo
     if (await resumeOperation(deps, op.operationId, cutoff)) resumed.push(op.operationId);
   }
   return resumed;
+}
+
+/** Operations one sweeper invocation resumes at once: bounds its share of StartExecution's quota, which the API shares. */
+export const SWEEP_CONCURRENCY = 8;
+
+/**
+ * One sweeper invocation's share: its part of the watch list (`part` of `parts`, each a range of shards),
+ * walked while `more()` says there is time, `concurrency` operations at a time. Only the due entries are
+ * read to find the work; each operation is read once, by its resumption. A store without a watch list is
+ * swept whole by `sweep`.
+ */
+export async function sweepPart(
+  deps: Deps,
+  options: { part: number; parts: number; more: () => boolean; concurrency?: number },
+): Promise<{ resumed: string[]; visited: number; oldestDue?: string }> {
+  const now = new Date(deps.now()).toISOString();
+  if (!deps.store.sweepWatch) {
+    const resumed = options.part === 0 ? await sweep(deps) : [];
+    return { resumed, visited: resumed.length };
+  }
+  const resumed: string[] = [];
+  const walked = await deps.store.sweepWatch(
+    { now, part: options.part, parts: options.parts, concurrency: options.concurrency ?? SWEEP_CONCURRENCY, more: options.more },
+    async (operationId) => {
+      const out = await resumeIfDue(deps, operationId, now);
+      if (out.resumed) resumed.push(operationId);
+      return out.watchAgainAt;
+    },
+  );
+  return { resumed, ...walked };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ASL_ERROR_NAMES } from '../../functions/core/errors';
 import { readDefinition, readExpressDefinition } from '../../statemachines/definition';
-import { expressDefinition, STANDARD_ONLY } from '../../statemachines/express';
+import { EXPRESS_STARTED_AT, expressDefinition, STANDARD_ONLY } from '../../statemachines/express';
 
 const asl = JSON.parse(readDefinition()) as { StartAt: string; States: Record<string, any> };
 const states = Object.entries(asl.States);
@@ -62,9 +62,15 @@ describe('the Express variant', () => {
     expect(expressText).toBe(expressDefinition(readDefinition()));
   });
 
-  it('shares every state it has with Standard unchanged, except Route and its own Handoff', () => {
+  it('shares every state it has with Standard unchanged, except Route, its own Handoff, and the start time Execute is told', () => {
     for (const [name, state] of Object.entries(express.States)) {
       if (name === 'Route' || name === 'Handoff') continue;
+      if (name === 'Execute') {
+        const { [EXPRESS_STARTED_AT]: startedAt, ...payload } = state.Parameters.Payload;
+        expect(startedAt).toBe('$$.Execution.StartTime');
+        expect({ ...state, Parameters: { ...state.Parameters, Payload: payload } }).toEqual(asl.States.Execute);
+        continue;
+      }
       expect(state, name).toEqual(asl.States[name]);
     }
     expect(express.StartAt).toBe(asl.StartAt);
@@ -77,6 +83,18 @@ describe('the Express variant', () => {
       const mapped = targets(express).find(([n]: [string]) => n === next)?.[1];
       expect(mapped, next).toBe(STANDARD_ONLY.includes(target) ? 'Handoff' : target);
     }
+  });
+
+  it('hands to Standard what a step says could outlast the five minutes, before any other route', () => {
+    const [first] = express.States.Route.Choices;
+    expect(first).toEqual({
+      And: [
+        { Variable: '$.handoff', IsPresent: true },
+        { Variable: '$.handoff', BooleanEquals: true },
+      ],
+      Next: 'Handoff',
+    });
+    expect(JSON.stringify(asl)).not.toContain('$.handoff');
   });
 
   it('fits Express: no task-token wait, and the whole execution within five minutes', () => {

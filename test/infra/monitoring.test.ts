@@ -61,7 +61,7 @@ describe('alarms and dashboard', () => {
   });
 
   it("counts the sweeper's resumptions from the line it logs", () => {
-    expect(readFileSync('functions/handlers/steps.ts', 'utf8')).toContain(`logger.warn('${SWEEPER_RESUMED_MESSAGE}'`);
+    expect(readFileSync('functions/handlers/sweeper.ts', 'utf8')).toContain(`logger.warn('${SWEEPER_RESUMED_MESSAGE}'`);
     const [filter] = all.filter((r) => r.Type === 'AWS::Logs::MetricFilter');
     expect(filter.Properties.FilterPattern).toBe(`{ $.message = "${SWEEPER_RESUMED_MESSAGE}" }`);
     expect(filter.Properties.LogGroupName).toEqual({ Ref: logicalId(runner.functions.Sweeper.logGroup) });

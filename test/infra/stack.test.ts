@@ -5,6 +5,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TABLES } from '../../functions/adapters/tables';
 import { API_ROUTES } from '../../infra/functions';
+import { RECOVERABLE_TABLES } from '../../infra/tool-runner';
 import { ToolRunnerStack } from '../../infra/tool-runner-stack';
 import { LIFECYCLE_FUNCTIONS, placeholderOf, placeholdersIn, readDefinition } from '../../statemachines/definition';
 
@@ -86,7 +87,9 @@ describe('CDK stack', () => {
       );
       expect(table, layout.id).toBeDefined();
       expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
-      expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+      expect(table.Properties.PointInTimeRecoverySpecification).toEqual({
+        PointInTimeRecoveryEnabled: RECOVERABLE_TABLES.includes(layout.id),
+      });
       if (layout.ttlAttribute)
         expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: layout.ttlAttribute, Enabled: true });
       expect((table.Properties.GlobalSecondaryIndexes ?? []).map((i: { IndexName: string }) => i.IndexName).sort()).toEqual(

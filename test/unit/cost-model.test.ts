@@ -11,6 +11,8 @@ import {
   type MachineShape,
 } from '../../bench/cost-model';
 import type { CfnTemplate } from '../../local/template/assembly';
+import { indexBytes, itemBytes, recoveredTables, storageUsd } from '../../bench/storage-cost';
+import { TABLES } from '../../functions/adapters/tables';
 
 /** An Express execution of a call that needs no person, as the embedded engine records it. */
 const happyPath = [
@@ -137,5 +139,36 @@ describe('the cost model', () => {
     expect(lambdaDurationMs(300, 20, 512)).toBeCloseTo(300 + 20 * (1769 / 512 - 1), 6);
     // Busy time is part of the measured time: never more of it than was measured.
     expect(lambdaDurationMs(10, 20, 1769 / 2)).toBeCloseTo(20, 6);
+  });
+});
+
+describe('DynamoDB storage and point-in-time recovery in the cost model', () => {
+  it('sizes items as DynamoDB bills them: names and values, 100 bytes an item, index copies where an item has their keys', () => {
+    const item = { operationId: { S: 'op_1' }, n: { N: '12345' }, ok: { BOOL: true }, m: { M: { a: { S: 'xy' } } } };
+    // 11+4, 1+4 (five digits: 3 bytes and 1), 2+1, 1+(3+1+1+2); plus 100.
+    expect(itemBytes(item)).toBe(100 + 15 + 5 + 3 + 8);
+    const ops = TABLES.find((t) => t.id === 'operations')!;
+    expect(indexBytes(ops, item)).toBe(0);
+    const pending = { ...item, approvalPendingKey: { S: 'pending' }, createdAt: { S: '2026-01-01' } };
+    expect(indexBytes(ops, pending)).toBe(itemBytes(pending));
+  });
+
+  it('reads which tables the template recovers, and prices storage everywhere and recovery only there', () => {
+    const table = (partition: string, sort: string | undefined, pitr: boolean) => ({
+      Type: 'AWS::DynamoDB::Table',
+      Properties: {
+        KeySchema: [{ AttributeName: partition }, ...(sort ? [{ AttributeName: sort }] : [])],
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: pitr },
+      },
+    });
+    const recovered = recoveredTables({
+      Resources: { Ops: table('operationId', undefined, true), Watch: table('shard', 'watchKey', false) },
+    });
+    expect([...recovered]).toEqual(['operations']);
+    // One GB held a 730-hour month in each: $0.25 of storage each, $0.20 of recovery for the recovered one.
+    const month = 730 * 3600;
+    const usd = storageUsd({ operations: 1e9 * month, watch: 1e9 * month }, recovered);
+    expect(usd.storage).toBeCloseTo(0.5, 10);
+    expect(usd.pitr).toBeCloseTo(0.2, 10);
   });
 });
