@@ -35,8 +35,10 @@ export interface RunnerTool {
   /** JSON Schema as OpenAI strict mode accepts it when `strict`, else the plain schema. */
   parameters: Record<string, unknown>;
   strict: boolean;
-  /** Property names the tool really requires: the others may arrive as null from a strict-mode model. */
+  /** Property names the tool really requires. */
   required: string[];
+  /** Property names the tool declares but does not require: a strict-mode model sends null for one it leaves out. */
+  optional: string[];
 }
 
 /** What the model sees for one call: the runner's envelope, or the reason the runner refused the request. */
@@ -96,15 +98,15 @@ export class RunnerSession {
   async tools(): Promise<RunnerTool[]> {
     const [openai, neutral] = (await Promise.all([this.client.listTools('openai'), this.client.listTools('neutral')])) as [
       { function: { name: string; description: string; parameters: Record<string, unknown>; strict: boolean } }[],
-      { name: string; inputSchema: { required?: string[] } }[],
+      { name: string; inputSchema: { required?: string[]; properties?: Record<string, unknown> } }[],
     ];
-    const required = new Map(neutral.map((t) => [t.name, t.inputSchema.required ?? []]));
+    const schemas = new Map(neutral.map((t) => [t.name, t.inputSchema]));
     return openai.map(({ function: f }) => ({
       name: f.name,
       description: f.description,
       parameters: f.parameters,
       strict: f.strict,
-      required: required.get(f.name) ?? [],
+      ...fieldsOf(schemas.get(f.name)),
     }));
   }
 
@@ -212,13 +214,23 @@ function waitingForApprover(operationId: string, state: string): ModelVisibleRes
 const SUBMIT_WAIT_SECONDS = 25;
 
 /** A strict-mode model sends null for an optional property it leaves out; the runner wants it absent. */
-export function withoutNullOptionals(tool: Pick<RunnerTool, 'required'>, input: unknown): unknown {
+export function withoutNullOptionals(tool: Pick<RunnerTool, 'optional'>, input: unknown): unknown {
   if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
-  return Object.fromEntries(Object.entries(input).filter(([k, v]) => v !== null || tool.required.includes(k)));
+  // Only a declared optional field's null means "absent": any other key goes to the runner as sent, which
+  // refuses it as every other surface does.
+  return Object.fromEntries(Object.entries(input).filter(([k, v]) => v !== null || !tool.optional.includes(k)));
+}
+
+/** The required and optional property names of a tool's neutral input schema. */
+function fieldsOf(
+  schema: { required?: string[]; properties?: Record<string, unknown> } | undefined,
+): Pick<RunnerTool, 'required' | 'optional'> {
+  const required = schema?.required ?? [];
+  return { required, optional: Object.keys(schema?.properties ?? {}).filter((name) => !required.includes(name)) };
 }
 
 /** The arguments as the runner takes them: an object without a strict-mode model's nulls. */
-function argumentsOf(tool: Pick<RunnerTool, 'required'>, input: unknown): Record<string, unknown> | string {
+function argumentsOf(tool: Pick<RunnerTool, 'optional'>, input: unknown): Record<string, unknown> | string {
   return withoutNullOptionals(tool, input) as Record<string, unknown> | string;
 }
 
