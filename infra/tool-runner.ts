@@ -201,7 +201,7 @@ export interface ToolRunnerProps {
    * Memory of the API function (MB, 128 to 10240). It answers every request and runs the first attempt of a
    * call whose caller waits, so it is billed while the tool's upstream answers. Lambda gives CPU in proportion
    * to memory (one vCPU at 1,769 MB): a call's own work, about 20 ms of CPU measured here, takes about 140 ms
-   * at 256 MB and about 70 ms at 512 MB. At 256 a call that needs no approval costs $11.84 per million at
+   * at 256 MB and about 70 ms at 512 MB. At 256 a call that needs no approval costs $11.81 per million at
    * `npm run cost`'s default scenario, DynamoDB storage and recovery included; raise it for quicker answers.
    * @default 256
    */
