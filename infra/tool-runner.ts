@@ -34,7 +34,7 @@ import {
 import { LONGEST_WAIT_SECONDS } from '../functions/http/wait';
 import { BUNDLED_POLICIES_FILE, cdkBundling, runnerFile } from './bundling';
 import { API_ROUTES, FUNCTIONS, type FunctionName, RUNS_TOOL_CODE } from './functions';
-import { RunnerMonitoring, type RunnerAlarm } from './monitoring';
+import { type AlarmTier, RunnerMonitoring, type RunnerAlarm } from './monitoring';
 import { RunnerOAuth, type ToolRunnerOAuth } from './oauth';
 import { actionsOf, type Port } from './permissions';
 
@@ -179,8 +179,11 @@ export interface ToolRunnerProps {
    */
   readonly publicBaseUrl?: string;
   /**
-   * Where every alarm sends its state changes (into ALARM and back to OK), so someone is paged.
-   * @default - a topic the construct creates (`alarmTopic` member), encrypted, TLS only
+   * Where the Critical alarms and the composite over them send their state changes (into ALARM and back to
+   * OK), so someone is paged. A topic of your own must let `cloudwatch.amazonaws.com` publish (and, if
+   * encrypted, use its key: `kms:Decrypt`, `kms:GenerateDataKey*`); the synth warns when neither this nor
+   * `alarmEmails` is given (docs/deploy.md, "Alarms and dashboard").
+   * @default - a topic the construct creates (`alarmTopic` member), encrypted with a key of its own, TLS only
    */
   readonly alarmTopic?: sns.ITopic;
   /**
@@ -188,6 +191,18 @@ export interface ToolRunnerProps {
    * @default - none
    */
   readonly alarmEmails?: readonly string[];
+  /**
+   * The start of every alarm's name (`<prefix>-SweeperStopped`…, `<prefix>-Critical`); the alarms topic's
+   * policy lets CloudWatch publish for these alarms only.
+   * @default - the instance's unique name (as its state machines')
+   */
+  readonly alarmNamePrefix?: string;
+  /**
+   * Whether alarms act on their state changes. `false` keeps them on the dashboard and pages nobody (a
+   * staging stack).
+   * @default true
+   */
+  readonly actionsEnabled?: boolean;
   /**
    * X-Ray active tracing of every function and both state machines. Lambda then samples by its fixed rule
    * (the first call each second, then 5%), so at low traffic nearly every call is traced: $5 per million
@@ -388,8 +403,14 @@ export class ToolRunner extends Construct {
   readonly alarms: Record<RunnerAlarm, cloudwatch.Alarm>;
   /** This instance's dashboard: API, executions, functions, tables and the runner's own metrics. */
   readonly dashboard: cloudwatch.Dashboard;
-  /** Where every alarm of this instance sends its state changes: the `alarmTopic` prop, or the topic created for it. */
+  /** Each alarm's tier: Critical alarms page (the alarms topic), Warning alarms are on the dashboard. */
+  readonly alarmTiers: Record<RunnerAlarm, AlarmTier>;
+  /** In ALARM while any Critical alarm is; pages through the alarms topic. */
+  readonly criticalAlarm: cloudwatch.CompositeAlarm;
+  /** Where the Critical alarms and the composite send their state changes: the `alarmTopic` prop, or the topic created for it. */
   readonly alarmTopic: sns.ITopic;
+  /** The key of the alarms topic the construct created (none with an `alarmTopic` of your own). */
+  readonly alarmTopicKey?: kms.Key;
   /** The OAuth issuer's wiring (and with `{ cognito: true }` the user pool and its app client), when `oauth` is set. */
   readonly oauth?: RunnerOAuth;
   private readonly stateMachineName: string;
@@ -717,9 +738,18 @@ export class ToolRunner extends Construct {
     );
     this.sweepSchedule = this.sweepSchedules[0];
 
-    this.alarmTopic =
-      props.alarmTopic ?? new sns.Topic(this, 'Alarms', { displayName: 'Tool runner alarms', enforceSSL: true, masterKey: snsKey });
+    const alarmNamePrefix = props.alarmNamePrefix ?? baseName;
+    if (!/^[A-Za-z0-9_.-]{1,200}$/.test(alarmNamePrefix))
+      throw new Error('ToolRunner: alarmNamePrefix must be 1 to 200 letters, digits, ".", "_" or "-"');
+    const created = props.alarmTopic ? undefined : this.alarmsTopic(alarmNamePrefix);
+    this.alarmTopic = props.alarmTopic ?? created!.topic;
+    this.alarmTopicKey = created?.key;
     for (const email of props.alarmEmails ?? []) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(email));
+    if (!props.alarmTopic && !props.alarmEmails?.length)
+      Annotations.of(this).addWarningV2(
+        'toolrunner:alarms-reach-nobody',
+        'ToolRunner: no alarmTopic and no alarmEmails: the Critical alarms publish to a topic nobody subscribes to. Give alarmEmails, or an alarmTopic your paging subscribes to (docs/deploy.md, "Alarms and dashboard").',
+      );
     const monitoring = new RunnerMonitoring(this, 'Monitoring', {
       api: this.api,
       stateMachine: this.stateMachine,
@@ -729,13 +759,65 @@ export class ToolRunner extends Construct {
       sweeperLogs: functionLogs.Sweeper,
       metricsNamespace: this.metricsNamespace,
       alarmTopic: this.alarmTopic,
+      deliveryTopics: [this.approvalTopic, this.noticesTopic, this.alarmTopic],
+      alarmNamePrefix,
+      actionsEnabled: props.actionsEnabled ?? true,
+      apiLongestWaitSeconds: longestWait,
     });
     this.alarms = monitoring.alarms;
+    this.alarmTiers = monitoring.tiers;
+    this.criticalAlarm = monitoring.critical;
     this.dashboard = monitoring.dashboard;
     if (props.oauth)
       this.oauth = new RunnerOAuth(this, 'OAuth', { oauth: props.oauth, apiUrl: this.apiUrl, api: this.functions.Api, removalPolicy });
 
     this.suppressFindingsWithReasons();
+  }
+
+  /**
+   * The alarms topic: encrypted with a key of its own, since CloudWatch cannot use an AWS managed key (such as
+   * `alias/aws/sns`, whose policy nobody can change) and its alarms' messages would be dropped. CloudWatch
+   * publishes as `cloudwatch.amazonaws.com`, for this account's alarms of this instance only.
+   */
+  private alarmsTopic(alarmNamePrefix: string): { topic: sns.Topic; key: kms.Key } {
+    const stack = Stack.of(this);
+    const cloudwatchService = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
+    const key = new kms.Key(this, 'AlarmsKey', {
+      description: 'Tool runner alarms topic',
+      enableKeyRotation: true,
+      // It encrypts messages in flight only: nothing is lost with it.
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(7),
+    });
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [cloudwatchService],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+      }),
+    );
+    const topic = new sns.Topic(this, 'Alarms', { displayName: 'Tool runner alarms', enforceSSL: true, masterKey: key });
+    topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [cloudwatchService],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account },
+          ArnLike: {
+            'aws:SourceArn': stack.formatArn({
+              service: 'cloudwatch',
+              resource: 'alarm',
+              resourceName: `${alarmNamePrefix}-*`,
+              arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+            }),
+          },
+        },
+      }),
+    );
+    return { topic, key };
   }
 
   /** The function ARN for each `${...FunctionArn}` placeholder a definition has, and no other. */

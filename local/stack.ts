@@ -74,6 +74,11 @@ export interface StackOptions {
    * the construct's esbuild options, as a deployment whose `tools.entry` is this module would (tests).
    */
   toolsEntry?: string;
+  /**
+   * Template mode: how many times faster than real time the alarms' periods pass (a test's 300 makes a 5-minute
+   * period one second). Default `TOOLRUNNER_ALARM_TIME_SCALE`, else 1.
+   */
+  alarmTimeScale?: number;
 }
 
 /** What `npm run cost` counts on the stack built from the template; each hook is told as it happens. */
@@ -103,8 +108,10 @@ export interface Stack {
   stateMachineArn: string;
   /** The DynamoDB tables' names, for readers of their own (measurements, tests). */
   tables: TableNames;
-  /** Template mode: what was published to the stack's SNS topics (recorded, never delivered). */
+  /** Template mode: what was published to the stack's SNS topics (email subscriptions get it in `<dataDir>/outbox/`). */
   published?: readonly PublishedMessage[];
+  /** Template mode: the template's alarms as evaluated here, their actions, and the email outbox. */
+  alarms?: import('./template/cloudwatch').LocalCloudWatch;
   /** Template mode: the AWS calls the IAM check refused. */
   denials?: readonly Denial[];
   /** Template mode: the config secret's ARN, as the runner's functions are told it. */

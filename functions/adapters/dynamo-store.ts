@@ -12,6 +12,7 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { randomBytes } from 'node:crypto';
 import type { OperationRecord, RunRecord } from '../core/model';
+import { approvalTtlUsed } from '../core/metric-names';
 import { type BlobStore, ContentionError, OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../core/ports';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { batchRead, makeWatch } from './dynamo-watch';
@@ -455,7 +456,31 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
         }),
         count({ IndexName: INDEX.openReviews, KeyConditionExpression: 'reviewOpenKey = :o', ExpressionAttributeValues: { ':o': 'open' } }),
       ]);
-      return { approvalsWaiting, reviewsOpen };
+      // The index is sorted by creation: the first unexpired one is the oldest pending approval.
+      let oldestApprovalTtlUsed = 0;
+      let ExclusiveStartKey: Record<string, unknown> | undefined;
+      do {
+        const page = await doc.send(
+          new QueryCommand({
+            TableName: tables.operations,
+            IndexName: INDEX.pendingApprovals,
+            KeyConditionExpression: 'approvalPendingKey = :p',
+            FilterExpression: '#approval.expiresAt > :now',
+            ProjectionExpression: 'createdAt, #approval',
+            ExpressionAttributeNames: { '#approval': 'approval' },
+            ExpressionAttributeValues: { ':p': 'pending', ':now': now },
+            Limit: 25,
+            ExclusiveStartKey,
+          }),
+        );
+        const first = page.Items?.[0] as { createdAt?: string; approval?: { expiresAt?: string } } | undefined;
+        if (first?.createdAt && first.approval?.expiresAt) {
+          oldestApprovalTtlUsed = approvalTtlUsed(first.createdAt, first.approval.expiresAt, now);
+          break;
+        }
+        ExclusiveStartKey = page.LastEvaluatedKey;
+      } while (ExclusiveStartKey);
+      return { approvalsWaiting, reviewsOpen, oldestApprovalTtlUsed };
     },
 
     async acquireLock(lockKey, owner, leaseMs, now) {

@@ -53,10 +53,10 @@ export function emfMetrics(
   metrics = new PowertoolsMetrics({ namespace, serviceName: 'toolrunner' }),
 ): Metrics {
   return {
+    // One line of its own, with the `[service]` rollup the alarms read (emfLines).
     count(name, dimensions, value = 1) {
-      const single = metrics.singleMetric();
-      single.addDimensions(boundedDimensions(dimensions));
-      single.addMetric(name, MetricUnit.Count, value);
+      for (const line of emfLines(namespace, 'toolrunner', [{ name, dimensions: boundedDimensions(dimensions), value }], Date.now()))
+        process.stdout.write(`${line}\n`);
     },
     // Held until the invocation ends (flushMetrics), then as few lines as possible: CloudWatch Logs bills
     // every line it ingests, and an inline call's intent and outcome writes would be two.
@@ -134,7 +134,9 @@ export function emfLines(namespace: string, service: string, samples: readonly M
         Timestamp: timestamp,
         CloudWatchMetrics: [...doc.directives.values()].map((d) => ({
           Namespace: namespace,
-          Dimensions: [d.dims],
+          // Also under `service` alone: one series per name across tools and outcomes, which an alarm can read
+          // as a metric (a Metrics Insights query cannot take part in an alarm's math).
+          Dimensions: d.dims.length > 1 ? [d.dims, ['service']] : [d.dims],
           Metrics: d.metrics.map((Name) => ({ Name, Unit: 'Count' })),
         })),
       },

@@ -8,13 +8,38 @@ import {
   StopExecutionCommand,
   type SFNClient,
 } from '@aws-sdk/client-sfn';
-import type { LifecyclePort } from '../core/ports';
+import { MetricName } from '../core/metric-names';
+import type { LifecyclePort, Metrics } from '../core/ports';
+
+/** Each refused attempt of a Step Functions call, inside the SDK's retries: what the StatesApiThrottled alarm reads. */
+function countThrottles(client: SFNClient, metrics: Metrics): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        const name = (error as { name?: string }).name;
+        if (name === 'ThrottlingException' || name === 'TooManyRequestsException')
+          metrics.count(MetricName.statesApiThrottled, { api: String(context.commandName ?? 'unknown').replace(/Command$/, '') });
+        throw error;
+      }
+    },
+    // Deserialize runs once per attempt (the retry middleware is outside it), after the error is parsed.
+    { step: 'deserialize', priority: 'high', name: 'countStatesApiThrottles' },
+  );
+}
 
 /**
  * The lifecycle engine through the real Step Functions API (AWS, LocalStack, or the embedded endpoint).
  * With an Express machine, calls that need no approval run there and are answered synchronously.
  */
-export function sfnLifecycle(client: SFNClient, stateMachineArn: string, expressStateMachineArn?: string): LifecyclePort {
+export function sfnLifecycle(
+  client: SFNClient,
+  stateMachineArn: string,
+  expressStateMachineArn?: string,
+  metrics?: Metrics,
+): LifecyclePort {
+  if (metrics) countThrottles(client, metrics);
   const executionArn = (name: string) => `${stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
   return {
     async start(input, name, machine = 'standard') {

@@ -38,6 +38,16 @@ export const MetricName = {
    * approver's webhook, an SNS publish of a link or a notice (adapters/notifier.ts). An alarm watches it.
    */
   notificationFailures: 'NotificationFailures',
+  /**
+   * A gauge: how much of its time to live the oldest pending approval has used, in percent (0 when none),
+   * published by the sweeper. Past 50 a person has half the TTL left to decide before the call expires.
+   */
+  oldestApprovalTtlUsed: 'OldestApprovalTtlUsed',
+  /**
+   * Step Functions API calls of this runner refused by throttling, by `api` (StartExecution, SendTaskSuccess…),
+   * each refused attempt counted. The runner counts them itself: AWS/States' own figure is the account's.
+   */
+  statesApiThrottled: 'StatesApiThrottled',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
@@ -97,4 +107,15 @@ export function metricsOfEvents(toolName: string, events: readonly (TraceEvent |
     }
   }
   return out;
+}
+
+/**
+ * The percent of its time to live a pending approval has used at `now`, measured from its operation's
+ * creation (an approval is requested as the call is admitted), rounded down, within 0..100.
+ */
+export function approvalTtlUsed(createdAt: string, expiresAt: string, now: string): number {
+  const start = Date.parse(createdAt);
+  const ttl = Date.parse(expiresAt) - start;
+  if (!(ttl > 0)) return 100;
+  return Math.min(100, Math.max(0, Math.floor(((Date.parse(now) - start) / ttl) * 100)));
 }

@@ -104,8 +104,11 @@ export interface Store {
   }>;
   /** Operations waiting for a reviewer's resolution (outcome_unknown, review required), oldest first. */
   listOpenReviews(limit: number): Promise<OperationRecord[]>;
-  /** How many approvals are pending and unexpired at `now`, and how many reviews are open: counted, never tracked. */
-  countWaiting(now: string): Promise<{ approvalsWaiting: number; reviewsOpen: number }>;
+  /**
+   * How many approvals are pending and unexpired at `now`, and how many reviews are open: counted, never
+   * tracked; and how much of its time to live the oldest pending approval has used (percent, 0 when none).
+   */
+  countWaiting(now: string): Promise<{ approvalsWaiting: number; reviewsOpen: number; oldestApprovalTtlUsed?: number }>;
   /** Takes or renews a lease on a resource for one owner (an operation); false while another owner holds it. */
   acquireLock(lockKey: string, owner: string, leaseMs: number, now: number): Promise<boolean>;
   releaseLock(lockKey: string, owner: string): Promise<void>;

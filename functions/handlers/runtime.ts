@@ -145,6 +145,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
       tracer.captureAWSv3Client(new SFNClient(sfnClientConfig())),
       env.STATE_MACHINE_ARN,
       env.EXPRESS_STATE_MACHINE_ARN,
+      metrics,
     ),
     notifier,
     now: () => Date.now(),

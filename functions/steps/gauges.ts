@@ -11,11 +11,13 @@ export async function publishGauges(
   deps: Pick<Deps, 'store' | 'metrics' | 'now'>,
   /** What a sweeper that walked the watch itself left due (the oldest entry's time, none when it drained it). */
   left?: { oldestDue?: string },
-): Promise<{ approvalsWaiting: number; reviewsOpen: number; operationBacklogAge: number }> {
+): Promise<{ approvalsWaiting: number; reviewsOpen: number; oldestApprovalTtlUsed: number; operationBacklogAge: number }> {
   const now = new Date(deps.now()).toISOString();
-  const counts = await deps.store.countWaiting(now);
+  const { oldestApprovalTtlUsed = 0, ...counts } = await deps.store.countWaiting(now);
   deps.metrics?.gauge(MetricName.approvalsWaiting, {}, counts.approvalsWaiting);
   deps.metrics?.gauge(MetricName.reviewsOpen, {}, counts.reviewsOpen);
+  // An approval nobody decides expires and its call fails: someone is paged while half its time is left.
+  deps.metrics?.gauge(MetricName.oldestApprovalTtlUsed, {}, oldestApprovalTtlUsed);
   // What the sweep left due: the age of the oldest, so a backlog that only grows pages someone.
   const due = left
     ? left.oldestDue
@@ -25,7 +27,7 @@ export async function publishGauges(
   const oldest = Math.min(...due.map((op) => Date.parse(op.leaseUntil ?? now)));
   const operationBacklogAge = due.length ? Math.max(0, Math.round((deps.now() - oldest) / 1000)) : 0;
   deps.metrics?.gauge(MetricName.operationBacklogAge, {}, operationBacklogAge);
-  return { ...counts, operationBacklogAge };
+  return { ...counts, oldestApprovalTtlUsed, operationBacklogAge };
 }
 
 /** The due entries looked at for the backlog's age: the watch keeps them by due time in each shard, so the first few hold the oldest. */

@@ -40,6 +40,42 @@ export class IamCheck {
     return decision;
   }
 
+  /**
+   * A call an AWS service makes as its service principal (`cloudwatch.amazonaws.com` publishing an alarm):
+   * only the resource's policy can allow it (`policy`, else the one the template gives the resource), with the
+   * request's context (`aws:SourceAccount`, `aws:SourceArn`).
+   */
+  async authorizeService(
+    service: string,
+    action: string,
+    resource: string,
+    context: Record<string, string>,
+    policy = this.resourcePolicies.get(resource),
+  ): Promise<Decision> {
+    const result = await runSimulation(
+      {
+        request: {
+          principal: service,
+          action,
+          resource: { resource, accountId: this.account },
+          contextVariables: { 'aws:SecureTransport': 'true', 'aws:RequestedRegion': this.region, ...context },
+        },
+        identityPolicies: [],
+        serviceControlPolicies: [],
+        resourceControlPolicies: [],
+        resourcePolicy: policy,
+      },
+      {},
+    );
+    if (result.resultType === 'error')
+      throw new Error(`IAM simulation of ${action} on ${resource} failed: ${JSON.stringify(result.errors).slice(0, 500)}`);
+    if (result.overallResult === 'Allowed') return { allowed: true };
+    return {
+      allowed: false,
+      message: `${service} is not authorized to perform: ${action} on resource: ${resource} because ${policy ? 'its resource-based policy does not allow it' : 'it has no resource-based policy'}`,
+    };
+  }
+
   private async evaluate(caller: Caller, action: string, resource: string): Promise<Decision> {
     const [service, name] = action.split(':');
     // Actions without resource-level permissions (states:SendTaskSuccess, xray:PutTraceSegments) are evaluated

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 
-/** One SNS publish, as the local topic received it (never delivered anywhere). */
+/** One SNS publish, as the local topic received it. */
 export interface PublishedMessage {
   topicArn: string;
   subject?: string;
@@ -67,8 +67,8 @@ export function secretsManager(secrets: { arn: string; name: string }[], configP
   };
 }
 
-/** SNS's Publish for the stack's topics: each message recorded, none delivered. */
-export function snsTopics(topics: { arn: string }[]) {
+/** SNS's Publish for the stack's topics: each message recorded, and handed to `deliver` (the email outbox). */
+export function snsTopics(topics: { arn: string }[], deliver: (message: PublishedMessage) => void = () => undefined) {
   const published: PublishedMessage[] = [];
   return {
     published,
@@ -80,13 +80,15 @@ export function snsTopics(topics: { arn: string }[]) {
       const attributes: Record<string, string> = {};
       for (let i = 1; form.has(`MessageAttributes.entry.${i}.Name`); i++)
         attributes[form.get(`MessageAttributes.entry.${i}.Name`)!] = form.get(`MessageAttributes.entry.${i}.Value.StringValue`) ?? '';
-      published.push({
+      const message = {
         topicArn,
         subject: form.get('Subject') ?? undefined,
         message: form.get('Message') ?? '',
         attributes,
         at: new Date().toISOString(),
-      });
+      };
+      published.push(message);
+      deliver(message);
       const id = randomUUID();
       return {
         status: 200,

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { z } from 'zod';
 import type { CfnResource, StackAssembly } from './assembly';
+import type { SubscriptionModel } from './email-outbox';
 
 /** Where the local stack puts what the template declares. */
 export interface LocalPlacement {
@@ -101,7 +102,10 @@ export interface StackModel {
   /** Resource policies by resource ARN (SNS topic policies, secret policies). */
   resourcePolicies: Map<string, PolicyDocument>;
   secrets: { arn: string; name: string }[];
-  topics: { arn: string; name: string }[];
+  /** Each topic and the key it is encrypted with (`KmsMasterKeyId` resolved: a key ARN, an alias or its ARN). */
+  topics: { arn: string; name: string; kmsMasterKeyId?: string }[];
+  /** The template's `AWS::SNS::Subscription`s (email ones deliver to the data directory's outbox). */
+  subscriptions: SubscriptionModel[];
   /** S3 buckets (the blob store), served by s3rver. */
   buckets: { logicalId: string; name: string }[];
 }
@@ -171,6 +175,15 @@ function physicalOf(
       const name = declared('TopicName') ?? generated(256);
       const arn = `arn:aws:sns:${region}:${account}:${name}`;
       return { ref: arn, attrs: { TopicArn: arn, TopicName: name } };
+    }
+    case 'AWS::KMS::Key': {
+      const id = [8, 4, 4, 4, 12].map((n, i) => hash(stackName, logicalId, String(i)).slice(0, n)).join('-');
+      return { ref: id, attrs: { Arn: `arn:aws:kms:${region}:${account}:key/${id}`, KeyId: id } };
+    }
+    case 'AWS::CloudWatch::Alarm':
+    case 'AWS::CloudWatch::CompositeAlarm': {
+      const name = declared('AlarmName') ?? generated(255);
+      return { ref: name, attrs: { Arn: `arn:aws:cloudwatch:${region}:${account}:alarm:${name}` } };
     }
     case 'AWS::Logs::LogGroup': {
       const name = declared('LogGroupName') ?? generated(512);
@@ -486,6 +499,9 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
     const document = cfn.resolve(p.PolicyDocument, `${id}.PolicyDocument`) as PolicyDocument;
     for (const topic of cfn.resolve(p.Topics, `${id}.Topics`) as string[]) resourcePolicies.set(topic, document);
   }
+  // A key's policy is its resource policy: who may encrypt and decrypt with it (a topic's publishers).
+  for (const [id, r] of of('AWS::KMS::Key'))
+    resourcePolicies.set(attr(id, 'Arn'), cfn.resolve(props(r).KeyPolicy, `${id}.KeyPolicy`) as PolicyDocument);
   for (const [id, r] of of('AWS::SecretsManager::ResourcePolicy')) {
     const p = props(r);
     resourcePolicies.set(str(p.SecretId, `${id}.SecretId`), cfn.resolve(p.ResourcePolicy, `${id}.ResourcePolicy`) as PolicyDocument);
@@ -508,7 +524,24 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
       arn: ref(id),
       name: ref(id).replace(/^.*:secret:(.*)-[0-9a-f]{6}$/, '$1'),
     })),
-    topics: of('AWS::SNS::Topic').map(([id]) => ({ arn: ref(id), name: attr(id, 'TopicName') })),
+    topics: of('AWS::SNS::Topic').map(([id, r]) => {
+      const key = props(r).KmsMasterKeyId;
+      return {
+        arn: ref(id),
+        name: attr(id, 'TopicName'),
+        ...(key === undefined ? {} : { kmsMasterKeyId: str(key, `${id}.KmsMasterKeyId`) }),
+      };
+    }),
+    subscriptions: of('AWS::SNS::Subscription').map(([id, r]) => {
+      const p = cfn.resolve(props(r), id) as Record<string, unknown>;
+      return {
+        logicalId: id,
+        topicArn: String(p.TopicArn),
+        protocol: String(p.Protocol),
+        endpoint: String(p.Endpoint),
+        ...(p.FilterPolicy ? { filterPolicy: p.FilterPolicy as Record<string, unknown> } : {}),
+      };
+    }),
     buckets: of('AWS::S3::Bucket').map(([id]) => ({ logicalId: id, name: ref(id) })),
   };
 }

@@ -30,6 +30,8 @@ import { httpApi } from './http-api';
 import { type Caller, IamCheck } from './iam';
 import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
 import { secretsManager, snsTopics } from './local-services';
+import { startCloudWatch } from './cloudwatch';
+import { EmailOutbox } from './email-outbox';
 import { bindStack, type FunctionModel, type RoleModel } from './stack-model';
 import { lambdaBundle } from '../bundles';
 import { FUNCTIONS, type FunctionName } from '../../infra/functions';
@@ -80,7 +82,8 @@ export async function startTemplateParts(options: StackOptions, started: Started
   let serve: (request: Request) => Promise<Response> = async () => gatewayAnswer('integrationTimeout');
   const apiPort = await serveApiPart((request) => serve(request), options.port ?? 0, started);
   const apiUrl = `http://127.0.0.1:${apiPort}`;
-  const model = bindStack(assembly, { tablePrefix: options.tablePrefix ?? 'toolrunner', apiUrl, sandboxUrl });
+  const placement = { tablePrefix: options.tablePrefix ?? 'toolrunner', apiUrl, sandboxUrl };
+  const model = bindStack(assembly, placement);
   if (options.toolsEntry) await useToolsModule(model.functions, options.toolsEntry);
   progress(
     `template of stack ${model.stackName}: ${model.functions.length} functions, ${model.machines.length} state machines, ${model.tables.length} tables, ${model.routes.length} routes`,
@@ -155,7 +158,30 @@ export async function startTemplateParts(options: StackOptions, started: Started
     model.secrets.filter((s) => configSecrets.has(s.arn)),
     options.configPath,
   );
-  const topics = snsTopics(model.topics);
+  // Email subscriptions deliver to files: the confirmation request first, nothing before it is confirmed.
+  const outbox = new EmailOutbox(
+    join(options.dataDir, 'outbox'),
+    join(options.dataDir, 'sns-subscriptions.json'),
+    model.subscriptions,
+    (line) => console.error(line),
+  );
+  await outbox.start();
+  started.push(() => outbox.close());
+  const topics = snsTopics(model.topics, (m) =>
+    outbox.deliver({ topicArn: m.topicArn, subject: m.subject, text: m.message, attributes: m.attributes }),
+  );
+  const cloudwatch = await startCloudWatch({
+    assembly,
+    placement,
+    model,
+    iam,
+    dataDir: options.dataDir,
+    timeScale: options.alarmTimeScale ?? alarmTimeScaleFromEnv(),
+    published: topics.published,
+    outbox,
+    log: (line) => console.error(line),
+  });
+  started.push(() => cloudwatch.close());
   const callers = new Map<string, Caller>();
   const gateway = await startAwsGateway({
     callers,
@@ -214,18 +240,43 @@ export async function startTemplateParts(options: StackOptions, started: Started
       AWS_ENDPOINT_URL_LAMBDA: gateway.url,
     };
     const meter = options.meter;
-    functions.set(
-      f.arn,
-      new LambdaFunction({
-        ...f,
-        environment: { ...f.environment, ...added },
-        logFile: join(logDir, `${f.logicalId}.log`),
-        concurrency: account.of(f.logicalId),
-        startInstance: processes.get(f.arn)!.start,
-        coldStartDelayMs: () => faults.coldStartDelayMs(),
-        meter: meter && { invoked: (ms, busyMs) => meter.invoked?.(f, ms, busyMs), logged: (chunk) => meter.logged?.(f, chunk) },
-      }),
-    );
+    // What CloudWatch Logs would extract from the function's log: EMF metrics and metric filters, line by line.
+    let partial = '';
+    const logged = (chunk: Buffer) => {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line.includes('{')) cloudwatch.logged(f.logGroupName, line);
+    };
+    const fn = new LambdaFunction({
+      ...f,
+      environment: { ...f.environment, ...added },
+      logFile: join(logDir, `${f.logicalId}.log`),
+      concurrency: account.of(f.logicalId),
+      startInstance: processes.get(f.arn)!.start,
+      coldStartDelayMs: () => faults.coldStartDelayMs(),
+      meter: {
+        invoked: (ms, busyMs) => meter?.invoked?.(f, ms, busyMs),
+        logged: (chunk) => {
+          meter?.logged?.(f, chunk);
+          logged(chunk);
+        },
+      },
+    });
+    // Lambda's own per-function metrics, whoever invokes (the API, a state machine, a schedule, another function).
+    const invoke = fn.invoke.bind(fn);
+    fn.invoke = async (event: unknown) => {
+      const began = Date.now();
+      try {
+        const result = await invoke(event);
+        cloudwatch.invoked(f.name, 'ok', Date.now() - began, began);
+        return result;
+      } catch (error) {
+        const refused = error instanceof LambdaError && !error.functionError;
+        cloudwatch.invoked(f.name, refused && error.name === 'TooManyRequestsException' ? 'throttled' : 'error', Date.now() - began, began);
+        throw error;
+      }
+    };
+    functions.set(f.arn, fn);
   }
   started.push(async () => {
     await Promise.all([...functions.values()].map((fn) => fn.close()));
@@ -275,7 +326,9 @@ export async function startTemplateParts(options: StackOptions, started: Started
     const deliver = async () => {
       queued += 1;
       try {
-        return await invokeAsync(() => target.invoke(event), stopping.signal, log);
+        const outcome = await invokeAsync(() => target.invoke(event), stopping.signal, log);
+        if (outcome.result !== 'ran' && !stopping.signal.aborted) cloudwatch.asyncDropped(target.spec.name);
+        return outcome;
       } finally {
         queued -= 1;
       }
@@ -305,6 +358,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
     stateMachineArn: api.environment.STATE_MACHINE_ARN,
     tables,
     published: topics.published,
+    alarms: cloudwatch,
     denials: gateway.denials,
     configSecretArn: api.environment.CONFIG_SECRET_ARN,
     awsFaults: faults,
@@ -366,4 +420,12 @@ async function useToolsModule(functions: FunctionModel[], toolsEntry: string): P
     const fn = functions.find((f) => new RegExp(`${name}Function[0-9A-F]{8}$`).test(f.logicalId));
     if (fn) fn.codeDir = dirname(await lambdaBundle(name, { toolsEntry }));
   }
+}
+
+/** `TOOLRUNNER_ALARM_TIME_SCALE`: how many times faster than real time the alarms' periods pass (default 1). */
+function alarmTimeScaleFromEnv(): number {
+  const raw = process.env.TOOLRUNNER_ALARM_TIME_SCALE;
+  const scale = raw === undefined ? 1 : Number(raw);
+  if (!(scale >= 1)) throw new Error(`TOOLRUNNER_ALARM_TIME_SCALE must be a number of at least 1, not ${raw}`);
+  return scale;
 }

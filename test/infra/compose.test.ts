@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_TOOLS_ENTRY } from '../../infra/bundling';
 import { API_ROUTES } from '../../infra/functions';
 import { nagPacks } from '../../infra/nag';
+import type { RunnerAlarm } from '../../infra/monitoring';
 import { ToolRunner } from '../../infra/tool-runner';
 
 /** CloudFormation's longest stack name. */
@@ -23,6 +24,7 @@ const NAME_LIMITS: Record<string, Record<string, number>> = {
   'AWS::ApiGatewayV2::Api': { Name: 128 },
   'AWS::CloudWatch::Dashboard': { DashboardName: 255 },
   'AWS::CloudWatch::Alarm': { AlarmName: 255 },
+  'AWS::CloudWatch::CompositeAlarm': { AlarmName: 255 },
   'AWS::Lambda::Function': { FunctionName: 64 },
   'AWS::DynamoDB::Table': { TableName: 255 },
   'AWS::IAM::Role': { RoleName: 64 },
@@ -142,7 +144,7 @@ describe('the construct composes: two runners in one stack, one in a stack named
     }
   });
 
-  it('gives each instance at least 8 alarms and a dashboard, and sends alarms to alarmTopic where given', () => {
+  it('gives each instance at least 8 alarms and a dashboard, and sends Critical alarms to alarmTopic where given', () => {
     const alarms = ofType('AWS::CloudWatch::Alarm');
     expect(alarms).toHaveLength(built.runners.reduce((n, r) => n + Object.keys(r.alarms).length, 0));
     expect(ofType('AWS::CloudWatch::Dashboard')).toHaveLength(built.runners.length);
@@ -150,7 +152,14 @@ describe('the construct composes: two runners in one stack, one in a stack named
     const topicId = Stack.of(built.topic).getLogicalId(built.topic.node.defaultChild as sns.CfnTopic);
     const [first] = built.runners;
     const stack = Stack.of(first);
-    for (const alarm of Object.values(first.alarms)) {
+    const critical = (runner: ToolRunner) => [
+      runner.criticalAlarm,
+      ...Object.entries(runner.alarms)
+        .filter(([key]) => runner.alarmTiers[key as RunnerAlarm] === 'Critical')
+        .map(([, a]) => a),
+    ];
+    expect(critical(first).length).toBeGreaterThan(1);
+    for (const alarm of critical(first)) {
       const props = templates[0].resources[stack.getLogicalId(alarm.node.defaultChild as any)].Properties!;
       expect(props.AlarmActions).toEqual([{ Ref: topicId }]);
       expect(props.OKActions).toEqual([{ Ref: topicId }]);
@@ -158,7 +167,7 @@ describe('the construct composes: two runners in one stack, one in a stack named
     // Without alarmTopic the instance pages through a topic of its own.
     const second = built.runners[1];
     const ownTopic = stack.getLogicalId(second.alarmTopic.node.defaultChild as sns.CfnTopic);
-    for (const alarm of Object.values(second.alarms))
+    for (const alarm of critical(second))
       expect(templates[0].resources[stack.getLogicalId(alarm.node.defaultChild as any)].Properties!.AlarmActions).toEqual([
         { Ref: ownTopic },
       ]);
@@ -174,7 +183,7 @@ describe('the construct composes: two runners in one stack, one in a stack named
       const fn = resources[stack.getLogicalId(runner.functions.Execute.node.defaultChild as any)];
       expect(fn.Properties!.Environment.Variables.POWERTOOLS_METRICS_NAMESPACE).toBe(runner.metricsNamespace);
       const unknown = resources[stack.getLogicalId(runner.alarms.unknownOutcomes.node.defaultChild as any)];
-      expect(JSON.stringify(unknown.Properties!.Metrics)).toContain(`FROM \\"${runner.metricsNamespace}\\"`);
+      expect(JSON.stringify(unknown.Properties!.Metrics)).toContain(`"Namespace":"${runner.metricsNamespace}"`);
     }
   });
 });

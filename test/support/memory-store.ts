@@ -1,6 +1,7 @@
 import { admissionHolds, applyAdmission } from '../../functions/core/budgets';
 import { canTransition, OperationState } from '../../functions/core/lifecycle';
 import type { OperationRecord, RunRecord } from '../../functions/core/model';
+import { approvalTtlUsed } from '../../functions/core/metric-names';
 import { isActive, isOwnOperation } from '../../functions/core/record-predicates';
 import {
   type Deps,
@@ -163,10 +164,12 @@ export function memoryStore(clock: () => number = Date.now): Store & {
     },
     async countWaiting(now) {
       const all = [...ops.values()];
+      const pending = all
+        .filter((o) => o.state === 'awaiting_approval' && o.approval?.state === 'pending' && o.approval.expiresAt > now)
+        .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
       return {
-        approvalsWaiting: all.filter(
-          (o) => o.state === 'awaiting_approval' && o.approval?.state === 'pending' && o.approval.expiresAt > now,
-        ).length,
+        approvalsWaiting: pending.length,
+        oldestApprovalTtlUsed: pending.length ? approvalTtlUsed(pending[0].createdAt, pending[0].approval!.expiresAt, now) : 0,
         reviewsOpen: all.filter((o) => o.state === 'outcome_unknown' && o.review?.required).length,
       };
     },

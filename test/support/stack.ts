@@ -21,7 +21,7 @@ export interface Keys {
 }
 
 export interface TestStack
-  extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials' | 'configSecretArn' | 'awsFaults' | 'aws'>,
+  extends Pick<Stack, 'apiUrl' | 'sandboxUrl' | 'stop' | 'published' | 'denials' | 'configSecretArn' | 'awsFaults' | 'aws' | 'alarms'>,
     Partial<Pick<Stack, 'tables'>> {
   /** Only on the embedded stack: the runner's dependencies (tests seed its random source). */
   deps?: Stack['deps'];
@@ -48,7 +48,7 @@ export interface TestStack
  * tables and sandbox state; with TARGET=localstack|aws, the deployed stack named by the environment.
  */
 export async function startTestStack(
-  options: { seed?: number; handlers?: HandlerMode } & Pick<StackOptions, 'editTemplate' | 'tools' | 'toolsEntry'> = {},
+  options: { seed?: number; handlers?: HandlerMode } & Pick<StackOptions, 'editTemplate' | 'tools' | 'toolsEntry' | 'alarmTimeScale'> = {},
 ): Promise<TestStack> {
   if (!isEmbedded) {
     const target = deployedTarget();
@@ -91,6 +91,7 @@ export async function startTestStack(
     handlers: options.handlers ?? handlerMode,
     editTemplate: options.editTemplate,
     toolsEntry: options.toolsEntry,
+    alarmTimeScale: options.alarmTimeScale,
     // A tools module of the test's own instead of the demo tools (then no sandbox starts).
     tools: options.tools,
   };
@@ -107,6 +108,7 @@ export async function startTestStack(
     deps: stack.deps,
     stateMachineArn: stack.stateMachineArn,
     published: stack.published,
+    alarms: stack.alarms,
     denials: stack.denials,
     configSecretArn: stack.configSecretArn,
     awsFaults: stack.awsFaults,
@@ -134,6 +136,7 @@ export async function startTestStack(
         api: new Api(stack.apiUrl),
         sandbox: new Sandbox(stack.sandboxUrl!),
         published: stack.published,
+        alarms: stack.alarms,
         denials: stack.denials,
         awsFaults: stack.awsFaults,
         aws: stack.aws,

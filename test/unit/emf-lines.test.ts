@@ -87,3 +87,29 @@ describe('EMF counts held until the invocation ends', () => {
     ]);
   });
 });
+
+describe('the rollup the alarms read', () => {
+  it('publishes every dimensioned count under `service` alone too, and counts a StatesApiThrottled line so', () => {
+    const [line] = emfLines('ns', 'toolrunner', [{ name: MetricName.unknownOutcomes, dimensions: { tool: 'send_email' }, value: 1 }], 1);
+    const doc = JSON.parse(line);
+    expect(doc._aws.CloudWatchMetrics[0].Dimensions).toEqual([['service', 'tool'], ['service']]);
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      emfMetrics('ns').count(MetricName.statesApiThrottled, { api: 'StartExecution' });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(JSON.parse(written[0])).toMatchObject({
+      _aws: {
+        CloudWatchMetrics: [{ Namespace: 'ns', Dimensions: [['api', 'service'], ['service']], Metrics: [{ Name: 'StatesApiThrottled' }] }],
+      },
+      api: 'StartExecution',
+      service: 'toolrunner',
+      StatesApiThrottled: 1,
+    });
+  });
+});
