@@ -158,6 +158,18 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
       // The part's shards side by side (one that keeps filling must not starve the next), sharing `concurrency`:
       // the bound on what this invocation asks of DynamoDB and of StartExecution at once.
       const shards = shardsOfPart(part, parts);
+      // The shard's entries after `from` and due by now, projected: the sweeper reads watch entries only.
+      const dueAfter = (shard: string, from: string, projection: string, limit: number) =>
+        doc.send(
+          new QueryCommand({
+            TableName: table,
+            KeyConditionExpression: '#shard = :s AND watchKey BETWEEN :from AND :to',
+            ProjectionExpression: projection,
+            ExpressionAttributeNames: { '#shard': 'shard' },
+            ExpressionAttributeValues: { ':s': shard, ':from': `${from}\u0000`, ':to': upTo },
+            Limit: limit,
+          }),
+        );
       const each = Math.max(1, Math.floor(concurrency / Math.max(1, shards.length)));
       await Promise.all(
         shards.map(async (shard) => {
@@ -173,16 +185,7 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
           };
           let complete = false;
           while (more()) {
-            const page = await doc.send(
-              new QueryCommand({
-                TableName: table,
-                KeyConditionExpression: '#shard = :s AND watchKey BETWEEN :from AND :to',
-                ProjectionExpression: 'watchKey, operationId',
-                ExpressionAttributeNames: { '#shard': 'shard' },
-                ExpressionAttributeValues: { ':s': shard, ':from': `${from}\u0000`, ':to': upTo },
-                Limit: PAGE,
-              }),
-            );
+            const page = await dueAfter(shard, from, 'watchKey, operationId', PAGE);
             const entries = (page.Items ?? []) as { watchKey: string; operationId: string }[];
             const ids = [...new Set(entries.map((e) => e.operationId))];
             await eachLimited(ids, each, async (operationId) => {
@@ -203,16 +206,7 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
             if (complete) break;
           }
           if (!complete) {
-            const left = await doc.send(
-              new QueryCommand({
-                TableName: table,
-                KeyConditionExpression: '#shard = :s AND watchKey BETWEEN :from AND :to',
-                ProjectionExpression: 'watchKey',
-                ExpressionAttributeNames: { '#shard': 'shard' },
-                ExpressionAttributeValues: { ':s': shard, ':from': `${from}\u0000`, ':to': upTo },
-                Limit: 1,
-              }),
-            );
+            const left = await dueAfter(shard, from, 'watchKey', 1);
             const due = (left.Items?.[0]?.watchKey as string | undefined)?.split('#')[0];
             if (due && (!oldestDue || due < oldestDue)) oldestDue = due;
           }
