@@ -120,10 +120,26 @@ export const DEFAULT_MAX_WAITING_POLLS = 2;
 /** The `$default` stage's throttling when the `throttling` prop does not say otherwise. */
 export const DEFAULT_THROTTLING: ToolRunnerThrottling = { rateLimit: 50, burstLimit: 100 };
 
-/** The longest a request waits at the API: its ceiling over the stage's rate, at most 25 s (`functions/http/wait.ts`). */
+/**
+ * The longest a request waits at the API (at most 25 s, `functions/http/wait.ts`). By Little's law, requests
+ * waiting at once = requests a second × seconds each waits, and the stage admits at most `rateLimit` a second.
+ * With a ceiling (reserved concurrency) nothing else bounds the waits: ceiling / rate keeps them within it. With
+ * waiting slots the slots hold the bound themselves (a request that finds none is answered at once, it does not
+ * queue), so the wait only has to be long enough for the slots, not the stage, to be what bounds: see
+ * `idleWaitsAtMost`. Beyond that a longer wait means fewer polls for the same answer, so it is the longest.
+ */
 export function longestWaitSeconds(apiCeiling: number | undefined, rateLimit: number): number {
   if (apiCeiling === undefined) return LONGEST_WAIT_SECONDS;
   return Math.min(LONGEST_WAIT_SECONDS, Math.floor(apiCeiling / rateLimit));
+}
+
+/**
+ * Idle waits at once the API can actually reach with `maxWaitingPolls` slots, waits of `longestWait` and the
+ * stage's rate: the slots, or what the rate can keep waiting (rate × wait, each holder asking again as its wait
+ * ends), whichever is fewer. Fewer than the slots means the stage's rate, not the bound, limits them.
+ */
+export function idleWaitsAtMost(maxWaitingPolls: number, rateLimit: number, longestWait: number): number {
+  return Math.min(maxWaitingPolls, Math.floor(rateLimit * longestWait));
 }
 
 /** The props of the `ToolRunner` construct; only `tools` is required, every other prop documents its default. */
@@ -478,8 +494,13 @@ export class ToolRunner extends Construct {
       throw new Error('ToolRunner: maxWaitingPolls must be an integer from 0 to 1000');
     if (!(throttling.rateLimit > 0)) throw new Error('ToolRunner: throttling.rateLimit must be positive');
     // With reservations, the API's ceiling bounds the instances its waits hold; without, the waiting slots do:
-    // at most maxWaitingPolls idle whatever the rate, so a wait may be as long as API Gateway allows.
+    // at most maxWaitingPolls idle whatever the wait, so it is as long as API Gateway allows (longestWaitSeconds).
     const longestWait = longestWaitSeconds(reserved?.api, throttling.rateLimit);
+    if (maxWaitingPolls !== undefined && idleWaitsAtMost(maxWaitingPolls, throttling.rateLimit, longestWait) < maxWaitingPolls)
+      Annotations.of(this).addWarningV2(
+        'toolrunner:waiting-polls-over-rate',
+        `ToolRunner: maxWaitingPolls is ${maxWaitingPolls}, but the stage's rate limit of ${throttling.rateLimit} a second keeps at most ${idleWaitsAtMost(maxWaitingPolls, throttling.rateLimit, longestWait)} requests waiting ${longestWait} s at once: the rate, not the bound, limits the waits. Lower maxWaitingPolls or raise throttling.rateLimit.`,
+      );
     if (longestWait < SHORT_WAIT_WARNING_SECONDS)
       Annotations.of(this).addWarningV2(
         'toolrunner:short-longest-wait',

@@ -41,7 +41,7 @@ import { timelineModel } from '../core/timeline';
 import { validTraceparent } from '../core/trace-context';
 import { PAGE_HEADERS, timelinePage } from '../html/timeline-page';
 import { LONGEST_WAIT_SECONDS } from '../http/wait';
-import { waitForSettled, waitingPass, watchOperation } from './long-poll';
+import { NO_SLOT_RETRY_AFTER_SECONDS, waitForSettled, waitingPass, watchOperation } from './long-poll';
 import { deliveredEnvelope } from './deliver';
 
 export { MAX_BODY_BYTES };
@@ -264,7 +264,9 @@ export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): 
       );
       const envelope = await deliveredEnvelope(deps, op);
       if (envelope) return c.json(envelope, 200);
-      return c.json({ operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` }, 202);
+      const pending = { operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` };
+      // Answered without the wait it asked for (every waiting slot held): when to poll again.
+      return c.json(pending, 202, pass.refused ? { 'Retry-After': String(NO_SLOT_RETRY_AFTER_SECONDS) } : {});
     } finally {
       watcher.close();
       await pass.release();

@@ -5,12 +5,19 @@ import { newRateSlotHolder } from '../core/ids';
 
 /** A slot's lease outlives the wait by this much: the request still reads and answers after it. */
 const LEASE_MARGIN_MS = 4_000;
+/**
+ * `Retry-After` of a poll answered at once because every waiting slot was held: the caller's next poll, not a
+ * tight loop of answers that each cost an invocation of the API.
+ */
+export const NO_SLOT_RETRY_AFTER_SECONDS = 2;
 
 /** The right to wait idle, taken at most once per request and given back when it answers. */
 export interface WaitingPass {
   /** True once held (or where nothing bounds waits); false when every slot is held: answer now. */
   take(): Promise<boolean>;
   release(): Promise<void>;
+  /** A take found every slot held: the request is answered as the operation stands, and polls again later. */
+  readonly refused: boolean;
 }
 
 /**
@@ -19,11 +26,16 @@ export interface WaitingPass {
  */
 export function waitingPass(deps: Pick<Deps, 'now' | 'waitingPolls'>, operationId: string, seconds: number): WaitingPass {
   let slot: WaitingSlot | undefined;
+  let refused = false;
   return {
+    get refused() {
+      return refused;
+    },
     async take() {
       if (!deps.waitingPolls || slot) return true;
       const now = deps.now();
       slot = await deps.waitingPolls.take(newRateSlotHolder(operationId), now + seconds * 1000 + LEASE_MARGIN_MS, now);
+      refused = !slot;
       return Boolean(slot);
     },
     async release() {

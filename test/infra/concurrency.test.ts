@@ -1,8 +1,8 @@
 import { App, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { DEMO_TOOLS_ENTRY } from '../../infra/bundling';
-import { longestWaitSeconds, ToolRunner, ToolRunnerConcurrency, type ToolRunnerProps } from '../../infra/tool-runner';
+import { idleWaitsAtMost, longestWaitSeconds, ToolRunner, ToolRunnerConcurrency, type ToolRunnerProps } from '../../infra/tool-runner';
 import { AccountConcurrency, accountFromEnv, maxInstancesFromEnv } from '../../local/template/account-concurrency';
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -63,6 +63,31 @@ describe('reserved concurrency and the API ceiling (the template)', () => {
     expect(() => synth({ concurrency: { api: 2.5 } })).toThrow(/concurrency.api must be a positive integer/);
     expect(() => synth({ throttling: { rateLimit: 0, burstLimit: 1 } })).toThrow(/rateLimit must be positive/);
     expect(() => synth({ maxWaitingPolls: 1.5 })).toThrow(/maxWaitingPolls must be an integer/);
+  });
+
+  it("without reservations the slots bound idle waits at any wait, so it is 25 s; the synth warns when the stage's rate keeps fewer waiting than the slots", () => {
+    /** The synth's warnings about the waits. */
+    const warnings = (props: Partial<ToolRunnerProps>) => {
+      const stack = new Stack(new App({ context: { 'aws:cdk:bundling-stacks': [] } }), 'Waits');
+      new ToolRunner(stack, 'Runner', { tools: { entry: DEMO_TOOLS_ENTRY() }, ...props });
+      return Annotations.fromStack(stack)
+        .findWarning('*', Match.stringLikeRegexp('longest wait|maxWaitingPolls'))
+        .map((w) => String(w.entry.data));
+    };
+    // Little's law: 50 a second for 25 s could keep 1,250 waiting; the 2 slots are the bound.
+    expect(idleWaitsAtMost(2, 50, longestWaitSeconds(undefined, 50))).toBe(2);
+    expect(warnings({})).toEqual([]);
+    expect(synth({ maxWaitingPolls: 300, throttling: { rateLimit: 20, burstLimit: 40 } }).apiEnv.TOOLRUNNER_MAX_WAIT_SECONDS).toBe('25');
+    expect(warnings({ maxWaitingPolls: 300, throttling: { rateLimit: 20, burstLimit: 40 } })).toEqual([]);
+    // 1 a second for 25 s keeps at most 25 waiting: 300 slots would never all be held, the rate is what bounds.
+    expect(idleWaitsAtMost(300, 1, 25)).toBe(25);
+    const over = warnings({ maxWaitingPolls: 300, throttling: { rateLimit: 1, burstLimit: 2 } });
+    expect(over).toHaveLength(1);
+    expect(over[0]).toMatch(/maxWaitingPolls is 300, but the stage's rate limit of 1 a second keeps at most 25 requests waiting 25 s/);
+    // A wait under 2 s only comes from a reserved ceiling over a high rate: the warning stays.
+    expect(warnings({ concurrency: { api: 100 }, throttling: { rateLimit: 200, burstLimit: 400 } })).toEqual([
+      expect.stringMatching(/longest wait is 0 s/),
+    ]);
   });
 
   it('longestWaitSeconds: ceiling over rate, at most 25, 25 without a ceiling', () => {
