@@ -23,7 +23,8 @@ export type ToolRunnerOAuth =
 /**
  * OAuth for one runner: the issuer the API function checks tokens against (as `TOOLRUNNER_OAUTH`), and with
  * `{ cognito: true }` the user pool, its resource server and scopes, an app client for client credentials, and
- * a domain whose prefix is derived from the stack and the construct path, so a redeploy gets the same one.
+ * a domain whose prefix is derived from the stack, the construct path and the account, so a redeploy gets the
+ * same one and another account deploying the same names gets its own (prefixes are unique per region across AWS).
  */
 export class RunnerOAuth extends Construct {
   /** The user pool the construct created, with `{ cognito: true }`. */
@@ -36,7 +37,7 @@ export class RunnerOAuth extends Construct {
   constructor(
     scope: Construct,
     id: string,
-    props: { oauth: ToolRunnerOAuth; apiUrl: string; api: LambdaFunction; removalPolicy: RemovalPolicy },
+    props: { oauth: ToolRunnerOAuth; apiUrl: string; api: LambdaFunction; removalPolicy: RemovalPolicy; domainPrefix?: string },
   ) {
     super(scope, id);
     if ('cognito' in props.oauth) {
@@ -60,7 +61,7 @@ export class RunnerOAuth extends Construct {
         },
         accessTokenValidity: Duration.hours(1),
       });
-      this.userPool.addDomain('Domain', { cognitoDomain: { domainPrefix: domainPrefixOf(this) } });
+      this.userPool.addDomain('Domain', { cognitoDomain: { domainPrefix: props.domainPrefix ?? domainPrefixOf(this) } });
       this.config = {
         issuer: this.userPool.userPoolProviderUrl,
         clientIds: [this.appClient.userPoolClientId],
@@ -83,9 +84,13 @@ export class RunnerOAuth extends Construct {
   }
 }
 
+/** The account's 12 digits and a hyphen, at the end of every derived prefix. */
+const ACCOUNT_SUFFIX = 13;
+
 /**
  * A Cognito domain prefix: lower case letters, digits and hyphens, at most 63, none of the words Cognito
- * reserves, and stable for this construct in this stack (so `cdk destroy` then `cdk deploy` gets it again).
+ * reserves, stable for this construct in this stack (so `cdk destroy` then `cdk deploy` gets it again), and
+ * ending in the account (resolved at deploy for an environment-agnostic stack).
  */
 export function domainPrefixOf(scope: Construct): string {
   const unique = Names.uniqueResourceName(scope, { maxLength: 200, separator: '-' }).toLowerCase();
@@ -95,5 +100,6 @@ export function domainPrefixOf(scope: Construct): string {
     .replace(/-+/g, '-')
     .replace(/^-|-$/g, '');
   const hash = clean.slice(-8);
-  return `${clean.slice(0, 63 - hash.length - 1).replace(/-$/, '')}-${hash}`.replace(/^-/, 'tr-');
+  const name = `${clean.slice(0, 63 - ACCOUNT_SUFFIX - hash.length - 1).replace(/-$/, '')}-${hash}`.replace(/^-/, 'tr-');
+  return `${name}-${Stack.of(scope).account}`;
 }

@@ -33,6 +33,7 @@ import {
 } from '../statemachines/definition';
 import { LONGEST_WAIT_SECONDS } from '../functions/http/wait';
 import { BUNDLED_POLICIES_FILE, cdkBundling, runnerFile } from './bundling';
+import { environmentSizeErrors } from './environment-size';
 import { API_ROUTES, FUNCTIONS, type FunctionName, RUNS_TOOL_CODE } from './functions';
 import { type AlarmTier, RunnerMonitoring, type RunnerAlarm } from './monitoring';
 import { RunnerOAuth, type ToolRunnerOAuth } from './oauth';
@@ -81,9 +82,9 @@ export interface ToolRunnerThrottling {
 }
 
 /**
- * Lambda reserved concurrency: instances kept for the runner's workers, so people's long polls at the API cannot
- * take the account's whole pool, and the API's ceiling. Every figure is carved out of the account's pool (AWS
- * keeps at least 100 of it unreserved): the defaults, 652 in all, fit AWS's default quota of 1,000. The API's
+ * Lambda reserved concurrency (opt-in, `ToolRunnerConcurrency.RESERVED`): instances kept for the runner's
+ * workers, and the API's ceiling. Every figure is carved out of the account's quota, and AWS keeps 100 of it
+ * unreserved (all of it below 100): the preset, 652 in all, needs an account with 752 unreserved. The API's
  * longest wait follows from its ceiling: `TOOLRUNNER_MAX_WAIT_SECONDS` = ceiling / the stage's rate limit (at
  * most 25), so callers waiting at the full rate never need more instances than the ceiling.
  */
@@ -104,15 +105,41 @@ export interface ToolRunnerConcurrency {
  */
 export const SWEEPER_PARTS = Math.min(2, WATCH_SHARDS);
 
-/** The reservations the construct makes when the `concurrency` prop does not say otherwise. */
-export const DEFAULT_RESERVED_CONCURRENCY: Required<ToolRunnerConcurrency> = { execute: 100, reconcile: 50, sweeper: 2, api: 500 };
+/** Presets for the `concurrency` prop. */
+export const ToolRunnerConcurrency = {
+  /**
+   * Execute 100, Reconcile 50, Sweeper 2, Api 500: 652 reserved, for an account whose quota leaves at least 752
+   * unreserved (AWS's default quota of 1,000 with at most 248 reserved elsewhere).
+   */
+  RESERVED: { execute: 100, reconcile: 50, sweeper: 2, api: 500 } as Required<ToolRunnerConcurrency>,
+} as const;
+
+/** `maxWaitingPolls` when the prop does not say otherwise and nothing is reserved. */
+export const DEFAULT_MAX_WAITING_POLLS = 2;
+
 /** The `$default` stage's throttling when the `throttling` prop does not say otherwise. */
 export const DEFAULT_THROTTLING: ToolRunnerThrottling = { rateLimit: 50, burstLimit: 100 };
 
-/** The longest a request waits at the API: its ceiling over the stage's rate, at most 25 s (`functions/http/wait.ts`). */
+/**
+ * The longest a request waits at the API (at most 25 s, `functions/http/wait.ts`). By Little's law, requests
+ * waiting at once = requests a second × seconds each waits, and the stage admits at most `rateLimit` a second.
+ * With a ceiling (reserved concurrency) nothing else bounds the waits: ceiling / rate keeps them within it. With
+ * waiting slots the slots hold the bound themselves (a request that finds none is answered at once, it does not
+ * queue), so the wait only has to be long enough for the slots, not the stage, to be what bounds: see
+ * `idleWaitsAtMost`. Beyond that a longer wait means fewer polls for the same answer, so it is the longest.
+ */
 export function longestWaitSeconds(apiCeiling: number | undefined, rateLimit: number): number {
   if (apiCeiling === undefined) return LONGEST_WAIT_SECONDS;
   return Math.min(LONGEST_WAIT_SECONDS, Math.floor(apiCeiling / rateLimit));
+}
+
+/**
+ * Idle waits at once the API can actually reach with `maxWaitingPolls` slots, waits of `longestWait` and the
+ * stage's rate: the slots, or what the rate can keep waiting (rate × wait, each holder asking again as its wait
+ * ends), whichever is fewer. Fewer than the slots means the stage's rate, not the bound, limits them.
+ */
+export function idleWaitsAtMost(maxWaitingPolls: number, rateLimit: number, longestWait: number): number {
+  return Math.min(maxWaitingPolls, Math.floor(rateLimit * longestWait));
 }
 
 /** The props of the `ToolRunner` construct; only `tools` is required, every other prop documents its default. */
@@ -143,8 +170,10 @@ export interface ToolRunnerProps {
    */
   readonly principals?: readonly RunnerConfig['principals'][number][];
   /**
-   * For the tables, the config secret and the log groups.
-   * @default RemovalPolicy.RETAIN (they hold the record)
+   * For the tables, the config secret, the blob bucket, the log groups (and a Cognito user pool). `DESTROY`
+   * also empties the bucket when the stack is deleted (`autoDeleteObjects`), so `cdk destroy` succeeds.
+   * @default RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE (they hold the record; a first deploy that fails and
+   * rolls back leaves nothing behind)
    */
   readonly removalPolicy?: RemovalPolicy;
   /**
@@ -159,19 +188,40 @@ export interface ToolRunnerProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * API Gateway throttling of the `$default` stage (every route). A higher rate shortens the API's longest wait
-   * (its `concurrency.api` ceiling over this rate): raise both together.
+   * API Gateway throttling of the `$default` stage (every route). With `concurrency`, a higher rate shortens
+   * the API's longest wait (its `concurrency.api` ceiling over this rate): raise both together.
    * @default { rateLimit: 50, burstLimit: 100 }
    */
   readonly throttling?: ToolRunnerThrottling;
   /**
    * Reserved concurrency of Execute, Reconcile and the sweeper, and the API's ceiling (see
-   * `ToolRunnerConcurrency`). `false` reserves nothing, for accounts whose concurrency quota is below 752 (new
-   * accounts may start at 10): workers then share the pool with the API's long polls, which can starve them,
-   * and the API's longest wait is 25 s.
-   * @default DEFAULT_RESERVED_CONCURRENCY: Execute 100, Reconcile 50, Sweeper 2, Api 500
+   * `ToolRunnerConcurrency`; `ToolRunnerConcurrency.RESERVED` is Execute 100, Reconcile 50, Sweeper 2, Api
+   * 500). Only for an account whose quota leaves what it reserves plus 100 unreserved: a new account (quota
+   * 10) refuses any reservation and the deploy rolls back. Figures left out take the preset's.
+   * @default - none reserved: the workers share the account's pool, and `maxWaitingPolls` bounds the API's idle waits
    */
   readonly concurrency?: ToolRunnerConcurrency | false;
+  /**
+   * How many requests, across every API instance, may wait idle at once for work done elsewhere (an approval,
+   * a lock, Execute): counted in one DynamoDB item with leased slots. A request that finds none free is
+   * answered 202 at once (the caller polls); a submission running its first attempt in the API itself is
+   * working, not waiting, and takes none. Size it from the account's quota (docs/deploy.md).
+   * @default 2 without `concurrency`; with it, no bound (the API's ceiling bounds its instances)
+   */
+  readonly maxWaitingPolls?: number;
+  /**
+   * The state machines' base name (`<prefix>-invocation`, `<prefix>-invocation-express`), also the metrics
+   * namespace (`toolrunner/<prefix>`) and the API's name: set it to the current one before moving the
+   * construct to another path or stack, so running executions (pending approvals) keep their machine.
+   * Letters, digits, `-` and `_`, at most 61.
+   * @default - derived from the stack name and the construct path
+   */
+  readonly stateMachineNamePrefix?: string;
+  /**
+   * With `oauth: { cognito: true }`: the user pool domain's prefix. Prefixes are unique per region across AWS.
+   * @default - derived from the stack name, the construct path and the account
+   */
+  readonly cognitoDomainPrefix?: string;
   /**
    * The API's base URL as approvers reach it (approval links), when it is not the API's endpoint (a custom
    * domain, LocalStack).
@@ -421,7 +471,7 @@ export class ToolRunner extends Construct {
   constructor(scope: Construct, id: string, props: ToolRunnerProps) {
     super(scope, id);
     const stack = Stack.of(this);
-    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE;
     const xrayTracing = props.xrayTracing ?? false;
     this.xrayTracing = xrayTracing;
     const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
@@ -457,11 +507,21 @@ export class ToolRunner extends Construct {
     if (!Number.isInteger(apiMemoryMb) || apiMemoryMb < 128 || apiMemoryMb > 10240)
       throw new Error("ToolRunner: apiMemoryMb must be an integer from 128 to 10240 (Lambda's range)");
     const throttling = props.throttling ?? DEFAULT_THROTTLING;
-    const reserved = props.concurrency === false ? undefined : { ...DEFAULT_RESERVED_CONCURRENCY, ...props.concurrency };
+    const reserved = props.concurrency ? { ...ToolRunnerConcurrency.RESERVED, ...props.concurrency } : undefined;
     for (const [name, n] of Object.entries(reserved ?? {}))
       if (!Number.isInteger(n) || n < 1) throw new Error(`ToolRunner: concurrency.${name} must be a positive integer`);
+    const maxWaitingPolls = props.maxWaitingPolls ?? (reserved ? undefined : DEFAULT_MAX_WAITING_POLLS);
+    if (maxWaitingPolls !== undefined && (!Number.isInteger(maxWaitingPolls) || maxWaitingPolls < 0 || maxWaitingPolls > 1000))
+      throw new Error('ToolRunner: maxWaitingPolls must be an integer from 0 to 1000');
     if (!(throttling.rateLimit > 0)) throw new Error('ToolRunner: throttling.rateLimit must be positive');
+    // With reservations, the API's ceiling bounds the instances its waits hold; without, the waiting slots do:
+    // at most maxWaitingPolls idle whatever the wait, so it is as long as API Gateway allows (longestWaitSeconds).
     const longestWait = longestWaitSeconds(reserved?.api, throttling.rateLimit);
+    if (maxWaitingPolls !== undefined && idleWaitsAtMost(maxWaitingPolls, throttling.rateLimit, longestWait) < maxWaitingPolls)
+      Annotations.of(this).addWarningV2(
+        'toolrunner:waiting-polls-over-rate',
+        `ToolRunner: maxWaitingPolls is ${maxWaitingPolls}, but the stage's rate limit of ${throttling.rateLimit} a second keeps at most ${idleWaitsAtMost(maxWaitingPolls, throttling.rateLimit, longestWait)} requests waiting ${longestWait} s at once: the rate, not the bound, limits the waits. Lower maxWaitingPolls or raise throttling.rateLimit.`,
+      );
     if (longestWait < SHORT_WAIT_WARNING_SECONDS)
       Annotations.of(this).addWarningV2(
         'toolrunner:short-longest-wait',
@@ -476,6 +536,8 @@ export class ToolRunner extends Construct {
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
       removalPolicy,
+      // An emptied bucket only when the stack's data goes with it: CloudFormation cannot delete one with objects.
+      autoDeleteObjects: removalPolicy === RemovalPolicy.DESTROY,
       lifecycleRules: [{ expiration: Duration.days(blobRetentionDays), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
     });
     this.configSecret =
@@ -512,11 +574,12 @@ export class ToolRunner extends Construct {
 
     // Names, not references, break the cycle state machine → functions → (env, policies) → state machine.
     // Unique per stack name and construct path, and within Step Functions' 80 characters with either suffix.
-    const baseName = Names.uniqueResourceName(this, {
-      maxLength: STATE_MACHINE_NAME_MAX - `${STANDARD_SUFFIX}${EXPRESS_SUFFIX}`.length,
-      separator: '-',
-      allowedSpecialCharacters: '-_',
-    });
+    const baseNameMax = STATE_MACHINE_NAME_MAX - `${STANDARD_SUFFIX}${EXPRESS_SUFFIX}`.length;
+    const { stateMachineNamePrefix } = props;
+    if (stateMachineNamePrefix !== undefined && !new RegExp(`^[A-Za-z0-9_-]{1,${baseNameMax}}$`).test(stateMachineNamePrefix))
+      throw new Error(`ToolRunner: stateMachineNamePrefix must be 1 to ${baseNameMax} letters, digits, - or _`);
+    const baseName =
+      stateMachineNamePrefix ?? Names.uniqueResourceName(this, { maxLength: baseNameMax, separator: '-', allowedSpecialCharacters: '-_' });
     const stateMachineName = `${baseName}${STANDARD_SUFFIX}`;
     this.stateMachineName = stateMachineName;
     const stateMachineArn = stack.formatArn({
@@ -629,6 +692,7 @@ export class ToolRunner extends Construct {
                     ...environment,
                     ...(invokesTools ? { TOOLS_FUNCTION_NAME: made.Tools.functionName } : {}),
                     ...(name === 'Api' ? { TOOLRUNNER_MAX_WAIT_SECONDS: String(longestWait) } : {}),
+                    ...(name === 'Api' && maxWaitingPolls !== undefined ? { TOOLRUNNER_MAX_WAITING_POLLS: String(maxWaitingPolls) } : {}),
                   }
                 : environment,
           logGroup: logs,
@@ -769,7 +833,16 @@ export class ToolRunner extends Construct {
     this.criticalAlarm = monitoring.critical;
     this.dashboard = monitoring.dashboard;
     if (props.oauth)
-      this.oauth = new RunnerOAuth(this, 'OAuth', { oauth: props.oauth, apiUrl: this.apiUrl, api: this.functions.Api, removalPolicy });
+      this.oauth = new RunnerOAuth(this, 'OAuth', {
+        oauth: props.oauth,
+        apiUrl: this.apiUrl,
+        api: this.functions.Api,
+        removalPolicy,
+        domainPrefix: props.cognitoDomainPrefix,
+      });
+    // Checked at synth, after every variable is added (the OAuth issuer's too): a deploy would fail on it.
+    for (const [name, fn] of Object.entries(this.functions))
+      fn.node.addValidation({ validate: () => environmentSizeErrors(name, fn.node.defaultChild as lambda.CfnFunction) });
 
     this.suppressFindingsWithReasons();
   }

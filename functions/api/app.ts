@@ -13,7 +13,7 @@ import { cancelOperation, cancelRun, resolveOperation } from '../commands/cancel
 import { operationIdFor } from '../core/ids';
 import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
-import { createRun, submitToolCall } from '../commands/submit';
+import { createRun, runsFirstAttemptInline, submitToolCall } from '../commands/submit';
 import { approvalPage, decisionPage } from '../html/approval-page';
 import { authenticateBearer, bearerChallenge, bearerKeyOf, protectedResourceMetadata } from '../http/authenticate';
 import { bodySizeLimit } from '../http/body-limit';
@@ -41,7 +41,7 @@ import { timelineModel } from '../core/timeline';
 import { validTraceparent } from '../core/trace-context';
 import { PAGE_HEADERS, timelinePage } from '../html/timeline-page';
 import { LONGEST_WAIT_SECONDS } from '../http/wait';
-import { waitForSettled, watchOperation } from './long-poll';
+import { NO_SLOT_RETRY_AFTER_SECONDS, waitForSettled, waitingPass, watchOperation } from './long-poll';
 import { deliveredEnvelope } from './deliver';
 
 export { MAX_BODY_BYTES };
@@ -232,9 +232,15 @@ export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): 
     const call = await jsonBody(c, ToolCallSchema);
     assertArgumentsBounded(call.arguments);
     const run = await ownRun(c, { recent: true });
-    const waitSeconds = preferredWaitSeconds(c.req.header('prefer'), longestWaitSeconds);
+    const preferred = preferredWaitSeconds(c.req.header('prefer'), longestWaitSeconds);
+    const operationId = operationIdFor(run.runId, call.callId);
+    // A wait for work done elsewhere holds one of the deployment's waiting slots; a call whose first attempt this
+    // process runs is working, and takes none. Without a slot the call is submitted as one that does not wait.
+    const pass = waitingPass(deps, operationId, preferred);
+    const working = preferred > 0 && runsFirstAttemptInline(deps, call.name, preferred);
+    const waitSeconds = preferred > 0 && !working && !(await pass.take()) ? 0 : preferred;
     // Listening before submitting: no change the execution commits can slip past the wait, so no read is needed.
-    const watcher = watchOperation(deps, operationIdFor(run.runId, call.callId));
+    const watcher = watchOperation(deps, operationId);
     try {
       const submitted = await submitToolCall(deps, run, c.get('principal'), call, {
         waitSeconds,
@@ -254,12 +260,16 @@ export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): 
         submitted.op,
         waitSeconds,
         submitted.kind === 'created' ? submitted.finished : undefined,
+        submitted.kind === 'created' && submitted.inline ? undefined : pass,
       );
       const envelope = await deliveredEnvelope(deps, op);
       if (envelope) return c.json(envelope, 200);
-      return c.json({ operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` }, 202);
+      const pending = { operationId: op.operationId, state: op.state, statusUrl: `/v1/operations/${op.operationId}` };
+      // Answered without the wait it asked for (every waiting slot held): when to poll again.
+      return c.json(pending, 202, pass.refused ? { 'Retry-After': String(NO_SLOT_RETRY_AFTER_SECONDS) } : {});
     } finally {
       watcher.close();
+      await pass.release();
     }
   });
 

@@ -1,6 +1,55 @@
 import { envelopeOf } from '../core/next-step';
 import type { OperationRecord } from '../core/model';
-import type { Deps } from '../core/ports';
+import type { Deps, WaitingSlot } from '../core/ports';
+import { newRateSlotHolder } from '../core/ids';
+
+/** A slot's lease outlives the wait by this much: the request still reads and answers after it. */
+const LEASE_MARGIN_MS = 4_000;
+/**
+ * `Retry-After` of a poll answered at once because every waiting slot was held: the caller's next poll, not a
+ * tight loop of answers that each cost an invocation of the API.
+ */
+export const NO_SLOT_RETRY_AFTER_SECONDS = 2;
+
+/** The right to wait idle, taken at most once per request and given back when it answers. */
+export interface WaitingPass {
+  /** True once held (or where nothing bounds waits); false when every slot is held: answer now. */
+  take(): Promise<boolean>;
+  release(): Promise<void>;
+  /** A take found every slot held: the request is answered as the operation stands, and polls again later. */
+  readonly refused: boolean;
+}
+
+/**
+ * One request's pass for an idle wait of up to `seconds` for `operationId`: a slot of `deps.waitingPolls`
+ * leased until the wait's end, where the deployment bounds waits; otherwise always granted.
+ */
+export function waitingPass(deps: Pick<Deps, 'now' | 'waitingPolls'>, operationId: string, seconds: number): WaitingPass {
+  let slot: WaitingSlot | undefined;
+  let refused = false;
+  return {
+    get refused() {
+      return refused;
+    },
+    async take() {
+      if (!deps.waitingPolls || slot) return true;
+      const now = deps.now();
+      slot = await deps.waitingPolls.take(newRateSlotHolder(operationId), now + seconds * 1000 + LEASE_MARGIN_MS, now);
+      refused = !slot;
+      return Boolean(slot);
+    },
+    async release() {
+      const held = slot;
+      slot = undefined;
+      // Best effort: a slot not freed lapses at its lease.
+      await held
+        ?.release()
+        .catch((error: Error) =>
+          console.error(JSON.stringify({ level: 'warn', message: 'a waiting slot was not freed', operationId, error: error.message })),
+        );
+    },
+  };
+}
 
 /** Where no in-process notification exists (the API on its own Lambda), the waiter polls, backing off to this. */
 const MAX_POLL_MS = 500;
@@ -36,6 +85,8 @@ export function watchOperation(deps: Pick<Deps, 'watch'>, operationId: string) {
  * Long-poll (`Prefer: wait=N`): until the model's envelope is decided, the call waits for a person, or the
  * wait is over. Three ways to learn it without polling: the synchronous (Express) execution's end, an
  * in-process notification where the steps run beside the API, and otherwise a poll with backoff.
+ * With `pass`, the wait is idle (the work is done elsewhere): it is made only once the pass is held, and
+ * without one the operation is answered as it stands.
  */
 export async function waitForSettled(
   deps: Pick<Deps, 'now' | 'store'>,
@@ -43,6 +94,7 @@ export async function waitForSettled(
   op: OperationRecord,
   seconds: number,
   finished?: Promise<OperationRecord | undefined>,
+  pass?: WaitingPass,
 ): Promise<OperationRecord> {
   const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
   /** What the submitting process wrote last, when it ran the attempt itself. */
@@ -51,6 +103,7 @@ export async function waitForSettled(
   let current = op;
   current = newest();
   if (done(current) || seconds === 0) return current;
+  if (pass && !(await pass.take())) return current;
   const deadline = deps.now() + seconds * 1000;
   let ended = false;
   void finished?.then((last) => {

@@ -154,7 +154,7 @@ export const ROUTES: Route[] = [
         name: 'Prefer',
         schema: { type: 'string', pattern: '^wait=\\d+$' },
         description:
-          '`wait=N`: wait up to N seconds (0 to 25, default 10; a deployed stack waits at most its API ceiling over its rate limit, 10 s by default) for the envelope',
+          '`wait=N`: wait up to N seconds (0 to 25, default 10; a deployed stack waits at most 25 s, or its API ceiling over its rate limit with reserved concurrency; none when every waiting slot is held) for the envelope',
       },
     ],
     responses: {
@@ -163,7 +163,14 @@ export const ROUTES: Route[] = [
         schema: 'Envelope',
         headers: { 'Idempotent-Replayed': '`true` when this (runId, callId) was submitted before' },
       },
-      202: { description: 'not reported yet: it waits for a person or took longer than the wait', schema: 'Pending' },
+      202: {
+        description: 'not reported yet: it waits for a person or took longer than the wait',
+        schema: 'Pending',
+        headers: {
+          'Retry-After':
+            'when every waiting slot of the deployment was held, so it was answered without waiting: seconds before polling again',
+        },
+      },
       400: error('malformed body'),
       404: error('no such run'),
       409: error('`call_id_conflict` (the callId was used with other arguments) or `run_closed` (the run was cancelled)'),

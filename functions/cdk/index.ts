@@ -1,6 +1,6 @@
 /** `toolrunner/cdk`: the `ToolRunner` construct, for a user's own CDK app. */
 export * from '../../infra/tool-runner';
-export type { RunnerAlarm } from '../../infra/monitoring';
+export { AlarmTier, type RunnerAlarm } from '../../infra/monitoring';
 export { RunnerOAuth, type ToolRunnerOAuth } from '../../infra/oauth';
 export type { OAuthConfig } from '../core/config';
 export type { FunctionName } from '../../infra/functions';

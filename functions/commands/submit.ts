@@ -80,6 +80,8 @@ export type SubmitResult =
       op: OperationRecord;
       /** Resolves when a synchronous (Express) execution ends: with the record it wrote last, where this process wrote it. */
       finished?: Promise<OperationRecord | undefined>;
+      /** This process runs the first attempt itself: a wait for `finished` is work, not an idle wait. */
+      inline?: true;
     }
   | { kind: 'replayed'; op: OperationRecord }
   | { kind: 'conflict' }
@@ -206,7 +208,7 @@ async function startLifecycle(
   op: OperationRecord,
   approvalTtlSeconds: number,
   waitSeconds: number,
-): Promise<{ finished?: Promise<OperationRecord | undefined> }> {
+): Promise<{ finished?: Promise<OperationRecord | undefined>; inline?: true }> {
   const input = stepOutput(op, deps.now(), approvalTtlSeconds);
   if (input.next === 'done') return {};
   const name = executionNameOf(op);
@@ -218,13 +220,16 @@ async function startLifecycle(
     // Not awaited here: the request waits for it only as long as the caller asked to (Prefer: wait).
     const deadline = deps.now() + waitSeconds * 1000;
     const tool = deps.tools.get(op.toolName);
-    const finished = sendsFirstAttempt(deps, tool, waitSeconds)
-      ? executeInline(deps, op, name, deadline)
-      : runSynchronously(deps, input, name, op);
-    return { finished };
+    if (sendsFirstAttempt(deps, tool, waitSeconds)) return { finished: executeInline(deps, op, name, deadline), inline: true };
+    return { finished: runSynchronously(deps, input, name, op) };
   }
   await deps.lifecycle.start(input, name, 'express');
   return {};
+}
+
+/** Whether a call of this tool, submitted with this wait, would have its first attempt run by the submitting process. */
+export function runsFirstAttemptInline(deps: Deps, toolName: string, waitSeconds: number): boolean {
+  return sendsFirstAttempt(deps, deps.tools.get(toolName), waitSeconds);
 }
 
 /**

@@ -308,6 +308,20 @@ export interface WatchPassResult {
   oldestDue?: string;
 }
 
+/**
+ * The deployment's bound on requests that wait idle for work done elsewhere (an approval, a lock, another
+ * function's attempt), shared by every process: each such wait holds a leased slot, or is not made.
+ */
+export interface WaitingPolls {
+  /** A slot for `holder` until `until` (epoch ms, its lease: a holder that vanished frees it then); undefined when all are held. */
+  take(holder: string, until: number, now: number): Promise<WaitingSlot | undefined>;
+}
+
+export interface WaitingSlot {
+  /** Frees the slot if this holder still holds it. */
+  release(): Promise<void>;
+}
+
 /** Everything a step touches outside the pure core; tests swap these without mocking frameworks. */
 export interface Deps {
   store: Store;
@@ -333,4 +347,6 @@ export interface Deps {
   policies?: (config: PolicyConfig) => Promise<PolicyEvaluator | undefined>;
   /** Where tool code runs instead of this process (a deployment that isolates tools); absent: here. */
   toolHost?: ToolHost;
+  /** The bound on idle waits across processes (`TOOLRUNNER_MAX_WAITING_POLLS`); absent: every wait is made. */
+  waitingPolls?: WaitingPolls;
 }

@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
 import { makeApp } from '../api/app';
+import { waitingPass } from '../api/long-poll';
 import { consoleRoutes } from '../console/routes';
 import type { Deps } from '../core/ports';
 import { maxWaitSeconds } from '../http/wait';
@@ -22,6 +23,8 @@ export function makeHttpApp(deps: Deps): Hono {
     // Read per request: the embedded stack sets it once its port is known, after building this app.
     publicBaseUrl: () => deps.publicBaseUrl,
     waitMs: Math.min(mcpWaitMs(), longestWait * 1000),
+    // The API's own bound on idle waits: MCP's wait after a submission is one.
+    idleWait: (operationId, seconds) => waitingPass(deps, operationId, seconds),
     now: () => deps.now(),
   });
   const people = consoleRoutes({

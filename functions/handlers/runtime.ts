@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { fileConfigSource, secretConfigSource } from '../adapters/config-source';
 import { policySource } from '../adapters/policy-source';
 import { makeDocumentClient, makeDynamoStore } from '../adapters/dynamo-store';
+import { dynamoWaitingPolls } from '../adapters/dynamo-waiting-polls';
 import { watchedStore } from '../steps/operation-watch';
 import { consoleChannel, makeNotifier, snsChannel, webhookChannel } from '../adapters/notifier';
 import { sfnLifecycle } from '../adapters/sfn-lifecycle';
@@ -54,6 +55,8 @@ const EnvSchema = z
     BLOB_BUCKET: z.string().min(3).optional(),
     /** The `Tools` function (`toolIsolation: "function"`): the user's tools run there, not in this process. */
     TOOLS_FUNCTION_NAME: z.string().min(1).optional(),
+    /** The construct's `maxWaitingPolls`: requests that may wait idle at once across every instance (the Api only). */
+    TOOLRUNNER_MAX_WAITING_POLLS: z.coerce.number().int().min(0).max(1000).optional(),
   })
   .refine((e) => e.TOOLRUNNER_CONFIG || e.CONFIG_SECRET_ARN, 'set TOOLRUNNER_CONFIG (a file) or CONFIG_SECRET_ARN (a secret)');
 export type RuntimeEnv = z.infer<typeof EnvSchema>;
@@ -97,7 +100,8 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     string
   >;
   const blobs = env.BLOB_BUCKET ? s3Blobs(tracer.captureAWSv3Client(new S3Client(s3ClientConfig())), env.BLOB_BUCKET) : undefined;
-  const dynamoStore = makeDynamoStore(makeDocumentClient(dynamo), tables, Date.now, blobs);
+  const doc = makeDocumentClient(dynamo);
+  const dynamoStore = makeDynamoStore(doc, tables, Date.now, blobs);
   // Only where the steps run in this very process (the embedded stack from sources) can a waiter be told of
   // their commits; elsewhere (Lambda, the deployed bundles) it learns from the execution's end or by polling.
   const { store, watch } = inProcessSteps ? watchedStore(dynamoStore) : { store: dynamoStore, watch: undefined };
@@ -156,6 +160,9 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     telemetry: onLambda ? bothTelemetries(xrayTelemetry(tracer), otelTelemetry()) : otelTelemetry(),
     // Per process (per warm Lambda container): the next call into a run this process admitted skips reading it.
     recentRuns: recentRuns(),
+    ...(env.TOOLRUNNER_MAX_WAITING_POLLS === undefined
+      ? {}
+      : { waitingPolls: dynamoWaitingPolls(doc, tables.watch, env.TOOLRUNNER_MAX_WAITING_POLLS) }),
     ...rest,
     metrics,
   };

@@ -18,6 +18,7 @@ import { MAX_BODY_BYTES } from '../http/schemas';
 import {
   CHECK_OPERATION,
   CHECK_OPERATION_TOOL,
+  type CallTarget,
   callMetaOf,
   checkOperation,
   envelopeResult,
@@ -56,6 +57,8 @@ export interface ModernRequest {
   /** The `Toolrunner-Run-Id` header, which wins over `_meta`. */
   runHeader: string | undefined;
   waitMs: number;
+  /** The API's waiting slots, which the wait after a submission holds. */
+  idleWait?: CallTarget['idleWait'];
   /** The registered tools, for what a tool asks of MCP clients (`mcpClientCapabilities`). */
   tools: ToolRegistry;
   /** Where the principal's current MCP run is recorded. */
@@ -178,7 +181,10 @@ async function callTool(
   };
   const traceparent = typeof meta.traceparent === 'string' ? meta.traceparent : undefined;
   // A broken stream is no cancellation at this revision: the client re-issues the request and gets this operation.
-  const outcome = await runCall({ runId, client: context.client, waitMs: context.waitMs }, call, { signal: NEVER_ABORTED, traceparent });
+  const outcome = await runCall({ runId, client: context.client, waitMs: context.waitMs, idleWait: context.idleWait }, call, {
+    signal: NEVER_ABORTED,
+    traceparent,
+  });
   if (outcome.kind === 'result') return { ...outcome.result, _meta: { [RUN_META]: runId } };
   // Waiting for a person, or running past the wait: a task for clients that take tasks, else the pending answer.
   if (!declaresTasks(ctx)) return { ...pendingResult(outcome.op), _meta: { [RUN_META]: runId } };

@@ -26,7 +26,7 @@ import { checkRequestOrigin, listensOnLoopback } from '../http/request-origin';
 import { modernMcp } from './modern';
 import { issueSessionId, verifySessionId } from './session-id';
 import { operationTaskStore, submitAsTask } from './tasks';
-import { CHECK_OPERATION, callTool, derivedCallId, type SessionContext, withProtocolErrors } from './tool-calls';
+import { CHECK_OPERATION, callTool, derivedCallId, type CallTarget, type SessionContext, withProtocolErrors } from './tool-calls';
 
 export interface McpOptions {
   /** The runner's own API, called in-process with the caller's bearer key. */
@@ -41,6 +41,8 @@ export interface McpOptions {
   runs: Pick<Store, 'currentMcpRun' | 'replaceCurrentMcpRun'>;
   /** How long a `tools/call` waits for its envelope before answering "pending" (default 25 s). */
   waitMs?: number;
+  /** The API's waiting slots, which the wait after a submission holds (absent: unbounded, as the API's are). */
+  idleWait?: CallTarget['idleWait'];
   now?: () => number;
 }
 
@@ -125,6 +127,7 @@ export function mcpRoutes(options: McpOptions): Hono {
         principalId: principal.id,
         runHeader: c.req.header(RUN_HEADER),
         waitMs,
+        idleWait: options.idleWait,
         runs: options.runs,
         tools: options.tools,
         idleMinutes: config.mcpRunIdleMinutes ?? DEFAULT_MCP_RUN_IDLE_MINUTES,
@@ -145,6 +148,7 @@ export function mcpRoutes(options: McpOptions): Hono {
         runId,
         client,
         waitMs,
+        idleWait: options.idleWait,
       };
       const response = await serve(session, inFlight, c.req.raw, body);
       // The run is named in the answer so a client can join it again from another session.
@@ -158,7 +162,7 @@ export function mcpRoutes(options: McpOptions): Hono {
     // A session belongs to the principal that opened it; another principal's key never reaches its run.
     if (claims.principalId !== principal.id) return jsonRpcError(c, 403, 'forbidden', 'this MCP session belongs to another principal');
     if (isInitializeRequest(body)) return jsonRpcError(c, 400, 'invalid_request', 'this session is already initialized');
-    const session = { sessionId, runId: claims.runId, client, waitMs };
+    const session = { sessionId, runId: claims.runId, client, waitMs, idleWait: options.idleWait };
     // Before answering (202): on Lambda nothing runs after the answer, and the call may be in another process.
     await Promise.all(cancelledRequestIds(body).map((requestId) => cancelCall(session, inFlight, requestId)));
     return serve(session, inFlight, c.req.raw, body);

@@ -114,6 +114,11 @@ export interface CallTarget {
   runId: string;
   client: ToolRunnerClient;
   waitMs: number;
+  /**
+   * The deployment's bound on idle waits (the API's waiting slots): a pass for waiting up to `seconds` on
+   * `operationId`, taken before this process waits on work done elsewhere; absent, nothing bounds the wait.
+   */
+  idleWait?: (operationId: string, seconds: number) => { take(): Promise<boolean>; release(): Promise<void> };
 }
 
 /** A call's answer: a result the model reads now, or the operation still pending (awaiting a person, or running on). */
@@ -143,11 +148,17 @@ export async function runCall(
   if (submitted.kind === 'envelope') return { kind: 'result', result: envelopeResult(submitted.envelope) };
   if (opts.signal.aborted) return { kind: 'result', result: await cancelled(target.client, submitted.operationId) };
   if (submitted.state === 'awaiting_approval') return { kind: 'pending', op: submitted };
-  const op = await target.client.watchOperation(submitted.operationId, {
-    deadline,
-    signal: opts.signal,
-    stopWhenAwaitingApproval: true,
-  });
+  // What is left of the wait is idle (the work runs elsewhere): it holds a waiting slot as the API's waits do,
+  // and without one the call is answered pending now, as the API answers a poll that finds none.
+  const left = deadline - Date.now();
+  const pass = left > 0 ? target.idleWait?.(submitted.operationId, Math.ceil(left / 1000)) : undefined;
+  if (pass && !(await pass.take())) return { kind: 'pending', op: submitted };
+  let op: Operation;
+  try {
+    op = await target.client.watchOperation(submitted.operationId, { deadline, signal: opts.signal, stopWhenAwaitingApproval: true });
+  } finally {
+    await pass?.release();
+  }
   if (opts.signal.aborted && !op.envelope) return { kind: 'result', result: await cancelled(target.client, op.operationId) };
   return op.envelope ? { kind: 'result', result: envelopeResult(op.envelope as Envelope) } : { kind: 'pending', op };
 }

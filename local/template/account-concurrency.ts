@@ -1,9 +1,12 @@
 import { z } from 'zod';
 
-/** `TOOLRUNNER_ACCOUNT_CONCURRENCY`'s default: a pool a two-core machine can start instances for. */
+/**
+ * `TOOLRUNNER_ACCOUNT_CONCURRENCY`'s default: an account of quota 50 (some new accounts get it), whose whole
+ * pool a two-core machine can run; AWS's usual default is 1,000, new accounts may get 10.
+ */
 export const DEFAULT_ACCOUNT_CONCURRENCY = 50;
-/** The pool AWS gives an account by default; the template's reservations are sized for it. */
-export const AWS_ACCOUNT_CONCURRENCY = 1000;
+/** `TOOLRUNNER_MAX_INSTANCES`'s default: execution environments of one function a two-core machine can start. */
+export const DEFAULT_MAX_INSTANCES = 50;
 
 /** A function's share of the pool: its reserved concurrency if it has one (also its ceiling), else the unreserved rest. */
 export interface FunctionConcurrency {
@@ -17,35 +20,51 @@ export interface FunctionConcurrency {
   readonly throttles: number;
 }
 
+/** The account as template mode models it: its quota, and what other stacks (or functions) in it reserve. */
+export interface AccountQuota {
+  /** `TOOLRUNNER_ACCOUNT_CONCURRENCY`: the account's concurrent executions quota. */
+  quota: number;
+  /** `TOOLRUNNER_ACCOUNT_RESERVED_ELSEWHERE`: reserved by functions outside this template (another runner's). */
+  reservedElsewhere?: number;
+}
+
 /**
  * One account's concurrency pool, as Lambda keeps it: every function with `ReservedConcurrentExecutions` has
- * that many for itself and never more; the others share what is left. AWS refuses a reservation that leaves
- * fewer than 100 unreserved; here the rule keeps 10% of the pool (at least 1) unreserved.
- *
- * The template's reservations are sized for AWS's default pool of 1,000; a smaller pool here scales each down
- * in proportion (at least 1, a reservation of 0 stays 0), so the stack keeps its shape on a pool of 50.
+ * that many for itself and never more; the others share what is left. The reservations apply as written (no
+ * scaling): a template that leaves less than AWS's unreserved minimum is refused with AWS's own message, as
+ * the first reserved function of a deploy into that account would be.
  */
 export class AccountConcurrency {
   private readonly shares = new Map<string, FunctionConcurrency>();
+  readonly pool: number;
+  readonly reservedElsewhere: number;
   readonly unreserved: number;
-  /** The reservations after scaling, by function name. */
+  /** The template's reservations, by function name. */
   readonly reservations: ReadonlyMap<string, number>;
   private unreservedInUse = 0;
 
-  constructor(
-    readonly pool: number,
-    reservedByFunction: ReadonlyMap<string, number>,
-  ) {
-    const scale = Math.min(1, pool / AWS_ACCOUNT_CONCURRENCY);
-    const scaled = new Map([...reservedByFunction].map(([name, r]) => [name, r === 0 ? 0 : Math.max(1, Math.round(r * scale))]));
-    this.reservations = scaled;
-    this.unreserved = pool - [...scaled.values()].reduce((a, b) => a + b, 0);
-    const minimum = minimumUnreserved(pool);
-    if (this.unreserved < minimum)
+  constructor(account: number | AccountQuota, reservedByFunction: ReadonlyMap<string, number>) {
+    const { quota, reservedElsewhere = 0 } = typeof account === 'number' ? { quota: account } : account;
+    this.pool = quota;
+    this.reservedElsewhere = reservedElsewhere;
+    this.reservations = reservedByFunction;
+    const minimum = minimumUnreserved(quota);
+    const ownReserved = [...reservedByFunction.values()].reduce((a, b) => a + b, 0);
+    if (quota - reservedElsewhere < minimum)
       throw new Error(
-        `Specified ReservedConcurrentExecutions decrease the account's UnreservedConcurrentExecution below its minimum value of [${minimum}] ` +
-          `(pool ${pool}, reserved ${[...scaled].map(([n, r]) => `${n} ${r}`).join(', ')})`,
+        `TOOLRUNNER_ACCOUNT_RESERVED_ELSEWHERE (${reservedElsewhere}) leaves the account (quota ${quota}) below its unreserved minimum of ${minimum}`,
       );
+    // AWS checks each function as it creates it: the first reservation that breaks the rule fails the deploy.
+    let reservedSoFar = reservedElsewhere;
+    for (const [name, reserved] of reservedByFunction) {
+      reservedSoFar += reserved;
+      if (quota - reservedSoFar < minimum)
+        throw new Error(
+          `Specified ReservedConcurrentExecutions for function decreases account's UnreservedConcurrentExecution below its minimum value of [${minimum}] ` +
+            `(function ${name}; quota ${quota}, reserved elsewhere ${reservedElsewhere}, reserved here ${ownReserved})`,
+        );
+    }
+    this.unreserved = quota - reservedElsewhere - ownReserved;
   }
 
   /** The share of one function (one object per name). */
@@ -108,21 +127,29 @@ export class AccountConcurrency {
   }
 }
 
-/** AWS keeps 100 of 1,000 unreserved: here 10% of the pool, at least 1. */
-export function minimumUnreserved(pool: number): number {
-  return Math.max(1, Math.ceil(pool / 10));
+/**
+ * What AWS keeps unreserved: 100, or the whole quota below 100 (a new account of quota 10 is refused
+ * `...below its minimum value of [10]`, so it can reserve nothing).
+ */
+export function minimumUnreserved(quota: number): number {
+  return Math.min(100, quota);
 }
 
-/** The pool `TOOLRUNNER_ACCOUNT_CONCURRENCY` asks for (default 50), validated. */
-export function accountConcurrencyFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const parsed = z.coerce
-    .number()
-    .int()
-    .min(2)
-    .max(100_000)
-    .default(DEFAULT_ACCOUNT_CONCURRENCY)
-    .safeParse(env.TOOLRUNNER_ACCOUNT_CONCURRENCY);
-  if (!parsed.success)
-    throw new Error(`TOOLRUNNER_ACCOUNT_CONCURRENCY: a whole number from 2 to 100000 (got ${env.TOOLRUNNER_ACCOUNT_CONCURRENCY})`);
+const count = (name: string, min: number, fallback: number, env: NodeJS.ProcessEnv) => {
+  const parsed = z.coerce.number().int().min(min).max(1_000_000).default(fallback).safeParse(env[name]);
+  if (!parsed.success) throw new Error(`${name}: a whole number from ${min} to 1000000 (got ${env[name]})`);
   return parsed.data;
+};
+
+/** The account template mode deploys into: `TOOLRUNNER_ACCOUNT_CONCURRENCY` (default 50) and `TOOLRUNNER_ACCOUNT_RESERVED_ELSEWHERE` (default 0). */
+export function accountFromEnv(env: NodeJS.ProcessEnv = process.env): Required<AccountQuota> {
+  return {
+    quota: count('TOOLRUNNER_ACCOUNT_CONCURRENCY', 1, DEFAULT_ACCOUNT_CONCURRENCY, env),
+    reservedElsewhere: count('TOOLRUNNER_ACCOUNT_RESERVED_ELSEWHERE', 0, 0, env),
+  };
+}
+
+/** `TOOLRUNNER_MAX_INSTANCES` (default 50): execution environments started here per function, whatever its share. */
+export function maxInstancesFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  return count('TOOLRUNNER_MAX_INSTANCES', 1, DEFAULT_MAX_INSTANCES, env);
 }

@@ -20,7 +20,7 @@ import {
 import { ensureConfig, type Stack, type StackOptions } from '../stack';
 import { ensureAssembly, readAssembly } from './assembly';
 import { type LambdaInvokeReply, startAwsGateway } from './aws-gateway';
-import { AccountConcurrency, accountConcurrencyFromEnv } from './account-concurrency';
+import { AccountConcurrency, accountFromEnv, maxInstancesFromEnv } from './account-concurrency';
 import { invokeAsync } from './async-invoke';
 import { type AwsFaults, awsFaultsFromEnv } from './aws-faults';
 import { EventualReads } from './eventual-reads';
@@ -74,6 +74,9 @@ export async function startTemplateParts(options: StackOptions, started: Started
     assembly.template = structuredClone(assembly.template);
     options.editTemplate(assembly.template);
   }
+  // Before anything starts: a template whose reservations the account cannot give fails as its deploy would.
+  const account = new AccountConcurrency(accountFromEnv(), reservationsOf(assembly.template));
+  const maxInstances = maxInstancesFromEnv();
 
   const sandboxUrl = await startSandboxPart(options.dataDir, options.sandboxPort ?? 0, started, progress);
   const dynamoEndpoint = await dynamoPart(options, started, progress);
@@ -114,12 +117,8 @@ export async function startTemplateParts(options: StackOptions, started: Started
   };
   const iam = new IamCheck(model.account, model.region, model.resourcePolicies);
   const faults = awsFaultsFromEnv();
-  const account = new AccountConcurrency(
-    accountConcurrencyFromEnv(),
-    new Map(model.functions.flatMap((f) => (f.reservedConcurrency === undefined ? [] : [[f.logicalId, f.reservedConcurrency] as const]))),
-  );
   progress(
-    `account concurrency ${account.pool}: reserved ${[...account.reservations].map(([id, r]) => `${id} ${r}`).join(', ') || 'none'}, unreserved ${account.unreserved}`,
+    `account concurrency ${account.pool}: reserved ${[...account.reservations].map(([id, r]) => `${id} ${r}`).join(', ') || 'none'}${account.reservedElsewhere ? `, ${account.reservedElsewhere} elsewhere` : ''}, unreserved ${account.unreserved}, at most ${maxInstances} instances a function here`,
   );
   const functions = new Map<string, LambdaFunction>();
   const invokeAs = (caller: Caller) => async (functionArn: string) => {
@@ -252,6 +251,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
       environment: { ...f.environment, ...added },
       logFile: join(logDir, `${f.logicalId}.log`),
       concurrency: account.of(f.logicalId),
+      maxConcurrency: Math.min(account.of(f.logicalId).limit, maxInstances),
       startInstance: processes.get(f.arn)!.start,
       coldStartDelayMs: () => faults.coldStartDelayMs(),
       meter: {
@@ -385,6 +385,17 @@ function recordAwsActivity(file: string, faults: AwsFaults, account: AccountConc
     clearInterval(timer);
     write();
   });
+}
+
+/** Each function's `ReservedConcurrentExecutions` in the template, by logical id (functions without one absent). */
+function reservationsOf(template: { Resources?: Record<string, { Type?: string; Properties?: Record<string, unknown> }> }) {
+  return new Map(
+    Object.entries(template.Resources ?? {}).flatMap(([id, r]) =>
+      r.Type === 'AWS::Lambda::Function' && typeof r.Properties?.ReservedConcurrentExecutions === 'number'
+        ? [[id, r.Properties.ReservedConcurrentExecutions as number] as const]
+        : [],
+    ),
+  );
 }
 
 /** `concurrency <N>, faults <list or none>`: what `npm start` prints after `aws:` before `ready:`. */

@@ -242,7 +242,9 @@ describe('alarms and dashboard', () => {
 
   it('the p99 latency alarm can fire: its threshold is just past the API’s longest wait, under the 30 s timeout', () => {
     const threshold = props('apiLatency').Threshold;
-    expect(threshold).toBe(12_000);
+    // Without reserved concurrency the longest wait is API Gateway's 25 s (infra/tool-runner.ts longestWaitSeconds).
+    expect(threshold).toBe(27_000);
+    expect(threshold).toBeLessThan(30_000);
     expect(expression('apiLatency')).toBe('IF(FILL(n, 0) >= 20, FILL(p, 0), 0)');
   });
 

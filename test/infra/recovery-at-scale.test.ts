@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { WATCH_SHARDS } from '../../functions/adapters/dynamo-watch';
 import { TABLES } from '../../functions/adapters/tables';
 import { DEMO_TOOLS_ENTRY } from '../../infra/bundling';
-import { RECOVERABLE_TABLES, SWEEPER_PARTS, ToolRunner, type ToolRunnerProps } from '../../infra/tool-runner';
+import { RECOVERABLE_TABLES, SWEEPER_PARTS, ToolRunner, ToolRunnerConcurrency, type ToolRunnerProps } from '../../infra/tool-runner';
 import { readDefinition, readExpressDefinition } from '../../statemachines/definition';
 
 type Resource = { Type: string; Properties: Record<string, any> };
@@ -78,9 +78,10 @@ describe('a stack that recovers at scale (the template)', () => {
         .findWarning('*', Match.stringLikeRegexp('longest wait'))
         .map((w) => String(w.entry.data));
     expect(warnings({})).toEqual([]);
-    const short = warnings({ throttling: { rateLimit: 1000, burstLimit: 2000 } });
+    const reserved = { concurrency: ToolRunnerConcurrency.RESERVED };
+    const short = warnings({ ...reserved, throttling: { rateLimit: 1000, burstLimit: 2000 } });
     expect(short).toHaveLength(1);
     expect(short[0]).toMatch(/longest wait is 0 s .*ceiling of 500 .*rate limit of 1000/);
-    expect(warnings({ throttling: { rateLimit: 250, burstLimit: 500 } })).toEqual([]);
+    expect(warnings({ ...reserved, throttling: { rateLimit: 250, burstLimit: 500 } })).toEqual([]);
   });
 });

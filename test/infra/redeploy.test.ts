@@ -18,11 +18,13 @@ describe('cdk destroy, then cdk deploy under the same stack name', () => {
       { Type: string; DeletionPolicy?: string; Properties?: Record<string, unknown> }
     >;
     const retainedWithNames = Object.entries(resources)
-      .filter(([, r]) => r.DeletionPolicy === 'Retain')
+      .filter(([, r]) => r.DeletionPolicy === 'Retain' || r.DeletionPolicy === 'RetainExceptOnCreate')
       .filter(([, r]) => Object.entries(r.Properties ?? {}).some(([k, v]) => PHYSICAL_NAME.test(k) && typeof v === 'string'))
       .map(([id, r]) => `${r.Type} ${id}`);
     expect(retainedWithNames).toEqual([]);
     // The tables, the secret, the bucket and the function logs are still retained, under generated names.
-    expect(Object.values(resources).filter((r) => r.Type === 'AWS::DynamoDB::Table' && r.DeletionPolicy === 'Retain')).toHaveLength(6);
+    expect(
+      Object.values(resources).filter((r) => r.Type === 'AWS::DynamoDB::Table' && r.DeletionPolicy === 'RetainExceptOnCreate'),
+    ).toHaveLength(6);
   });
 });

@@ -95,7 +95,7 @@ describe('CDK stack', () => {
       expect((table.Properties.GlobalSecondaryIndexes ?? []).map((i: { IndexName: string }) => i.IndexName).sort()).toEqual(
         (layout.indexes ?? []).map((i) => i.name).sort(),
       );
-      expect(table.DeletionPolicy).toBe('Retain');
+      expect(table.DeletionPolicy).toBe('RetainExceptOnCreate');
     }
   });
 
