@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LEASE_MARGIN_MS } from '../../functions/core/leases';
-import { SCHEMA_VERSION, type OperationRecord, type RunRecord } from '../../functions/core/model';
+import type { RunRecord } from '../../functions/core/model';
 import type { CfnTemplate } from '../../local/template/assembly';
 import { startStack, type Stack } from '../../local/stack';
 import { handlerMode } from '../support/target';
+import { lostOperations } from '../support/records';
 
 /**
  * The sweeper end to end on the stack built from the synthesized template: `SWEEP_TEMPLATE_OPERATIONS`
@@ -77,27 +78,7 @@ describe.runIf(handlerMode === 'template')('the scheduled sweeper drains lost op
   it(`resumes ${OPERATIONS} operations lost at once, each once while its lease is live`, { timeout: 900_000 }, async () => {
     const { store } = stack!.deps;
     const lostAt = new Date(Date.now() - 5 * 60_000).toISOString();
-    const ops: OperationRecord[] = Array.from({ length: OPERATIONS }, (_, i) => ({
-      schemaVersion: SCHEMA_VERSION,
-      operationId: `op_${randomBytes(8).toString('hex')}`,
-      runId: 'run_drain',
-      callId: `call_${i}`,
-      turn: 1,
-      toolName: 'get_order',
-      principalId: 'agent',
-      state: 'validated',
-      rawArguments: '{}',
-      frozenArguments: '{}',
-      inputHash: 'sha256:x',
-      idempotencyKey: `idk_${i}`,
-      attempts: 0,
-      createdAt: lostAt,
-      updatedAt: lostAt,
-      version: 0,
-      resumes: 0,
-      leaseUntil: lostAt,
-      plan: { next: 'execute' },
-    }));
+    const ops = lostOperations(OPERATIONS, lostAt);
     // Written as the runner writes them (record, trace block, watch entry), with their executions already gone.
     let next = 0;
     await Promise.all(

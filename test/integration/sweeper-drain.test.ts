@@ -3,12 +3,13 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { makeDocumentClient, makeDynamoStore } from '../../functions/adapters/dynamo-store';
 import { TABLE_ENV, type TableNames } from '../../functions/adapters/tables';
 import { LEASE_MARGIN_MS } from '../../functions/core/leases';
-import { SCHEMA_VERSION, type OperationRecord, type RunRecord } from '../../functions/core/model';
+import type { RunRecord } from '../../functions/core/model';
 import type { Deps, LifecyclePort } from '../../functions/core/ports';
 import { makeSweeper } from '../../functions/handlers/sweeper';
 import { FUNCTIONS } from '../../infra/functions';
 import { SWEEPER_PARTS } from '../../infra/tool-runner';
 import { ensureTables, localClient } from '../../local/dynamodb-local';
+import { lostOperations } from '../support/records';
 
 /**
  * The sweeper at scale, against DynamoDB Local: operations whose executions were all lost at once (an incident,
@@ -45,27 +46,7 @@ describe('the sweeper at scale', () => {
   }, async () => {
     const store = makeDynamoStore(makeDocumentClient(client), await freshTables());
     const lostAt = new Date(Date.now() - 5 * 60_000).toISOString();
-    const ops: OperationRecord[] = Array.from({ length: OPERATIONS }, (_, i) => ({
-      schemaVersion: SCHEMA_VERSION,
-      operationId: `op_${randomBytes(8).toString('hex')}`,
-      runId: 'run_drain',
-      callId: `call_${i}`,
-      turn: 1,
-      toolName: 'get_order',
-      principalId: 'agent',
-      state: 'validated',
-      rawArguments: '{}',
-      frozenArguments: '{}',
-      inputHash: 'sha256:x',
-      idempotencyKey: `idk_${i}`,
-      attempts: 0,
-      createdAt: lostAt,
-      updatedAt: lostAt,
-      version: 0,
-      resumes: 0,
-      leaseUntil: lostAt,
-      plan: { next: 'execute' },
-    }));
+    const ops = lostOperations(OPERATIONS, lostAt);
     const seeding = Date.now();
     await inBatches(ops, 32, (op) =>
       store.createOperation({

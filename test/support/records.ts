@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { OperationRecord } from '../../functions/core/model';
 import type { ToolSpec } from '../../functions/core/tool-spec';
@@ -23,6 +24,30 @@ export function operation(over: Partial<OperationRecord> = {}): OperationRecord 
     resumes: 0,
     ...over,
   };
+}
+
+/**
+ * `count` validated `get_order` operations whose executions were lost at `lostAt` (their leases passed then),
+ * each due for the sweeper to resume: what a crash or a state-machine replacement leaves behind.
+ */
+export function lostOperations(count: number, lostAt: string): OperationRecord[] {
+  return Array.from({ length: count }, (_, i) =>
+    operation({
+      operationId: `op_${randomBytes(8).toString('hex')}`,
+      runId: 'run_drain',
+      callId: `call_${i}`,
+      toolName: 'get_order',
+      principalId: 'agent',
+      state: 'validated',
+      frozenArguments: '{}',
+      idempotencyKey: `idk_${i}`,
+      createdAt: lostAt,
+      updatedAt: lostAt,
+      version: 0,
+      leaseUntil: lostAt,
+      plan: { next: 'execute' },
+    }),
+  );
 }
 
 /** A minimal tool spec (an idempotent irreversible write with a lookup); override what matters. */
