@@ -1,3 +1,4 @@
+import { DEFAULT_RETENTION_DAYS } from '../functions/commands/submit';
 import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { TABLES, type TableLayout, type TableNames } from '../functions/adapters/tables';
 import type { CfnTemplate } from '../local/template/assembly';
@@ -14,7 +15,7 @@ export const ITEM_OVERHEAD_BYTES = 100;
 /** AWS bills a month as 730 hours. */
 const MONTH_SECONDS = 730 * 3600;
 /** An item with no expiry is held this long (the records' default `retentionDays`). */
-export const DEFAULT_RETENTION_SECONDS = 30 * 86_400;
+export const DEFAULT_RETENTION_SECONDS = DEFAULT_RETENTION_DAYS * 86_400;
 
 /** Bytes of one attribute value as DynamoDB sizes it. */
 function valueBytes(v: AttributeValue): number {

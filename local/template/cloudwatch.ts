@@ -88,14 +88,13 @@ export function alarmNotification(change: AlarmChange, account: string, region: 
  * Starts the template's alarms: metrics from the functions' EMF lines, Lambda's per-function metrics and the
  * log metric filters; evaluated every tick (a fifth of the shortest period, scaled) and on demand; each action
  * published as `cloudwatch.amazonaws.com` through the topic's policy and its key's policy (the IAM check), and
- * delivered to the topic's confirmed email subscriptions in `<dataDir>/outbox/`.
+ * delivered to the topic's confirmed email subscriptions (the outbox).
  */
 export async function startCloudWatch(options: {
   assembly: StackAssembly;
   placement: LocalPlacement;
   model: StackModel;
   iam: IamCheck;
-  dataDir: string;
   /** A period of P seconds lasts P / timeScale real seconds. */
   timeScale: number;
   published: PublishedMessage[];

@@ -174,7 +174,6 @@ export async function startTemplateParts(options: StackOptions, started: Started
     placement,
     model,
     iam,
-    dataDir: options.dataDir,
     timeScale: options.alarmTimeScale ?? alarmTimeScaleFromEnv(),
     published: topics.published,
     outbox,

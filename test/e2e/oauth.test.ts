@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENTS, startTestIssuer, type TestIssuer } from '../support/oidc-provider';
 import { startTestStack, type TestStack } from '../support/stack';
+import { usePolicies } from '../support/policies';
 import { configEditsApplyAtOnce } from '../support/target';
 
 /**
@@ -176,35 +177,11 @@ describe.runIf(configEditsApplyAtOnce)('OAuth access tokens', () => {
 const tokenFor = (sub: string, scope: string, extra: Record<string, unknown> = {}) =>
   idp.mint({ sub, aud: stack.apiUrl, scope, iat: now(), exp: now() + 600, ...extra });
 
-/** Waits until the runner decides by `policies` (the marker policy's id shows in a preview). */
-async function usePolicies(
-  policies: string | undefined,
-  edit: (c: Parameters<Parameters<TestStack['editConfig']>[0]>[0]) => void = () => {},
-) {
-  stack.editConfig((c) => {
-    if (policies === undefined) delete c.policies;
-    else c.policies = policies;
-    edit(c);
-  });
-  const runId = await stack.api.createRun(stack.keys.agent);
-  const marker = policies && /@id\("([^"]+)"\)/.exec(policies)![1];
-  await stack.api.until(
-    'the policies to be loaded',
-    async () =>
-      (
-        await stack.api.request('POST', `/v1/runs/${runId}/tool-calls/preview`, {
-          key: stack.keys.agent,
-          body: { name: 'get_order', arguments: { orderId: 'ord_1' } },
-        })
-      ).body,
-    (body) => (marker ? JSON.stringify(body.policies ?? {}).includes(marker) : body.policies === undefined),
-  );
-}
-
 describe.runIf(configEditsApplyAtOnce)('one principal for every decision, whatever the credential', () => {
   it('a token mapped by oauthSubject carries its principal’s attributes: a forbid on them stops the token as it stops the key', async () => {
     const key = `tr_suspended_${'k'.repeat(20)}`;
     await usePolicies(
+      stack,
       `@id("calls")
 permit(principal, action in Action::"call", resource);
 @id("unattended")
@@ -246,7 +223,7 @@ forbid(principal, action == Action::"charge_card", resource) when { principal ha
       }
       expect((await stack.sandbox.ledger()).filter((e) => e.kind === 'charge')).toEqual([]);
     } finally {
-      await usePolicies(undefined, (c) => {
+      await usePolicies(stack, undefined, (c) => {
         c.principals = c.principals.filter((p) => p.id !== 'suspended-bot');
       });
     }

@@ -9,6 +9,7 @@ import type { ToolSpec } from '../../functions/core/tool-spec';
 import { makeDemoTools } from '../../functions/tools/demo-tools';
 import { createSandbox } from '../../sandbox/server';
 import { Sandbox, startTestStack, type TestStack } from '../support/stack';
+import { usePolicies } from '../support/policies';
 
 /**
  * Decisions fail closed over HTTP (docs/policies.md): a number the policies cannot compare exactly is refused,
@@ -53,27 +54,9 @@ forbid(principal, action == Action::"charge_card", resource)
 when { context.input.amount.greaterThan(decimal("1000.0")) };
 `;
 
-async function usePolicies(policies: string): Promise<void> {
-  stack.editConfig((config) => {
-    config.policies = policies;
-  });
-  const runId = await stack.api.createRun(stack.keys.agent);
-  await stack.api.until(
-    'the policies to be loaded',
-    async () =>
-      (
-        await stack.api.request('POST', `/v1/runs/${runId}/tool-calls/preview`, {
-          key: stack.keys.agent,
-          body: { name: 'get_order', arguments: { orderId: 'ord_1' } },
-        })
-      ).body,
-    (body) => JSON.stringify(body.policies ?? {}).includes('calls'),
-  );
-}
-
 describe('decisions fail closed over HTTP', () => {
   it('a 1e15 charge is refused as invalid_arguments and nothing is charged; 9e14 is forbidden by the policy it passes', async () => {
-    await usePolicies(POLICIES);
+    await usePolicies(stack, POLICIES);
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent);
     const huge = { amount: 1e15, currency: 'USD', customer: 'cus_1' };
@@ -108,7 +91,7 @@ describe('decisions fail closed over HTTP', () => {
   });
 
   it('a lone UTF-16 surrogate in a field the policies see answers invalid_arguments, not 500, and sends nothing', async () => {
-    await usePolicies(POLICIES);
+    await usePolicies(stack, POLICIES);
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent);
     const reply = await api.call(keys.agent, runId, {

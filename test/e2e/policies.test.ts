@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { withinOneMinute } from '../support/one-minute';
 import { shape, startTestStack, type TestStack } from '../support/stack';
+import { usePolicies as usePoliciesOf } from '../support/policies';
 
 /**
  * The worked policies of docs/policies.md, each through the HTTP API and through MCP, on the embedded stack:
@@ -28,26 +29,11 @@ const callId = () => `call_${++calls}`;
 
 /** Sets the policies (and the agent's attributes) and waits until the runner decides by them. */
 async function usePolicies(policies: string, attributes?: Record<string, string[]>): Promise<void> {
-  stack.editConfig((config) => {
-    config.policies = policies;
+  await usePoliciesOf(stack, policies, (config) => {
     const agent = config.principals.find((p) => p.id === 'agent')!;
     if (attributes) agent.attributes = attributes;
     else delete agent.attributes;
   });
-  // The marker policy's id shows in a preview once this text is the one deciding.
-  const runId = await stack.api.createRun(stack.keys.agent);
-  const marker = /@id\("([^"]+)"\)/.exec(policies)![1];
-  await stack.api.until(
-    'the new policies to be loaded',
-    async () =>
-      (
-        await stack.api.request('POST', `/v1/runs/${runId}/tool-calls/preview`, {
-          key: stack.keys.agent,
-          body: { name: 'get_order', arguments: { orderId: 'ord_1' } },
-        })
-      ).body,
-    (body) => JSON.stringify(body.policies ?? {}).includes(marker),
-  );
 }
 
 async function mcp(): Promise<Client> {

@@ -217,13 +217,7 @@ async function apiCall(world: World, bearer: string, method: string, path: strin
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     }),
   );
-  const text = await res.text();
-  let parsed: any;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = { raw: text.slice(0, 200) };
-  }
+  const parsed = await bodyOf(res);
   return { status: res.status, body: parsed };
 }
 
@@ -321,13 +315,7 @@ async function mcpPost(world: World, bearer: string, body: unknown, headers: Rec
       body: JSON.stringify(body),
     }),
   );
-  const text = await res.text();
-  let parsed: any;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = { raw: text.slice(0, 200) };
-  }
+  const parsed = await bodyOf(res);
   return { status: res.status, headers: res.headers, body: parsed };
 }
 
@@ -429,5 +417,15 @@ export async function agentsDoor(world: World, bearer: string, name: string, arg
     return fromModelResult(typeof text === 'string' ? JSON.parse(text) : text);
   } catch (error) {
     return fromThrown(error);
+  }
+}
+
+/** A response's JSON body, or the start of its text where it is not JSON. */
+async function bodyOf(res: Response): Promise<any> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { raw: text.slice(0, 200) };
   }
 }
