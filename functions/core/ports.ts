@@ -46,10 +46,9 @@ export class ContentionError extends Error {
   override name = 'ContentionError';
 }
 
-export interface Store {
-  getRun(runId: string): Promise<RunRecord | undefined>;
+/** The operations the lifecycle moves, each created with its first trace events. */
+export interface OperationStore {
   getOperation(operationId: string): Promise<OperationRecord | undefined>;
-  putNewRun(run: RunRecord): Promise<void>;
   /**
    * Creates an operation with its first trace events (at least one: a run's trace is where its operations
    * are found), and applies `runChange` to its run in the same atomic write.
@@ -66,12 +65,35 @@ export interface Store {
     after: OperationRecord,
     events: NewTraceEvent[],
   ): Promise<{ op: OperationRecord; events: TraceEvent[] }>;
+  listOperationsOfRun(runId: string): Promise<OperationRecord[]>;
+}
+
+/** Runs: their creation, status and listing. */
+export interface RunStore {
+  getRun(runId: string): Promise<RunRecord | undefined>;
+  putNewRun(run: RunRecord): Promise<void>;
   /** Changes a run's status from the one read, with its trace events; RunChangedError if it moved. */
   updateRunStatus(run: RunRecord, to: RunStatus, events: NewTraceEvent[]): Promise<RunRecord>;
+  /**
+   * One page of runs, newest first, that satisfy `matches` (an owner, a status: decided on the runs read, as
+   * a run's status changes after it is listed). `after` is the `nextKey` of the previous page; a `nextKey`
+   * means there may be more, and a page may hold fewer than `limit` runs when many were read and few matched.
+   */
+  listRuns(query: { limit: number; after?: Record<string, string>; matches?: (run: RunRecord) => boolean }): Promise<{
+    items: RunRecord[];
+    nextKey?: Record<string, string>;
+  }>;
+}
+
+/** A run's trace: events that change no record, and the whole trace. */
+export interface TraceStore {
   /** Appends events that change no record (a replayed duplicate, a refused conflict) to a run's trace. */
   appendRunEvents(runId: string, events: NewTraceEvent[], expiresAtEpoch: number | undefined): Promise<TraceEvent[]>;
   listEvents(runId: string): Promise<TraceEvent[]>;
-  listOperationsOfRun(runId: string): Promise<OperationRecord[]>;
+}
+
+/** What the sweeper walks to resume operations nobody is driving. */
+export interface RecoveryStore {
   /**
    * Active operations whose lease passed before `now`, up to `limit`; with `ignoreLeases`, every active
    * one (a runtime that knows none of its executions survived). One that stays active and unclaimed is
@@ -85,21 +107,16 @@ export interface Store {
    * with `listExpiredLeases`.
    */
   sweepWatch?(pass: WatchPass, visit: (operationId: string) => Promise<string | undefined>): Promise<WatchPassResult>;
+}
+
+/** What people are asked for: approvals and reviews waiting. */
+export interface ReviewQueries {
   /**
    * One page of pending, unexpired approvals that `approverId` did not request, oldest first. `after` is
    * the `nextKey` of the previous page; a `nextKey` means there may be more.
    */
   listPendingApprovals(query: { approverId: string; now: string; limit: number; after?: Record<string, string> }): Promise<{
     items: OperationRecord[];
-    nextKey?: Record<string, string>;
-  }>;
-  /**
-   * One page of runs, newest first, that satisfy `matches` (an owner, a status: decided on the runs read, as
-   * a run's status changes after it is listed). `after` is the `nextKey` of the previous page; a `nextKey`
-   * means there may be more, and a page may hold fewer than `limit` runs when many were read and few matched.
-   */
-  listRuns(query: { limit: number; after?: Record<string, string>; matches?: (run: RunRecord) => boolean }): Promise<{
-    items: RunRecord[];
     nextKey?: Record<string, string>;
   }>;
   /** Operations waiting for a reviewer's resolution (outcome_unknown, review required), oldest first. */
@@ -109,9 +126,17 @@ export interface Store {
    * tracked; and how much of its time to live the oldest pending approval has used (percent, 0 when none).
    */
   countWaiting(now: string): Promise<{ approvalsWaiting: number; reviewsOpen: number; oldestApprovalTtlUsed?: number }>;
+}
+
+/** Leases on the resources tools name with `lockKey`. */
+export interface LockStore {
   /** Takes or renews a lease on a resource for one owner (an operation); false while another owner holds it. */
   acquireLock(lockKey: string, owner: string, leaseMs: number, now: number): Promise<boolean>;
   releaseLock(lockKey: string, owner: string): Promise<void>;
+}
+
+/** The counters and slots of `rateLimits`. */
+export interface RateLimitStore {
   /**
    * Adds one to a rate counter (core/rate-limits.ts `counterKey`) unless it has reached `limit`; false then.
    * One conditional write, so processes that race never admit more than `limit` between them.
@@ -126,6 +151,10 @@ export interface Store {
   takeRateSlot(slotKey: string, holder: string, until: number, now: number): Promise<boolean>;
   /** Frees a slot if `holder` still holds it (never one that lapsed and was taken by another). */
   giveBackRateSlot(slotKey: string, holder: string): Promise<void>;
+}
+
+/** Each principal's current MCP run. */
+export interface McpRunStore {
   /** The run recorded as this principal's current MCP run (2026-07-28 MCP requests that name no run join it), if any. */
   currentMcpRun(principalId: string): Promise<string | undefined>;
   /**
@@ -134,6 +163,12 @@ export interface Store {
    */
   replaceCurrentMcpRun(principalId: string, expected: string | undefined, runId: string): Promise<boolean>;
 }
+
+/**
+ * Every store role in one object (what the DynamoDB and in-memory stores implement); steps and surfaces
+ * take only the roles they use.
+ */
+export interface Store extends OperationStore, RunStore, TraceStore, RecoveryStore, ReviewQueries, LockStore, RateLimitStore, McpRunStore {}
 
 /** Which state machine runs an execution: Standard (approvals, long waits) or its Express variant. */
 export type Machine = 'standard' | 'express';
