@@ -385,3 +385,6 @@ export interface Deps {
   /** The bound on idle waits across processes (`TOOLRUNNER_MAX_WAITING_POLLS`); absent: every wait is made. */
   waitingPolls?: WaitingPolls;
 }
+
+/** What a step or surface takes: the deps, with a store that offers only the roles it uses. */
+export type WithStore<Roles> = Omit<Deps, 'store'> & { store: Roles };
