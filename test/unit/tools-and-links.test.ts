@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { escapeHtml } from '../../functions/html/page-basics';
+import { escapeHtml } from '../../functions/html/safe-html';
 import { preferredWaitSeconds } from '../../functions/api/app';
 import { decideAfterAttempt, reconcilePlanOf } from '../../functions/core/attempt-policy';
 import { signLink, verifyLink } from '../../functions/core/approval-link';
