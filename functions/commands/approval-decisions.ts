@@ -4,7 +4,7 @@ import { operationIdOfApproval } from '../core/ids';
 import type { OperationRecord, Principal } from '../core/model';
 import { stepOutput } from '../core/next-step';
 import { decidingPrincipal, hasRole } from '../core/policy';
-import type { Deps } from '../core/ports';
+import type { Deps, OperationStore, WithStore } from '../core/ports';
 import { isOwnOperation } from '../core/record-predicates';
 import { accepts } from '../core/transition-table';
 import { advance } from '../steps/advance';
@@ -18,7 +18,11 @@ export type ApprovalAccess =
   | { ok: false; status: 403 | 404 | 409; code: 'forbidden' | 'not_found' | 'invalid_state'; message: string };
 
 /** Checks a link: the operation exists, the signature is this operation's, the approver may approve it. */
-export async function openApproval(deps: Deps, approvalId: string, sig: string | undefined): Promise<ApprovalAccess> {
+export async function openApproval(
+  deps: Pick<WithStore<OperationStore>, 'store' | 'config' | 'now'>,
+  approvalId: string,
+  sig: string | undefined,
+): Promise<ApprovalAccess> {
   const operationId = operationIdOfApproval(approvalId);
   const op = operationId ? await deps.store.getOperation(operationId) : undefined;
   if (!op?.approval) return { ok: false, status: 404, code: 'not_found', message: 'no such approval' };

@@ -1,7 +1,7 @@
 import type { RateLimit } from '../core/config';
 import type { OperationRecord } from '../core/model';
 import { newRateSlotHolder } from '../core/ids';
-import type { Deps } from '../core/ports';
+import type { OperationStore, RateLimitStore, WithStore } from '../core/ports';
 import { rateTakes, retryAfterSeconds, type RateSubject, throttledMessage } from '../core/rate-limits';
 
 /** A submission over a rate limit: nothing was created and no budget used; the caller may retry after the wait. */
@@ -25,7 +25,12 @@ interface Held {
  * call instead holds one of `concurrent` slot items, leased to its operation until the operation's deadline
  * and freed when it settles (steps/rate-slots.ts): a slot whose holder vanished frees itself at that deadline.
  */
-export function rateGate(deps: Deps, limits: readonly RateLimit[] | undefined, subject: RateSubject, operationId: string) {
+export function rateGate(
+  deps: Pick<WithStore<OperationStore & RateLimitStore>, 'store' | 'now' | 'random'>,
+  limits: readonly RateLimit[] | undefined,
+  subject: RateSubject,
+  operationId: string,
+) {
   let held: Held | undefined;
   // Its own holder per submission: a concurrent duplicate (same operation id) that loses the create must not
   // free the slot of the one that won.

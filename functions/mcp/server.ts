@@ -20,7 +20,7 @@ import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client'
 import { operationIdFor } from '../core/ids';
 import { DEFAULT_MCP_RUN_IDLE_MINUTES } from '../core/config';
 import { JSON_BOUNDS, parseBoundedJson } from '../core/json-bounds';
-import type { ConfigSource, Store } from '../core/ports';
+import type { ConfigSource, McpRunStore } from '../core/ports';
 import type { ToolRegistry } from '../core/tool-spec';
 import { checkRequestOrigin, listensOnLoopback } from '../http/request-origin';
 import { modernMcp } from './modern';
@@ -38,7 +38,7 @@ export interface McpOptions {
   /** The registered tools (what a tool asks of 2026-07-28 clients). */
   tools: ToolRegistry;
   /** Where each principal's current MCP run is recorded (2026-07-28 requests that name no run join it). */
-  runs: Pick<Store, 'currentMcpRun' | 'replaceCurrentMcpRun'>;
+  runs: McpRunStore;
   /** How long a `tools/call` waits for its envelope before answering "pending" (default 25 s). */
   waitMs?: number;
   /** The API's waiting slots, which the wait after a submission holds (absent: unbounded, as the API's are). */

@@ -62,7 +62,12 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
  * A link to the approval page, signed for one approver, valid until the approval expires. A token approver's
  * link (`oauth:<claim>`) carries its roles, since no config holds them (core/policy.ts `decidingPrincipal`).
  */
-export function approvalUrl(deps: Deps, secret: string, op: OperationRecord, approver: Pick<Principal, 'id' | 'roles'>): string {
+export function approvalUrl(
+  deps: Pick<Deps, 'publicBaseUrl'>,
+  secret: string,
+  op: OperationRecord,
+  approver: Pick<Principal, 'id' | 'roles'>,
+): string {
   const approval = op.approval!;
   const sig = signLink(secret, {
     approvalId: approval.approvalId,
@@ -87,7 +92,7 @@ export async function expireApprovalStep(deps: Deps, operationId: string): Promi
 }
 
 /** A link-free notice that an approval ended; the notifier counts and logs a failed delivery itself. */
-export async function tellDecided(deps: Deps, op: OperationRecord): Promise<void> {
+export async function tellDecided(deps: Pick<Deps, 'notifier'>, op: OperationRecord): Promise<void> {
   const approval = op.approval;
   if (!approval || approval.state === 'pending') return;
   await deps.notifier.approvalDecided?.({
