@@ -18,8 +18,8 @@ function oauthOverride(): unknown {
   if (!text) return undefined;
   try {
     return JSON.parse(text);
-  } catch {
-    throw new Error('TOOLRUNNER_OAUTH: not valid JSON');
+  } catch (error) {
+    throw new Error('TOOLRUNNER_OAUTH: not valid JSON', { cause: error });
   }
 }
 

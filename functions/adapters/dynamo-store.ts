@@ -159,11 +159,14 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     const op = reasons[opIndex];
     if (op?.Code === 'ConditionalCheckFailed') {
       const current = op.Item ? await fromItem(unmarshall(op.Item), sources) : undefined;
-      return runIndex === undefined ? new OperationConflictError(current) : new OperationExistsError(current);
+      return runIndex === undefined
+        ? new OperationConflictError(current, { cause: error })
+        : new OperationExistsError(current, { cause: error });
     }
     if (runIndex !== undefined && reasons[runIndex]?.Code === 'ConditionalCheckFailed')
-      return new RunChangedError('the run changed since it was read');
-    if (reasons.some((r) => r.Code === 'TransactionConflict')) return new ContentionError('concurrent transactions on one item');
+      return new RunChangedError('the run changed since it was read', { cause: error });
+    if (reasons.some((r) => r.Code === 'TransactionConflict'))
+      return new ContentionError('concurrent transactions on one item', { cause: error });
     return error;
   }
 
@@ -223,7 +226,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
           if (ownWrite(error.Item, writeId)) return { op: placedAt(created, placed.ref), events: traced };
-          throw new OperationExistsError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined);
+          throw new OperationExistsError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined, { cause: error });
         }
         throw await transactionError(error, runItem ? 1 : 0, runItem ? 0 : -1);
       }
@@ -253,7 +256,7 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
           if (ownWrite(error.Item, writeId)) return { op: placedAt(next, placed.ref), events: traced };
-          throw new OperationConflictError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined);
+          throw new OperationConflictError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined, { cause: error });
         }
         throw error;
       }

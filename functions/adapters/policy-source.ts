@@ -68,7 +68,7 @@ function fileReader(): (path: string) => string {
       const info = statSync(path);
       version = `${info.mtimeMs}:${info.size}`;
     } catch (error) {
-      throw new Error(`policiesFile ${path}: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+      throw new Error(`policiesFile ${path}: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`, { cause: error });
     }
     if (cached?.path === path && cached.version === version) return cached.text;
     cached = { path, version, text: readFileSync(path, 'utf8') };

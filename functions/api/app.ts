@@ -43,6 +43,7 @@ import { PAGE_HEADERS, timelinePage } from '../html/timeline-page';
 import { LONGEST_WAIT_SECONDS } from '../http/wait';
 import { NO_SLOT_RETRY_AFTER_SECONDS, waitForSettled, waitingPass, watchOperation } from './long-poll';
 import { deliveredEnvelope } from './deliver';
+import { RunnerError } from '../core/errors';
 
 export { MAX_BODY_BYTES };
 const DEFAULT_WAIT_SECONDS = 10;
@@ -50,7 +51,7 @@ const DEFAULT_WAIT_SECONDS = 10;
 type Env = { Variables: { principal: Principal } };
 
 /** Errors are `{ error: { code, message } }` (the README's "Using it" and `docs/openapi.json`); nothing else, and never a stack. */
-class ApiError extends Error {
+class ApiError extends RunnerError {
   constructor(
     readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429,
     readonly code: string,

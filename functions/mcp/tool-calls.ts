@@ -3,6 +3,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { canonicalJson, sha256 } from '../core/canonical';
 import { type Envelope, type Operation, ToolRunnerError, type ToolRunnerClient } from '../client';
+import { RunnerError } from '../core/errors';
 
 /** The built-in tool that lets a model come back to a call that was still pending. */
 export const CHECK_OPERATION_TOOL = 'toolrunner_check_operation';
@@ -36,7 +37,7 @@ export const CallMeta = z.looseObject({
 });
 
 /** A client's mistake found here rather than by the API: invalid params (-32602) at either revision. */
-export class InvalidParamsError extends Error {
+export class InvalidParamsError extends RunnerError {
   override name = 'InvalidParamsError';
 }
 

@@ -192,7 +192,9 @@ async function callUpstream(connection: UpstreamConnection, toolName: string, ct
     client = await connection.get();
   } catch (error) {
     // The call itself was never sent: safe to retry whatever the tool does.
-    throw new TransportError('refused', false, `could not connect to upstream ${connection.upstream.name} (${(error as Error).message})`);
+    throw new TransportError('refused', false, `could not connect to upstream ${connection.upstream.name} (${(error as Error).message})`, {
+      cause: error,
+    });
   }
   let result: CallToolResult;
   try {
