@@ -3,6 +3,7 @@ import type { OperationRecord } from '../core/model';
 import { newRateSlotHolder } from '../core/ids';
 import type { Deps } from '../core/ports';
 import { rateTakes, retryAfterSeconds, type RateSubject, throttledMessage } from '../core/rate-limits';
+import { logOf } from '../core/log';
 
 /** A submission over a rate limit: nothing was created and no budget used; the caller may retry after the wait. */
 export interface Throttled {
@@ -36,9 +37,7 @@ export function rateGate(deps: Deps, limits: readonly RateLimit[] | undefined, s
     await Promise.all([
       ...taken.counts.map((key) => deps.store.giveBackRateCount(key)),
       ...taken.slots.map((key) => deps.store.giveBackRateSlot(key, holder)),
-    ]).catch((error: Error) =>
-      console.error(JSON.stringify({ level: 'warn', message: 'a rate-limit count was not given back', operationId, error: error.message })),
-    );
+    ]).catch((error: Error) => logOf(deps).warn('a rate-limit count was not given back', { operationId, error: error.message }));
   }
 
   return {

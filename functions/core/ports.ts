@@ -6,6 +6,7 @@ import type { OperationRecord, Outcome, RunRecord, RunStatus, Risk } from './mod
 import type { ToolContext, ToolRegistry } from './tool-spec';
 import type { NewTraceEvent, TraceEvent } from './trace';
 import { RunnerError } from './errors';
+import type { Log } from './log';
 
 /**
  * The ports of the core: what the steps need from the world. Adapters (DynamoDB, Step Functions, SNS,
@@ -391,6 +392,8 @@ export interface Deps {
   toolHost?: ToolHost;
   /** The bound on idle waits across processes (`TOOLRUNNER_MAX_WAITING_POLLS`); absent: every wait is made. */
   waitingPolls?: WaitingPolls;
+  /** Where the runner's own lines go (core/log.ts); absent: the process's log. */
+  log?: Log;
 }
 
 /** What a step or surface takes: the deps, with a store that offers only the roles it uses. */

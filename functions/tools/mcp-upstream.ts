@@ -7,6 +7,7 @@ import { isMalformedAnswer, MalformedAnswerError, TransportError, UpstreamHttpEr
 import { describeBytes, RESULT_LIMITS } from '../core/result-record';
 import { checkToolSpec, type ToolContext, type ToolRegistry, type ToolSpec } from '../core/tool-spec';
 import { connectModern, modernAttemptError, speaksModern, type UpstreamClient } from './mcp-upstream-2026';
+import { defaultLog } from '../core/log';
 
 /**
  * Proxy mode: the tools of upstream MCP servers, registered as `<upstream>__<tool>` with the policy the
@@ -163,7 +164,7 @@ export async function upstreamToolSpecs(connection: UpstreamConnection, log: (li
   return specs;
 }
 
-const logLine = (line: string) => console.error(line);
+const logLine = (line: string) => defaultLog().warn(line);
 
 /** A log line carries an upstream's text on one line, without control or direction characters. */
 function printable(text: string): string {
