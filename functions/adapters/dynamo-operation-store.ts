@@ -62,7 +62,9 @@ export function makeDynamoOperationStore(ctx: DynamoStoreContext): OperationStor
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
           if (ownWrite(error.Item, writeId)) return { op: ctx.placedAt(created, placed.ref), events: traced };
-          throw new OperationExistsError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined);
+          throw new OperationExistsError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined, {
+            cause: error,
+          });
         }
         throw await ctx.transactionError(error, runItem ? 1 : 0, runItem ? 0 : -1);
       }
@@ -92,7 +94,9 @@ export function makeDynamoOperationStore(ctx: DynamoStoreContext): OperationStor
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {
           if (ownWrite(error.Item, writeId)) return { op: ctx.placedAt(next, placed.ref), events: traced };
-          throw new OperationConflictError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined);
+          throw new OperationConflictError(error.Item ? await fromItem(unmarshall(error.Item), sources) : undefined, {
+            cause: error,
+          });
         }
         throw error;
       }

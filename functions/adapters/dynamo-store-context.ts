@@ -88,11 +88,14 @@ export function makeDynamoStoreContext(
       const op = reasons[opIndex];
       if (op?.Code === 'ConditionalCheckFailed') {
         const current = op.Item ? await fromItem(unmarshall(op.Item), sources) : undefined;
-        return runIndex === undefined ? new OperationConflictError(current) : new OperationExistsError(current);
+        return runIndex === undefined
+          ? new OperationConflictError(current, { cause: error })
+          : new OperationExistsError(current, { cause: error });
       }
       if (runIndex !== undefined && reasons[runIndex]?.Code === 'ConditionalCheckFailed')
-        return new RunChangedError('the run changed since it was read');
-      if (reasons.some((r) => r.Code === 'TransactionConflict')) return new ContentionError('concurrent transactions on one item');
+        return new RunChangedError('the run changed since it was read', { cause: error });
+      if (reasons.some((r) => r.Code === 'TransactionConflict'))
+        return new ContentionError('concurrent transactions on one item', { cause: error });
       return error;
     },
   };

@@ -43,6 +43,8 @@ import { PAGE_HEADERS, timelinePage } from '../html/timeline-page';
 import { LONGEST_WAIT_SECONDS } from '../http/wait';
 import { NO_SLOT_RETRY_AFTER_SECONDS, waitForSettled, waitingPass, watchOperation } from './long-poll';
 import { deliveredEnvelope } from './deliver';
+import { RunnerError } from '../core/errors';
+import { logOf } from '../core/log';
 
 export { MAX_BODY_BYTES };
 const DEFAULT_WAIT_SECONDS = 10;
@@ -50,7 +52,7 @@ const DEFAULT_WAIT_SECONDS = 10;
 type Env = { Variables: { principal: Principal } };
 
 /** Errors are `{ error: { code, message } }` (the README's "Using it" and `docs/openapi.json`); nothing else, and never a stack. */
-class ApiError extends Error {
+class ApiError extends RunnerError {
   constructor(
     readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429,
     readonly code: string,
@@ -135,7 +137,7 @@ export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): 
       return c.json({ error: { code: error.code, message: error.message } }, 401, { 'WWW-Authenticate': challenge });
     }
     if (error instanceof ApiError) return c.json({ error: { code: error.code, message: error.message } }, error.status);
-    console.error(JSON.stringify({ level: 'error', message: 'unhandled API error', error: error.name, detail: error.message }));
+    logOf(deps).error('unhandled API error', { error: error.name, detail: error.message });
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
   });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: 'no such route' } }, 404));

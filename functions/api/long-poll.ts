@@ -2,6 +2,7 @@ import { envelopeOf } from '../core/next-step';
 import type { OperationRecord } from '../core/model';
 import type { Deps, WaitingSlot } from '../core/ports';
 import { newRateSlotHolder } from '../core/ids';
+import { logOf } from '../core/log';
 
 /** A slot's lease outlives the wait by this much: the request still reads and answers after it. */
 const LEASE_MARGIN_MS = 4_000;
@@ -24,7 +25,7 @@ export interface WaitingPass {
  * One request's pass for an idle wait of up to `seconds` for `operationId`: a slot of `deps.waitingPolls`
  * leased until the wait's end, where the deployment bounds waits; otherwise always granted.
  */
-export function waitingPass(deps: Pick<Deps, 'now' | 'waitingPolls'>, operationId: string, seconds: number): WaitingPass {
+export function waitingPass(deps: Pick<Deps, 'now' | 'waitingPolls' | 'log'>, operationId: string, seconds: number): WaitingPass {
   let slot: WaitingSlot | undefined;
   let refused = false;
   return {
@@ -44,9 +45,7 @@ export function waitingPass(deps: Pick<Deps, 'now' | 'waitingPolls'>, operationI
       // Best effort: a slot not freed lapses at its lease.
       await held
         ?.release()
-        .catch((error: Error) =>
-          console.error(JSON.stringify({ level: 'warn', message: 'a waiting slot was not freed', operationId, error: error.message })),
-        );
+        .catch((error: Error) => logOf(deps).warn('a waiting slot was not freed', { operationId, error: error.message }));
     },
   };
 }

@@ -3,6 +3,7 @@ import type { OperationRecord } from '../core/model';
 import { newRateSlotHolder } from '../core/ids';
 import type { OperationStore, RateLimitStore, WithStore } from '../core/ports';
 import { rateTakes, retryAfterSeconds, type RateSubject, throttledMessage } from '../core/rate-limits';
+import { logOf } from '../core/log';
 
 /** A submission over a rate limit: nothing was created and no budget used; the caller may retry after the wait. */
 export interface Throttled {
@@ -26,7 +27,7 @@ interface Held {
  * and freed when it settles (steps/rate-slots.ts): a slot whose holder vanished frees itself at that deadline.
  */
 export function rateGate(
-  deps: Pick<WithStore<OperationStore & RateLimitStore>, 'store' | 'now' | 'random'>,
+  deps: Pick<WithStore<OperationStore & RateLimitStore>, 'store' | 'now' | 'random' | 'log'>,
   limits: readonly RateLimit[] | undefined,
   subject: RateSubject,
   operationId: string,
@@ -41,9 +42,7 @@ export function rateGate(
     await Promise.all([
       ...taken.counts.map((key) => deps.store.giveBackRateCount(key)),
       ...taken.slots.map((key) => deps.store.giveBackRateSlot(key, holder)),
-    ]).catch((error: Error) =>
-      console.error(JSON.stringify({ level: 'warn', message: 'a rate-limit count was not given back', operationId, error: error.message })),
-    );
+    ]).catch((error: Error) => logOf(deps).warn('a rate-limit count was not given back', { operationId, error: error.message }));
   }
 
   return {

@@ -18,6 +18,7 @@ import { executionNameOf } from '../steps/deps';
 import { executeStep } from '../steps/execute';
 import { watchedStore } from '../steps/operation-watch';
 import { rateGate, type Throttled } from './rate-limit-gate';
+import { defaultLog } from '../core/log';
 
 /**
  * What an attempt run in the submitting process needs beyond the tool's own timeout: the writes before and
@@ -285,7 +286,7 @@ function runSynchronously(deps: Deps, input: { operationId: string; next: string
 }
 
 function warn(message: string, op: OperationRecord, error: Error): void {
-  console.error(JSON.stringify({ level: 'warn', message, operationId: op.operationId, error: error.message }));
+  defaultLog().warn(message, { operationId: op.operationId, error: error.message });
 }
 
 /** The same call again is a replay of the operation it made; the same call id with other arguments, a conflict. */

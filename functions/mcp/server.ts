@@ -27,6 +27,7 @@ import { modernMcp } from './modern';
 import { issueSessionId, verifySessionId } from './session-id';
 import { operationTaskStore, submitAsTask } from './tasks';
 import { CHECK_OPERATION, callTool, derivedCallId, type CallTarget, type SessionContext, withProtocolErrors } from './tool-calls';
+import { defaultLog } from '../core/log';
 
 export interface McpOptions {
   /** The runner's own API, called in-process with the caller's bearer key. */
@@ -71,7 +72,7 @@ export function mcpRoutes(options: McpOptions): Hono {
   const modern = modernMcp();
   const app = new Hono();
   app.onError((error, c) => {
-    console.error(JSON.stringify({ level: 'error', message: 'unhandled MCP error', error: error.name, detail: error.message }));
+    defaultLog().error('unhandled MCP error', { error: error.name, detail: error.message });
     return jsonRpcError(c, 500, 'internal', 'internal error');
   });
   // The API's own limit, answered as JSON-RPC: nothing an MCP client sends needs more.

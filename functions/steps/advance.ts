@@ -6,6 +6,7 @@ import { ContentionError, OperationConflictError, type Deps } from '../core/port
 import type { TraceEvent } from '../core/trace';
 import { countTrace } from './metrics';
 import { freeRateSlotsIfSettled } from './rate-slots';
+import { logOf } from '../core/log';
 
 export interface Decided<T> {
   value: T;
@@ -78,14 +79,7 @@ async function tellReviewers(deps: Deps, op: OperationRecord): Promise<void> {
       reason: op.review!.reason,
     });
   } catch (error) {
-    console.error(
-      JSON.stringify({
-        level: 'warn',
-        message: 'review notification failed',
-        operationId: op.operationId,
-        error: (error as Error).message,
-      }),
-    );
+    logOf(deps).warn('review notification failed', { operationId: op.operationId, error: (error as Error).message });
   }
 }
 

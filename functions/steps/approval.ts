@@ -10,6 +10,7 @@ import { isTokenPrincipal, mayApprove } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
 import { advance, mustGet } from './advance';
+import { logOf } from '../core/log';
 
 const EXPIRY_TOLERANCE_MS = 1_000;
 
@@ -54,7 +55,7 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
     });
   } catch (error) {
     // The request is durable and listed by GET /v1/approvals; a failed notification must not stall the wait.
-    console.error(JSON.stringify({ level: 'warn', message: 'approval notification failed', operationId, error: (error as Error).message }));
+    logOf(deps).warn('approval notification failed', { operationId, error: (error as Error).message });
   }
 }
 

@@ -1,6 +1,7 @@
 import type { OperationRecord } from '../core/model';
 import type { RateLimitStore, WithStore } from '../core/ports';
 import { isActive } from '../core/record-predicates';
+import { logOf } from '../core/log';
 
 /**
  * Frees the `concurrent` rate-limit slots an operation holds (commands/rate-limit-gate.ts) once it settles:
@@ -8,7 +9,7 @@ import { isActive } from '../core/record-predicates';
  * here lapses at the operation's deadline, its lease.
  */
 export async function freeRateSlotsIfSettled(
-  deps: Pick<WithStore<RateLimitStore>, 'store'>,
+  deps: Pick<WithStore<RateLimitStore>, 'store' | 'log'>,
   before: OperationRecord,
   after: OperationRecord,
 ): Promise<void> {
@@ -17,13 +18,9 @@ export async function freeRateSlotsIfSettled(
   try {
     await Promise.all(held.keys.map((key) => deps.store.giveBackRateSlot(key, held.holder)));
   } catch (error) {
-    console.error(
-      JSON.stringify({
-        level: 'warn',
-        message: 'a rate-limit slot was not freed; it lapses at the operation deadline',
-        operationId: after.operationId,
-        error: (error as Error).message,
-      }),
-    );
+    logOf(deps).warn('a rate-limit slot was not freed; it lapses at the operation deadline', {
+      operationId: after.operationId,
+      error: (error as Error).message,
+    });
   }
 }
