@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { escapeHtml } from '../../functions/html/safe-html';
-import { preferredWaitSeconds } from '../../functions/api/app';
+import { preferredWaitSeconds } from '../../functions/api/tool-call-route';
 import { decideAfterAttempt, reconcilePlanOf } from '../../functions/core/attempt-policy';
 import { signLink, verifyLink } from '../../functions/core/approval-link';
 import { envelopeFor } from '../../functions/core/envelope';
