@@ -1,5 +1,5 @@
 import type { OperationRecord } from '../core/model';
-import type { Deps } from '../core/ports';
+import type { RateLimitStore, WithStore } from '../core/ports';
 import { isActive } from '../core/record-predicates';
 
 /**
@@ -7,7 +7,11 @@ import { isActive } from '../core/record-predicates';
  * the write that moved it from active to settled is the one that frees them. Best effort: a slot not freed
  * here lapses at the operation's deadline, its lease.
  */
-export async function freeRateSlotsIfSettled(deps: Deps, before: OperationRecord, after: OperationRecord): Promise<void> {
+export async function freeRateSlotsIfSettled(
+  deps: WithStore<RateLimitStore>,
+  before: OperationRecord,
+  after: OperationRecord,
+): Promise<void> {
   const held = after.rateSlots;
   if (!held?.keys.length || !isActive(before) || isActive(after)) return;
   try {

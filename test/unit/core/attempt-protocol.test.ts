@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decideAfterAttempt, reconcilePlanOf, settleFailureBy } from '../../../functions/core/attempt-policy';
+import { decideAfterAttempt, reconcilePlanOf, settleFailureBy } from '../../../functions/core/attempt-protocol';
 import { operation, toolSpec } from '../../support/records';
 
 const now = Date.parse('2026-11-30T12:00:00Z');
