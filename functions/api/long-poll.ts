@@ -1,6 +1,6 @@
-import { envelopeOf } from '../core/next-step';
+import { callerAnswerable } from '../core/attempt-protocol';
 import type { OperationRecord } from '../core/model';
-import type { Deps, WaitingSlot } from '../core/ports';
+import type { Deps, OperationStore, WaitingSlot } from '../core/ports';
 import { newRateSlotHolder } from '../core/ids';
 import { logOf } from '../core/log';
 
@@ -88,15 +88,15 @@ export function watchOperation(deps: Pick<Deps, 'watch'>, operationId: string) {
  * without one the operation is answered as it stands.
  */
 export async function waitForSettled(
-  deps: Pick<Deps, 'now' | 'store'>,
+  deps: Pick<Deps, 'now'> & { store: Pick<OperationStore, 'getOperation'> },
   watcher: OperationWatcher,
   op: OperationRecord,
   seconds: number,
   finished?: Promise<OperationRecord | undefined>,
   pass?: WaitingPass,
 ): Promise<OperationRecord> {
-  const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
-  /** What the submitting process wrote last, when it ran the attempt itself. */
+  const done = callerAnswerable;
+  /** The record the attempt returned, when the submitting process ran it itself. */
   let written: OperationRecord | undefined;
   const newest = () => [watcher.latest(), written].reduce<OperationRecord>((a, b) => (b && b.version > a.version ? b : a), current);
   let current = op;
