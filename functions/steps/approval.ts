@@ -9,7 +9,7 @@ import type { OperationRecord, Principal } from '../core/model';
 import { isTokenPrincipal, mayApprove } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
-import { advance, mustGet } from './advance';
+import { advance, type AdvanceDeps, mustGet } from './advance';
 import { logOf } from '../core/log';
 
 const EXPIRY_TOLERANCE_MS = 1_000;
@@ -18,7 +18,7 @@ const EXPIRY_TOLERANCE_MS = 1_000;
  * AwaitApproval's Lambda: stores the task token server-side, records the request and tells approvers.
  * A resumed wait (after a restart) only replaces the token: no second request, notification or expiry.
  */
-export async function requestApproval(deps: Deps, operationId: string, taskToken: string): Promise<void> {
+export async function requestApproval(deps: AdvanceDeps, operationId: string, taskToken: string): Promise<void> {
   const first = await mustGet(deps, operationId);
   const config = await deps.config();
   const requested = await advance(deps, first, (op) => {
@@ -81,7 +81,7 @@ export function approvalUrl(
 }
 
 /** AwaitApproval timed out: the operation ends `approval_expired` unless a decision won the race. */
-export async function expireApprovalStep(deps: Deps, operationId: string): Promise<StepOutput> {
+export async function expireApprovalStep(deps: AdvanceDeps, operationId: string): Promise<StepOutput> {
   // A wait that ended early (a timer rounded down, a clock ahead) goes back to waiting: Route sends it on.
   const due = (op: OperationRecord) => deps.now() >= Date.parse(op.approval!.expiresAt) - EXPIRY_TOLERANCE_MS;
   const out = await advance(deps, operationId, (op) => ({
