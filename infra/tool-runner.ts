@@ -490,10 +490,9 @@ export class ToolRunner extends Construct {
     this.sweepSchedules = sweep.schedules;
     this.sweepSchedule = this.sweepSchedules[0];
     const alarmNamePrefix = resolved.alarmNamePrefix ?? names.baseName;
-    const created = resolved.alarmTopic ? undefined : this.alarmsTopic(alarmNamePrefix);
-    this.alarmTopic = resolved.alarmTopic ?? created!.topic;
-    this.alarmTopicKey = created?.key;
-    for (const email of resolved.alarmEmails) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(email));
+    const alarmTopic = this.buildAlarmTopic(resolved, alarmNamePrefix);
+    this.alarmTopic = alarmTopic.topic;
+    this.alarmTopicKey = alarmTopic.key;
     const monitoring = new RunnerMonitoring(this, 'Monitoring', {
       api: this.api,
       stateMachine: this.stateMachine,
@@ -825,6 +824,14 @@ export class ToolRunner extends Construct {
         }),
     );
     return { role, schedules };
+  }
+
+  /** Where the alarms page: the `alarmTopic` prop, or a topic of the construct's own; `alarmEmails` subscribed to it. */
+  private buildAlarmTopic(resolved: ResolvedToolRunnerProps, alarmNamePrefix: string): { topic: sns.ITopic; key?: kms.Key } {
+    const created = resolved.alarmTopic ? undefined : this.alarmsTopic(alarmNamePrefix);
+    const topic = resolved.alarmTopic ?? created!.topic;
+    for (const email of resolved.alarmEmails) topic.addSubscription(new subscriptions.EmailSubscription(email));
+    return { topic, key: created?.key };
   }
 
   /**
