@@ -1,5 +1,3 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { Annotations, ArnFormat, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
@@ -21,7 +19,7 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct, type IConstruct } from 'constructs';
 import { TABLE_ENV, TABLES, type TableLayout } from '../functions/adapters/tables';
 import { WATCH_SHARDS } from '../functions/adapters/dynamo-watch';
-import { MAX_APPROVAL_TTL_SECONDS, type RunnerConfig, withHashedKeys } from '../functions/core/config';
+import type { RunnerConfig } from '../functions/core/config';
 import {
   ASL_PATH,
   EXPRESS_ASL_PATH,
@@ -31,13 +29,20 @@ import {
   readDefinition,
   readExpressDefinition,
 } from '../statemachines/definition';
-import { LONGEST_WAIT_SECONDS } from '../functions/http/wait';
 import { BUNDLED_POLICIES_FILE, cdkBundling, runnerFile } from './bundling';
 import { environmentSizeErrors } from './environment-size';
 import { API_ROUTES, FUNCTIONS, type FunctionName, RUNS_TOOL_CODE } from './functions';
 import { type AlarmTier, RunnerMonitoring, type RunnerAlarm } from './monitoring';
 import { RunnerOAuth, type ToolRunnerOAuth } from './oauth';
 import { actionsOf, type Port } from './permissions';
+import {
+  BASE_NAME_MAX,
+  EXPRESS_SUFFIX,
+  RESERVED_CONCURRENCY,
+  type ResolvedToolRunnerProps,
+  resolveToolRunnerProps,
+  STANDARD_SUFFIX,
+} from './props';
 
 /** The user's tools module and what only the functions that run tools get. */
 export interface ToolRunnerTools {
@@ -111,36 +116,17 @@ export const ToolRunnerConcurrency = {
    * Execute 100, Reconcile 50, Sweeper 2, Api 500: 652 reserved, for an account whose quota leaves at least 752
    * unreserved (AWS's default quota of 1,000 with at most 248 reserved elsewhere).
    */
-  RESERVED: { execute: 100, reconcile: 50, sweeper: 2, api: 500 } as Required<ToolRunnerConcurrency>,
+  RESERVED: RESERVED_CONCURRENCY,
 } as const;
 
-/** `maxWaitingPolls` when the prop does not say otherwise and nothing is reserved. */
-export const DEFAULT_MAX_WAITING_POLLS = 2;
-
-/** The `$default` stage's throttling when the `throttling` prop does not say otherwise. */
-export const DEFAULT_THROTTLING: ToolRunnerThrottling = { rateLimit: 50, burstLimit: 100 };
-
-/**
- * The longest a request waits at the API (at most 25 s, `functions/http/wait.ts`). By Little's law, requests
- * waiting at once = requests a second × seconds each waits, and the stage admits at most `rateLimit` a second.
- * With a ceiling (reserved concurrency) nothing else bounds the waits: ceiling / rate keeps them within it. With
- * waiting slots the slots hold the bound themselves (a request that finds none is answered at once, it does not
- * queue), so the wait only has to be long enough for the slots, not the stage, to be what bounds: see
- * `idleWaitsAtMost`. Beyond that a longer wait means fewer polls for the same answer, so it is the longest.
- */
-export function longestWaitSeconds(apiCeiling: number | undefined, rateLimit: number): number {
-  if (apiCeiling === undefined) return LONGEST_WAIT_SECONDS;
-  return Math.min(LONGEST_WAIT_SECONDS, Math.floor(apiCeiling / rateLimit));
-}
-
-/**
- * Idle waits at once the API can actually reach with `maxWaitingPolls` slots, waits of `longestWait` and the
- * stage's rate: the slots, or what the rate can keep waiting (rate × wait, each holder asking again as its wait
- * ends), whichever is fewer. Fewer than the slots means the stage's rate, not the bound, limits them.
- */
-export function idleWaitsAtMost(maxWaitingPolls: number, rateLimit: number, longestWait: number): number {
-  return Math.min(maxWaitingPolls, Math.floor(rateLimit * longestWait));
-}
+export {
+  bundleTargetOf,
+  DEFAULT_MAX_WAITING_POLLS,
+  DEFAULT_THROTTLING,
+  idleWaitsAtMost,
+  longestWaitSeconds,
+  SHORT_WAIT_WARNING_SECONDS,
+} from './props';
 
 /** The props of the `ToolRunner` construct; only `tools` is required, every other prop documents its default. */
 export interface ToolRunnerProps {
@@ -326,22 +312,6 @@ export interface ToolRunnerProps {
   readonly toolMemoryMb?: number;
 }
 
-/** The `principals` prop as the secret holds them: validated as the runner reads them, every `key` as its SHA-256. */
-function hashedPrincipals(principals: readonly unknown[]): unknown[] {
-  try {
-    return (withHashedKeys({ principals, approvalSecret: 'x'.repeat(32) }) as { principals: unknown[] }).principals;
-  } catch (error) {
-    throw new Error(`ToolRunner: principals: ${(error as Error).message}`);
-  }
-}
-
-/** esbuild's target for a Node.js Lambda runtime (`nodejs24.x` → `node24`); refuses anything else. */
-export function bundleTargetOf(runtime: lambda.Runtime): string {
-  const major = Number(runtime.name.match(/^nodejs(\d+)\.x$/)?.[1]);
-  if (!(major >= 22)) throw new Error(`ToolRunner: runtime ${runtime.name} is not a Node.js runtime of version 22 or newer`);
-  return `node${major}`;
-}
-
 /**
  * The links topic's own rule: nobody subscribes to it except through CloudFormation, which creates exactly
  * the subscriptions of the `approvers` prop, each with its filter policy. A subscription made by hand would
@@ -366,6 +336,34 @@ function onlyCloudFormationSubscribes(topic: sns.ITopic): iam.PolicyStatement {
 }
 
 /**
+ * One approver's subscription of the links topic, filtered on its `approverId`, whatever its own filter said.
+ * The approver was checked with the props (`infra/props.ts`).
+ */
+function subscribeApprover(topic: sns.Topic, approver: ToolRunnerApprover): void {
+  const filterPolicy = { approverId: sns.SubscriptionFilter.stringFilter({ allowlist: [approver.id] }) };
+  const inner = approver.subscription ?? new subscriptions.EmailSubscription(approver.email!);
+  const subscription = topic.addSubscription({
+    bind: (bound) => ({ ...inner.bind(bound), filterPolicy, filterPolicyWithMessageBody: undefined }),
+  });
+  Validations.of(subscription).acknowledge({
+    id: 'Serverless-SNSRedrivePolicy',
+    reason:
+      'A dead-letter queue would gather undeliverable approval links, each of which decides as its approver, in one queue others can read. An undelivered link is not lost: the approval stays listed for its approver (GET /v1/approvals, the console) until it expires.',
+  });
+}
+
+/** The state machines' names and ARNs (names, not references: see `namesOf`), and the metrics namespace. */
+interface RunnerNames {
+  readonly baseName: string;
+  readonly stateMachineName: string;
+  readonly expressStateMachineName: string;
+  readonly stateMachineArn: string;
+  readonly expressStateMachineArn: string;
+  readonly executionsArn: string;
+  readonly metricsNamespace: string;
+}
+
+/**
  * The tables with point-in-time recovery: the record (runs, operations and their trace, which is also the
  * index of a run's operations), and the watch, whose entries are how the sweeper finds the active operations of
  * a restored table (a few hundred bytes a call). Restoring them restores every call's state, result and history.
@@ -377,14 +375,6 @@ const NOT_RECOVERED = {
   idempotency:
     "it holds Powertools' record of run creations for an hour; a client retrying after a restore would create its run again, as after that hour.",
 } as const;
-
-/** Below this longest wait at the API, nearly every caller that waits is answered by polling: the synth warns. */
-export const SHORT_WAIT_WARNING_SECONDS = 2;
-
-/** Step Functions' limit on a state machine's name. */
-const STATE_MACHINE_NAME_MAX = 80;
-const STANDARD_SUFFIX = '-invocation';
-const EXPRESS_SUFFIX = '-express';
 
 /**
  * One JSON line per request, never a body or a header value (they carry keys, arguments and approval links).
@@ -469,158 +459,181 @@ export class ToolRunner extends Construct {
   private readonly apiRoutes: apigw.HttpRoute[];
 
   constructor(scope: Construct, id: string, props: ToolRunnerProps) {
+    // Every prop checked, and its default filled in, before the construct joins the user's tree: a bad prop
+    // throws here and leaves nothing half-built behind.
+    const resolved = resolveToolRunnerProps(props);
     super(scope, id);
-    const stack = Stack.of(this);
-    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE;
-    const xrayTracing = props.xrayTracing ?? false;
-    this.xrayTracing = xrayTracing;
-    const retention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
-    const logGroup = (logId: string, logGroupName?: string) => new logs.LogGroup(this, logId, { logGroupName, retention, removalPolicy });
+    for (const warning of resolved.warnings) Annotations.of(this).addWarningV2(warning.id, warning.message);
+    this.xrayTracing = resolved.xrayTracing;
+    // The order below is the order resources appear in the template: keep it, or the template changes.
+    this.tables = this.buildTables(resolved.removalPolicy);
+    this.blobBucket = this.buildBlobBucket(resolved);
+    this.configSecret = resolved.configSecret ?? this.buildConfigSecret(resolved);
+    const topics = this.buildApproverTopics(resolved.approvers);
+    this.approvalTopic = topics.approvalTopic;
+    this.noticesTopic = topics.noticesTopic;
+    const names = this.namesOf(resolved);
+    this.stateMachineName = names.stateMachineName;
+    this.metricsNamespace = names.metricsNamespace;
+    this.api = this.buildHttpApi(names.baseName);
+    this.apiUrl = this.api.apiEndpoint;
+    const built = this.buildFunctions(resolved, names);
+    this.functions = built.functions;
+    this.toolCodeFunctions = resolved.isolated ? [built.functions.Tools!] : RUNS_TOOL_CODE.map((n) => built.functions[n]);
+    for (const statement of resolved.toolPolicies) for (const fn of this.toolCodeFunctions) fn.addToRolePolicy(statement);
+    const machines = this.buildStateMachines(resolved, names);
+    this.stateMachine = machines.standard;
+    this.expressStateMachine = machines.express;
+    this.apiRoutes = this.buildApiStage(resolved);
+    const sweep = this.buildSweepSchedules();
+    this.sweepScheduleRole = sweep.role;
+    this.sweepSchedules = sweep.schedules;
+    this.sweepSchedule = this.sweepSchedules[0];
+    const alarmNamePrefix = resolved.alarmNamePrefix ?? names.baseName;
+    const alarmTopic = this.buildAlarmTopic(resolved, alarmNamePrefix);
+    this.alarmTopic = alarmTopic.topic;
+    this.alarmTopicKey = alarmTopic.key;
+    const monitoring = new RunnerMonitoring(this, 'Monitoring', {
+      api: this.api,
+      stateMachine: this.stateMachine,
+      expressStateMachine: this.expressStateMachine,
+      functions: this.functions,
+      tables: this.tables,
+      sweeperLogs: built.logs.Sweeper,
+      metricsNamespace: this.metricsNamespace,
+      alarmTopic: this.alarmTopic,
+      deliveryTopics: [this.approvalTopic, this.noticesTopic, this.alarmTopic],
+      alarmNamePrefix,
+      actionsEnabled: resolved.actionsEnabled,
+      apiLongestWaitSeconds: resolved.longestWait,
+    });
+    this.alarms = monitoring.alarms;
+    this.alarmTiers = monitoring.tiers;
+    this.criticalAlarm = monitoring.critical;
+    this.dashboard = monitoring.dashboard;
+    if (resolved.oauth)
+      this.oauth = new RunnerOAuth(this, 'OAuth', {
+        oauth: resolved.oauth,
+        apiUrl: this.apiUrl,
+        api: this.functions.Api,
+        removalPolicy: resolved.removalPolicy,
+        domainPrefix: resolved.cognitoDomainPrefix,
+      });
+    // Checked at synth, after every variable is added (the OAuth issuer's too): a deploy would fail on it. It
+    // needs the built functions (their tokens resolve only then), so it is the one check not made up front.
+    for (const [name, fn] of Object.entries(this.functions))
+      fn.node.addValidation({ validate: () => environmentSizeErrors(name, fn.node.defaultChild as lambda.CfnFunction) });
 
-    if (props.approvalTtlSeconds !== undefined) {
-      if (props.configSecret)
-        throw new Error('ToolRunner: approvalTtlSeconds applies to the secret it creates; with configSecret, set it in that document');
-      if (
-        !Number.isInteger(props.approvalTtlSeconds) ||
-        props.approvalTtlSeconds < 1 ||
-        props.approvalTtlSeconds > MAX_APPROVAL_TTL_SECONDS
-      ) {
-        throw new Error(
-          `ToolRunner: approvalTtlSeconds must be an integer from 1 to ${MAX_APPROVAL_TTL_SECONDS} (the state machine must outlive the wait)`,
-        );
-      }
-    }
+    this.suppressFindingsWithReasons();
+  }
 
-    if (props.principals && props.configSecret)
-      throw new Error('ToolRunner: principals are written into the secret it creates; with configSecret, put them in that document');
+  /** A log group of the runner's, with the retention and removal policy of the props. */
+  private logGroup(resolved: ResolvedToolRunnerProps, logId: string): logs.LogGroup {
+    return new logs.LogGroup(this, logId, { retention: resolved.logRetention, removalPolicy: resolved.removalPolicy });
+  }
 
-    this.tables = Object.fromEntries(TABLES.map((layout) => [layout.id, this.table(layout, removalPolicy)])) as Record<
+  /** One table per layout of `functions/adapters/tables.ts`. */
+  private buildTables(removalPolicy: RemovalPolicy): Record<TableLayout['id'], dynamodb.Table> {
+    return Object.fromEntries(TABLES.map((layout) => [layout.id, this.table(layout, removalPolicy)])) as Record<
       TableLayout['id'],
       dynamodb.Table
     >;
-    const apiMemoryMb = props.apiMemoryMb ?? 256;
-    const toolMemoryMb = props.toolMemoryMb ?? 128;
-    if (!Number.isInteger(toolMemoryMb) || toolMemoryMb < 128 || toolMemoryMb > 10240)
-      throw new Error("ToolRunner: toolMemoryMb must be an integer from 128 to 10240 (Lambda's range)");
-    const runtime = props.runtime ?? lambda.Runtime.NODEJS_24_X;
-    bundleTargetOf(runtime);
-    if (!Number.isInteger(apiMemoryMb) || apiMemoryMb < 128 || apiMemoryMb > 10240)
-      throw new Error("ToolRunner: apiMemoryMb must be an integer from 128 to 10240 (Lambda's range)");
-    const throttling = props.throttling ?? DEFAULT_THROTTLING;
-    const reserved = props.concurrency ? { ...ToolRunnerConcurrency.RESERVED, ...props.concurrency } : undefined;
-    for (const [name, n] of Object.entries(reserved ?? {}))
-      if (!Number.isInteger(n) || n < 1) throw new Error(`ToolRunner: concurrency.${name} must be a positive integer`);
-    const maxWaitingPolls = props.maxWaitingPolls ?? (reserved ? undefined : DEFAULT_MAX_WAITING_POLLS);
-    if (maxWaitingPolls !== undefined && (!Number.isInteger(maxWaitingPolls) || maxWaitingPolls < 0 || maxWaitingPolls > 1000))
-      throw new Error('ToolRunner: maxWaitingPolls must be an integer from 0 to 1000');
-    if (!(throttling.rateLimit > 0)) throw new Error('ToolRunner: throttling.rateLimit must be positive');
-    // With reservations, the API's ceiling bounds the instances its waits hold; without, the waiting slots do:
-    // at most maxWaitingPolls idle whatever the wait, so it is as long as API Gateway allows (longestWaitSeconds).
-    const longestWait = longestWaitSeconds(reserved?.api, throttling.rateLimit);
-    if (maxWaitingPolls !== undefined && idleWaitsAtMost(maxWaitingPolls, throttling.rateLimit, longestWait) < maxWaitingPolls)
-      Annotations.of(this).addWarningV2(
-        'toolrunner:waiting-polls-over-rate',
-        `ToolRunner: maxWaitingPolls is ${maxWaitingPolls}, but the stage's rate limit of ${throttling.rateLimit} a second keeps at most ${idleWaitsAtMost(maxWaitingPolls, throttling.rateLimit, longestWait)} requests waiting ${longestWait} s at once: the rate, not the bound, limits the waits. Lower maxWaitingPolls or raise throttling.rateLimit.`,
-      );
-    if (longestWait < SHORT_WAIT_WARNING_SECONDS)
-      Annotations.of(this).addWarningV2(
-        'toolrunner:short-longest-wait',
-        `ToolRunner: the API's longest wait is ${longestWait} s (its ceiling of ${reserved?.api} over the stage's rate limit of ${throttling.rateLimit} a second): a call whose caller waits cannot be answered within it, so it runs on the dearer Express path and the caller polls. Raise concurrency.api, or lower throttling.rateLimit, to keep it at ${SHORT_WAIT_WARNING_SECONDS} s or more.`,
-      );
-    const blobRetentionDays = props.blobRetentionDays ?? 31;
-    if (!Number.isInteger(blobRetentionDays) || blobRetentionDays < 1)
-      throw new Error('ToolRunner: blobRetentionDays must be a positive integer');
-    this.blobBucket = new s3.Bucket(this, 'Blobs', {
+  }
+
+  private buildBlobBucket(resolved: ResolvedToolRunnerProps): s3.Bucket {
+    return new s3.Bucket(this, 'Blobs', {
       encryption: s3.BucketEncryption.S3_MANAGED,
       enforceSSL: true,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-      removalPolicy,
+      removalPolicy: resolved.removalPolicy,
       // An emptied bucket only when the stack's data goes with it: CloudFormation cannot delete one with objects.
-      autoDeleteObjects: removalPolicy === RemovalPolicy.DESTROY,
-      lifecycleRules: [{ expiration: Duration.days(blobRetentionDays), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+      autoDeleteObjects: resolved.removalPolicy === RemovalPolicy.DESTROY,
+      lifecycleRules: [{ expiration: Duration.days(resolved.blobRetentionDays), abortIncompleteMultipartUploadAfter: Duration.days(1) }],
     });
-    this.configSecret =
-      props.configSecret ??
-      new secrets.Secret(this, 'Config', {
-        description: 'Tool runner principals, keys and approval settings',
-        removalPolicy,
-        generateSecretString: {
-          secretStringTemplate: JSON.stringify({
-            principals: hashedPrincipals(props.principals ?? []),
-            approvalTtlSeconds: props.approvalTtlSeconds ?? 86400,
-          }),
-          generateStringKey: 'approvalSecret',
-          excludePunctuation: true,
-          passwordLength: 48,
-        },
-      });
+  }
+
+  /** The principals secret when the user brings none: the props' principals (hashed) and TTL, a random `approvalSecret`. */
+  private buildConfigSecret(resolved: ResolvedToolRunnerProps): secrets.Secret {
+    return new secrets.Secret(this, 'Config', {
+      description: 'Tool runner principals, keys and approval settings',
+      removalPolicy: resolved.removalPolicy,
+      generateSecretString: {
+        secretStringTemplate: JSON.stringify(resolved.secretTemplate),
+        generateStringKey: 'approvalSecret',
+        excludePunctuation: true,
+        passwordLength: 48,
+      },
+    });
+  }
+
+  /** The approval links topic with its approvers' subscriptions, and the link-free notices topic. */
+  private buildApproverTopics(approvers: readonly ToolRunnerApprover[]): { approvalTopic: sns.Topic; noticesTopic: sns.Topic } {
     // The AWS managed key: publishers need no key grant.
     const snsKey = kms.Alias.fromAliasName(this, 'SnsManagedKey', 'alias/aws/sns');
     // A new construct id, not the earlier single topic's: replacing that topic drops every subscription made to
     // it by hand, each of which would receive every approver's links.
-    this.approvalTopic = new sns.Topic(this, 'ApprovalLinks', {
+    const approvalTopic = new sns.Topic(this, 'ApprovalLinks', {
       displayName: 'Tool runner approval links',
       enforceSSL: true,
       masterKey: snsKey,
     });
-    this.approvalTopic.addToResourcePolicy(onlyCloudFormationSubscribes(this.approvalTopic));
-    for (const [index, approver] of (props.approvers ?? []).entries()) this.subscribeApprover(approver, index);
-    this.noticesTopic = new sns.Topic(this, 'Notices', {
+    approvalTopic.addToResourcePolicy(onlyCloudFormationSubscribes(approvalTopic));
+    for (const approver of approvers) subscribeApprover(approvalTopic, approver);
+    const noticesTopic = new sns.Topic(this, 'Notices', {
       displayName: 'Tool runner notices',
       enforceSSL: true,
       masterKey: snsKey,
     });
+    return { approvalTopic, noticesTopic };
+  }
 
-    // Names, not references, break the cycle state machine → functions → (env, policies) → state machine.
-    // Unique per stack name and construct path, and within Step Functions' 80 characters with either suffix.
-    const baseNameMax = STATE_MACHINE_NAME_MAX - `${STANDARD_SUFFIX}${EXPRESS_SUFFIX}`.length;
-    const { stateMachineNamePrefix } = props;
-    if (stateMachineNamePrefix !== undefined && !new RegExp(`^[A-Za-z0-9_-]{1,${baseNameMax}}$`).test(stateMachineNamePrefix))
-      throw new Error(`ToolRunner: stateMachineNamePrefix must be 1 to ${baseNameMax} letters, digits, - or _`);
+  /**
+   * The state machines' names and ARNs, and the metrics namespace. Names, not references, break the cycle state
+   * machine → functions → (env, policies) → state machine. Unique per stack name and construct path, and within
+   * Step Functions' 80 characters with either suffix.
+   */
+  private namesOf(resolved: ResolvedToolRunnerProps): RunnerNames {
+    const stack = Stack.of(this);
     const baseName =
-      stateMachineNamePrefix ?? Names.uniqueResourceName(this, { maxLength: baseNameMax, separator: '-', allowedSpecialCharacters: '-_' });
+      resolved.stateMachineNamePrefix ??
+      Names.uniqueResourceName(this, { maxLength: BASE_NAME_MAX, separator: '-', allowedSpecialCharacters: '-_' });
     const stateMachineName = `${baseName}${STANDARD_SUFFIX}`;
-    this.stateMachineName = stateMachineName;
-    const stateMachineArn = stack.formatArn({
-      service: 'states',
-      resource: 'stateMachine',
-      resourceName: stateMachineName,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
-    const executionsArn = stack.formatArn({
-      service: 'states',
-      resource: 'execution',
-      resourceName: `${stateMachineName}:*`,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
     const expressStateMachineName = `${stateMachineName}${EXPRESS_SUFFIX}`;
-    this.metricsNamespace = `toolrunner/${baseName}`;
-    const expressStateMachineArn = stack.formatArn({
-      service: 'states',
-      resource: 'stateMachine',
-      resourceName: expressStateMachineName,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
+    const arnOf = (resource: string, resourceName: string) =>
+      stack.formatArn({ service: 'states', resource, resourceName, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    return {
+      baseName,
+      stateMachineName,
+      expressStateMachineName,
+      stateMachineArn: arnOf('stateMachine', stateMachineName),
+      executionsArn: arnOf('execution', `${stateMachineName}:*`),
+      expressStateMachineArn: arnOf('stateMachine', expressStateMachineName),
+      metricsNamespace: `toolrunner/${baseName}`,
+    };
+  }
 
-    // An HTTP API, not a REST API: $1 per million requests instead of $3.50, and nothing the runner needs is
-    // missing (it authenticates, validates and shapes its own errors). What it cannot do: X-Ray tracing, and
-    // rewriting the bodies of the errors it answers itself (README, "Deploying").
-    this.api = new apigw.HttpApi(this, 'Api', {
+  /**
+   * An HTTP API, not a REST API: $1 per million requests instead of $3.50, and nothing the runner needs is
+   * missing (it authenticates, validates and shapes its own errors). What it cannot do: X-Ray tracing, and
+   * rewriting the bodies of the errors it answers itself (README, "Deploying").
+   */
+  private buildHttpApi(baseName: string): apigw.HttpApi {
+    return new apigw.HttpApi(this, 'Api', {
       // Not required to be unique, but two instances are told apart in the console by it.
       apiName: `${baseName}-api`,
       description: 'Tool runner HTTP API v1, MCP server and console',
       createDefaultStage: false,
     });
-    this.apiUrl = this.api.apiEndpoint;
+  }
 
-    const policiesFile = props.policiesFile && resolve(props.policiesFile);
-    if (policiesFile && !existsSync(policiesFile)) throw new Error(`ToolRunner: policiesFile ${policiesFile} does not exist`);
-    const environment: Record<string, string> = {
+  /** The variables every function but `Tools` gets: where the tables, machines, secret, topics and bucket are. */
+  private runnerEnvironment(resolved: ResolvedToolRunnerProps, names: RunnerNames): Record<string, string> {
+    return {
       ...Object.fromEntries(Object.entries(TABLE_ENV).map(([tid, name]) => [name, this.tables[tid as TableLayout['id']].tableName])),
-      STATE_MACHINE_ARN: stateMachineArn,
-      EXPRESS_STATE_MACHINE_ARN: expressStateMachineArn,
-      PUBLIC_BASE_URL: props.publicBaseUrl ?? this.apiUrl,
+      STATE_MACHINE_ARN: names.stateMachineArn,
+      EXPRESS_STATE_MACHINE_ARN: names.expressStateMachineArn,
+      PUBLIC_BASE_URL: resolved.publicBaseUrl ?? this.apiUrl,
       CONFIG_SECRET_ARN: this.configSecret.secretArn,
       APPROVAL_TOPIC_ARN: this.approvalTopic.topicArn,
       NOTICES_TOPIC_ARN: this.noticesTopic.topicArn,
@@ -630,20 +643,23 @@ export class ToolRunner extends Construct {
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
       POWERTOOLS_LOG_LEVEL: 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
-      ...(policiesFile ? { TOOLRUNNER_POLICIES_FILE: BUNDLED_POLICIES_FILE } : {}),
+      ...(resolved.policiesFile ? { TOOLRUNNER_POLICIES_FILE: BUNDLED_POLICIES_FILE } : {}),
     };
-    // Absolute, because esbuild resolves an alias target from the directory it runs in, not from here.
-    const toolsEntry = resolve(props.tools.entry);
-    if (!existsSync(toolsEntry)) throw new Error(`ToolRunner: tools.entry ${toolsEntry} does not exist`);
-    const toolIsolation = props.toolIsolation ?? 'function';
-    if (toolIsolation !== 'function' && toolIsolation !== 'none') throw new Error('ToolRunner: toolIsolation must be "function" or "none"');
-    const isolated = toolIsolation === 'function';
+  }
+
+  /** Every function of `infra/functions.ts` (`Tools` only with isolation), each with its log group, role and grants. */
+  private buildFunctions(
+    resolved: ResolvedToolRunnerProps,
+    names: RunnerNames,
+  ): { functions: ToolRunner['functions']; logs: Record<FunctionName, logs.LogGroup> } {
+    const { isolated, reserved } = resolved;
+    const environment = this.runnerEnvironment(resolved, names);
     // Tools first: the functions that invoke it need its name and ARN.
     const deployed = (Object.entries(FUNCTIONS) as [FunctionName, (typeof FUNCTIONS)[FunctionName]][])
       .filter(([name]) => name !== 'Tools' || isolated)
       .sort(([a], [b]) => Number(b === 'Tools') - Number(a === 'Tools'));
     const toolsEnvironment = {
-      ...props.tools.environment,
+      ...resolved.toolsEnvironment,
       POWERTOOLS_SERVICE_NAME: 'toolrunner-tools',
       POWERTOOLS_LOG_LEVEL: 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
@@ -660,64 +676,68 @@ export class ToolRunner extends Construct {
               : undefined;
     const functionLogs = {} as Record<FunctionName, logs.LogGroup>;
     const made = {} as Record<FunctionName, NodejsFunction>;
-    this.functions = Object.fromEntries(
-      deployed.map(([name, spec]) => {
-        const ports = isolated ? spec.ports : spec.ports.filter((p) => p !== 'invokeTools');
-        const invokesTools = ports.includes('invokeTools');
-        const logs = logGroup(`${name}Logs`);
-        functionLogs[name as FunctionName] = logs;
-        const role = new iam.Role(this, `${name}Role`, {
-          assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-          description: `toolrunner ${name} function`,
-        });
-        // Instead of the AWS managed basic execution policy (logs:* on every group): its own log group only.
-        role.addToPolicy(
-          new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logs.logGroupArn] }),
-        );
-        const fn = new NodejsFunction(this, `${name}Function`, {
-          entry: runnerFile(`functions/handlers/${spec.entry}`),
-          handler: 'handler',
-          runtime,
-          architecture: lambda.Architecture.ARM_64,
-          memorySize: name === 'Api' ? apiMemoryMb : name === 'Tools' ? toolMemoryMb : (spec.memoryMb ?? 256),
-          timeout: Duration.seconds(spec.timeoutSeconds),
-          tracing: xrayTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.PASS_THROUGH,
-          role,
-          environment:
-            name === 'Tools'
-              ? toolsEnvironment
-              : spec.tools
-                ? {
-                    ...props.tools.environment,
-                    ...environment,
-                    ...(invokesTools ? { TOOLS_FUNCTION_NAME: made.Tools.functionName } : {}),
-                    ...(name === 'Api' ? { TOOLRUNNER_MAX_WAIT_SECONDS: String(longestWait) } : {}),
-                    ...(name === 'Api' && maxWaitingPolls !== undefined ? { TOOLRUNNER_MAX_WAITING_POLLS: String(maxWaitingPolls) } : {}),
-                  }
-                : environment,
-          logGroup: logs,
-          // One JSON record per line (Logs Insights parses them); Powertools' own records pass through as they are.
-          loggingFormat: lambda.LoggingFormat.JSON,
-          // Api and Tools, invoked for every call: no platform.start/report records per invocation (about $0.1
-          // per million calls each in ingestion); Lambda's Duration, Errors and Throttles metrics and the spans
-          // tell their time. Their own log lines still pass, as do Lambda's warnings and errors (a timeout).
-          ...(name === 'Tools' || name === 'Api' ? { systemLogLevelV2: lambda.SystemLogLevel.WARN } : {}),
-          bundling: cdkBundling(toolsEntry, bundleTargetOf(runtime), policiesFile),
-          reservedConcurrentExecutions: reservedFor(name as FunctionName),
-        });
-        this.grantPorts(fn, spec.tables, ports, {
-          stateMachineArn,
-          expressStateMachineArn,
-          executionsArn,
-          toolsArn: made.Tools?.functionArn,
-        });
-        made[name] = fn;
-        return [name, fn];
-      }),
-    ) as ToolRunner['functions'];
-    this.toolCodeFunctions = isolated ? [made.Tools] : RUNS_TOOL_CODE.map((n) => made[n]);
-    for (const statement of props.toolPolicies ?? []) for (const fn of this.toolCodeFunctions) fn.addToRolePolicy(statement);
+    for (const [name, spec] of deployed) {
+      const ports = isolated ? spec.ports : spec.ports.filter((p) => p !== 'invokeTools');
+      const invokesTools = ports.includes('invokeTools');
+      const logGroup = this.logGroup(resolved, `${name}Logs`);
+      functionLogs[name] = logGroup;
+      const role = new iam.Role(this, `${name}Role`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `toolrunner ${name} function`,
+      });
+      // Instead of the AWS managed basic execution policy (logs:* on every group): its own log group only.
+      role.addToPolicy(
+        new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }),
+      );
+      const fn = new NodejsFunction(this, `${name}Function`, {
+        entry: runnerFile(`functions/handlers/${spec.entry}`),
+        handler: 'handler',
+        runtime: resolved.runtime,
+        architecture: lambda.Architecture.ARM_64,
+        memorySize: name === 'Api' ? resolved.apiMemoryMb : name === 'Tools' ? resolved.toolMemoryMb : (spec.memoryMb ?? 256),
+        timeout: Duration.seconds(spec.timeoutSeconds),
+        tracing: resolved.xrayTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.PASS_THROUGH,
+        role,
+        environment:
+          name === 'Tools'
+            ? toolsEnvironment
+            : spec.tools
+              ? {
+                  ...resolved.toolsEnvironment,
+                  ...environment,
+                  ...(invokesTools ? { TOOLS_FUNCTION_NAME: made.Tools.functionName } : {}),
+                  ...(name === 'Api' ? { TOOLRUNNER_MAX_WAIT_SECONDS: String(resolved.longestWait) } : {}),
+                  ...(name === 'Api' && resolved.maxWaitingPolls !== undefined
+                    ? { TOOLRUNNER_MAX_WAITING_POLLS: String(resolved.maxWaitingPolls) }
+                    : {}),
+                }
+              : environment,
+        logGroup,
+        // One JSON record per line (Logs Insights parses them); Powertools' own records pass through as they are.
+        loggingFormat: lambda.LoggingFormat.JSON,
+        // Api and Tools, invoked for every call: no platform.start/report records per invocation (about $0.1
+        // per million calls each in ingestion); Lambda's Duration, Errors and Throttles metrics and the spans
+        // tell their time. Their own log lines still pass, as do Lambda's warnings and errors (a timeout).
+        ...(name === 'Tools' || name === 'Api' ? { systemLogLevelV2: lambda.SystemLogLevel.WARN } : {}),
+        bundling: cdkBundling(resolved.toolsEntry, resolved.bundleTarget, resolved.policiesFile),
+        reservedConcurrentExecutions: reservedFor(name),
+      });
+      this.grantPorts(fn, spec.tables, ports, {
+        stateMachineArn: names.stateMachineArn,
+        expressStateMachineArn: names.expressStateMachineArn,
+        executionsArn: names.executionsArn,
+        toolsArn: made.Tools?.functionArn,
+      });
+      made[name] = fn;
+    }
+    return { functions: made as ToolRunner['functions'], logs: functionLogs };
+  }
 
+  /** The Standard state machine from the ASL file, and its Express variant for calls that need no person. */
+  private buildStateMachines(
+    resolved: ResolvedToolRunnerProps,
+    names: RunnerNames,
+  ): { standard: sfn.StateMachine; express: sfn.StateMachine } {
     // Under /aws/vendedlogs/: Step Functions then delivers logs without adding the group to the account's
     // CloudWatch Logs resource policy, which has a size limit that many state machines would fill.
     // A state machine's log group has a fixed name (Step Functions wants /aws/vendedlogs/states/): retained, it
@@ -725,69 +745,72 @@ export class ToolRunner extends Construct {
     const vendedLogGroup = (logId: string, machineName: string) =>
       new logs.LogGroup(this, logId, {
         logGroupName: `/aws/vendedlogs/states/${machineName}`,
-        retention,
+        retention: resolved.logRetention,
         removalPolicy: RemovalPolicy.DESTROY,
       });
-    this.stateMachine = new sfn.StateMachine(this, 'Invocation', {
-      stateMachineName,
+    const standard = new sfn.StateMachine(this, 'Invocation', {
+      stateMachineName: names.stateMachineName,
       stateMachineType: sfn.StateMachineType.STANDARD,
       definitionBody: sfn.DefinitionBody.fromFile(ASL_PATH),
       definitionSubstitutions: this.substitutionsFor(readDefinition()),
-      tracingEnabled: xrayTracing,
+      tracingEnabled: resolved.xrayTracing,
       // Execution data stays out of logs: it carries task tokens in AwaitApproval's payload.
-      logs: { destination: vendedLogGroup('InvocationLogs', stateMachineName), level: sfn.LogLevel.ALL, includeExecutionData: false },
+      logs: { destination: vendedLogGroup('InvocationLogs', names.stateMachineName), level: sfn.LogLevel.ALL, includeExecutionData: false },
     });
     // The ASL invokes unqualified function ARNs; `grantInvoke` would add `<arn>:*` (every version) too.
     const invokes = (text: string) => Object.values(this.substitutionsFor(text));
-    this.stateMachine.addToRolePolicy(
-      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readDefinition()) }),
-    );
+    standard.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readDefinition()) }));
 
     // Calls that need no person: the Express variant, generated from the same definition (statemachines/express.ts).
-    this.expressStateMachine = new sfn.StateMachine(this, 'InvocationExpress', {
-      stateMachineName: expressStateMachineName,
+    const express = new sfn.StateMachine(this, 'InvocationExpress', {
+      stateMachineName: names.expressStateMachineName,
       stateMachineType: sfn.StateMachineType.EXPRESS,
       definitionBody: sfn.DefinitionBody.fromFile(EXPRESS_ASL_PATH),
       definitionSubstitutions: this.substitutionsFor(readExpressDefinition()),
-      tracingEnabled: xrayTracing,
+      tracingEnabled: resolved.xrayTracing,
       // ERROR, not ALL: ALL writes 13 events (about 4 KB) for a call that succeeds, more than half of what the
       // rest of its logs cost; the record in DynamoDB and its trace already tell every step of such a call.
       logs: {
-        destination: vendedLogGroup('InvocationExpressLogs', expressStateMachineName),
+        destination: vendedLogGroup('InvocationExpressLogs', names.expressStateMachineName),
         level: sfn.LogLevel.ERROR,
         includeExecutionData: false,
       },
     });
-    this.expressStateMachine.addToRolePolicy(
-      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readExpressDefinition()) }),
-    );
+    express.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: invokes(readExpressDefinition()) }));
+    return { standard, express };
+  }
 
-    const accessLogs = logGroup('ApiAccessLogs');
+  /** The `$default` stage (throttled, access-logged) and the API's routes, all to the Api function. */
+  private buildApiStage(resolved: ResolvedToolRunnerProps): apigw.HttpRoute[] {
+    const accessLogs = this.logGroup(resolved, 'ApiAccessLogs');
     new apigw.HttpStage(this, 'ApiStage', {
       httpApi: this.api,
       stageName: '$default',
       autoDeploy: true,
-      throttle: { rateLimit: throttling.rateLimit, burstLimit: throttling.burstLimit },
+      throttle: { rateLimit: resolved.throttling.rateLimit, burstLimit: resolved.throttling.burstLimit },
       accessLogSettings: { destination: new apigw.LogGroupLogDestination(accessLogs), format: ACCESS_LOG_FORMAT },
     });
     const integration = new HttpLambdaIntegration('ApiIntegration', this.functions.Api, {
       payloadFormatVersion: apigw.PayloadFormatVersion.VERSION_2_0,
     });
-    this.apiRoutes = API_ROUTES.flatMap((routeKey) => {
+    return API_ROUTES.flatMap((routeKey) => {
       const [method, path] = routeKey.split(' ');
       return this.api.addRoutes({ path, methods: [method as apigw.HttpMethod], integration });
     });
+  }
 
+  /** The sweeper's schedules, one a minute per part of the watch, and the role they invoke it with. */
+  private buildSweepSchedules(): { role: iam.Role; schedules: scheduler.Schedule[] } {
     // Its own role: aws-scheduler-targets would otherwise share one role per stack between every instance.
-    this.sweepScheduleRole = new iam.Role(this, 'SweepScheduleRole', {
+    const role = new iam.Role(this, 'SweepScheduleRole', {
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
-        conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
       }),
       description: 'toolrunner sweep schedule',
     });
     // One schedule per part of the watch, so the parts run in parallel, each on its own range of shards
     // (functions/handlers/sweeper.ts); part 0 keeps the construct id of the single schedule before it.
-    this.sweepSchedules = Array.from(
+    const schedules = Array.from(
       { length: SWEEPER_PARTS },
       (_, part) =>
         new scheduler.Schedule(this, part === 0 ? 'SweepSchedule' : `SweepSchedule${part}`, {
@@ -795,56 +818,20 @@ export class ToolRunner extends Construct {
           schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
           target: new targets.LambdaInvoke(this.functions.Sweeper, {
             retryAttempts: 0,
-            role: this.sweepScheduleRole,
+            role,
             input: scheduler.ScheduleTargetInput.fromObject({ part, parts: SWEEPER_PARTS }),
           }),
         }),
     );
-    this.sweepSchedule = this.sweepSchedules[0];
+    return { role, schedules };
+  }
 
-    const alarmNamePrefix = props.alarmNamePrefix ?? baseName;
-    if (!/^[A-Za-z0-9_.-]{1,200}$/.test(alarmNamePrefix))
-      throw new Error('ToolRunner: alarmNamePrefix must be 1 to 200 letters, digits, ".", "_" or "-"');
-    const created = props.alarmTopic ? undefined : this.alarmsTopic(alarmNamePrefix);
-    this.alarmTopic = props.alarmTopic ?? created!.topic;
-    this.alarmTopicKey = created?.key;
-    for (const email of props.alarmEmails ?? []) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(email));
-    if (!props.alarmTopic && !props.alarmEmails?.length)
-      Annotations.of(this).addWarningV2(
-        'toolrunner:alarms-reach-nobody',
-        'ToolRunner: no alarmTopic and no alarmEmails: the Critical alarms publish to a topic nobody subscribes to. Give alarmEmails, or an alarmTopic your paging subscribes to (docs/deploy.md, "Alarms and dashboard").',
-      );
-    const monitoring = new RunnerMonitoring(this, 'Monitoring', {
-      api: this.api,
-      stateMachine: this.stateMachine,
-      expressStateMachine: this.expressStateMachine,
-      functions: this.functions,
-      tables: this.tables,
-      sweeperLogs: functionLogs.Sweeper,
-      metricsNamespace: this.metricsNamespace,
-      alarmTopic: this.alarmTopic,
-      deliveryTopics: [this.approvalTopic, this.noticesTopic, this.alarmTopic],
-      alarmNamePrefix,
-      actionsEnabled: props.actionsEnabled ?? true,
-      apiLongestWaitSeconds: longestWait,
-    });
-    this.alarms = monitoring.alarms;
-    this.alarmTiers = monitoring.tiers;
-    this.criticalAlarm = monitoring.critical;
-    this.dashboard = monitoring.dashboard;
-    if (props.oauth)
-      this.oauth = new RunnerOAuth(this, 'OAuth', {
-        oauth: props.oauth,
-        apiUrl: this.apiUrl,
-        api: this.functions.Api,
-        removalPolicy,
-        domainPrefix: props.cognitoDomainPrefix,
-      });
-    // Checked at synth, after every variable is added (the OAuth issuer's too): a deploy would fail on it.
-    for (const [name, fn] of Object.entries(this.functions))
-      fn.node.addValidation({ validate: () => environmentSizeErrors(name, fn.node.defaultChild as lambda.CfnFunction) });
-
-    this.suppressFindingsWithReasons();
+  /** Where the alarms page: the `alarmTopic` prop, or a topic of the construct's own; `alarmEmails` subscribed to it. */
+  private buildAlarmTopic(resolved: ResolvedToolRunnerProps, alarmNamePrefix: string): { topic: sns.ITopic; key?: kms.Key } {
+    const created = resolved.alarmTopic ? undefined : this.alarmsTopic(alarmNamePrefix);
+    const topic = resolved.alarmTopic ?? created!.topic;
+    for (const email of resolved.alarmEmails) topic.addSubscription(new subscriptions.EmailSubscription(email));
+    return { topic, key: created?.key };
   }
 
   /**
@@ -952,24 +939,6 @@ export class ToolRunner extends Construct {
   grantSecretToTools(secret: secrets.ISecret): void {
     if (secret === this.configSecret) throw new Error("ToolRunner: the runner's config secret is not for tools (it signs approvals)");
     for (const fn of this.toolCodeFunctions) secret.grantRead(fn);
-  }
-
-  /** One approver's subscription of the links topic, filtered on its `approverId`, whatever its own filter said. */
-  private subscribeApprover(approver: ToolRunnerApprover, index: number): void {
-    if (!approver.id || approver.id.length > 256)
-      throw new Error(`ToolRunner: approvers[${index}].id must be a principal id (1 to 256 characters)`);
-    if (Boolean(approver.email) === Boolean(approver.subscription))
-      throw new Error(`ToolRunner: approvers[${index}] (${approver.id}) needs exactly one of email and subscription`);
-    const filterPolicy = { approverId: sns.SubscriptionFilter.stringFilter({ allowlist: [approver.id] }) };
-    const inner = approver.subscription ?? new subscriptions.EmailSubscription(approver.email!);
-    const subscription = this.approvalTopic.addSubscription({
-      bind: (topic) => ({ ...inner.bind(topic), filterPolicy, filterPolicyWithMessageBody: undefined }),
-    });
-    Validations.of(subscription).acknowledge({
-      id: 'Serverless-SNSRedrivePolicy',
-      reason:
-        'A dead-letter queue would gather undeliverable approval links, each of which decides as its approver, in one queue others can read. An undelivered link is not lost: the approval stays listed for its approver (GET /v1/approvals, the console) until it expires.',
-    });
   }
 
   private table(layout: TableLayout, removalPolicy: RemovalPolicy): dynamodb.Table {
