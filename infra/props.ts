@@ -120,7 +120,7 @@ function hashedPrincipals(principals: readonly unknown[]): unknown[] {
   try {
     return (withHashedKeys({ principals, approvalSecret: 'x'.repeat(32) }) as { principals: unknown[] }).principals;
   } catch (error) {
-    throw new Error(`ToolRunner: principals: ${(error as Error).message}`);
+    throw new Error(`ToolRunner: principals: ${(error as Error).message}`, { cause: error });
   }
 }
 
