@@ -5,16 +5,30 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { z } from 'zod';
 import { createClient, ToolRunnerError } from '../functions/client';
 import { withHashedKeys } from '../functions/core/config';
+import type { OwnPackage } from './init';
 import { loadTools } from './load-tools';
 import { startNotesApi } from './notes-api';
 import { formatTimeline } from './timeline';
 
 const COMMANDS = {
-  start: `usage: toolrunner start [--tools PATH]
+  start: `usage: toolrunner start [--tools PATH | --template]
   Runs the embedded stack: DynamoDB Local, the state machine, the API and (without --tools) the sandbox.
   --tools PATH   a module (.ts, .mjs, .js) whose default export is an array of tool specs; they replace the
                  demo tools and no sandbox starts (TOOLRUNNER_TOOLS=PATH does the same)
+  --template     template mode: the stack built from the CDK app that cdk.json in this folder names, synthesized
+                 when a file it read changed; its tools are those its ToolRunner construct bundles
+                 (TOOLRUNNER_HANDLERS=template does the same)
   knobs: PORT, SANDBOX_PORT, TOOLRUNNER_DATA_DIR, TOOLRUNNER_CONFIG, TOOLRUNNER_HANDLERS
+`,
+  init: `usage: toolrunner init [--cdk]
+  Scaffolds a project in this folder: tools.ts (one tool), agent.mjs, .gitignore entries for the local keys and
+  data, package.json scripts and dependencies. --cdk adds app.ts (a stack with the ToolRunner construct),
+  cdk.json and the CDK dependencies, for \`toolrunner start --template\` and \`cdk deploy\`.
+  Writes nothing, and exits 2, when a file it would write exists.
+`,
+  'node-runtime': `usage: toolrunner node-runtime MAJOR
+  Installs Node.js MAJOR (the Lambda runtime's major, e.g. 24) in node_modules/.cache/nodeMAJOR, where template
+  mode runs the functions on it, and prints its path.
 `,
   trace: `usage: toolrunner trace RUN_ID
   Prints a run's trace as a timeline.
@@ -41,6 +55,9 @@ type Command = keyof typeof COMMANDS;
 const USAGE = `usage: toolrunner <command> [options]
   toolrunner start [--tools PATH]   the embedded stack (knobs: PORT, SANDBOX_PORT, TOOLRUNNER_DATA_DIR,
                                     TOOLRUNNER_CONFIG; TOOLRUNNER_TOOLS=PATH is the same as --tools)
+  toolrunner start --template       the stack built from your CDK app (cdk.json here), as it will deploy
+  toolrunner init [--cdk]           scaffolds tools.ts, agent.mjs (and with --cdk app.ts, cdk.json) here
+  toolrunner node-runtime MAJOR     installs the Lambda runtime's Node.js for template mode
   toolrunner trace RUN_ID           a run's trace as a timeline (TOOLRUNNER_URL, TOOLRUNNER_KEY)
   toolrunner keys hash [PATH]       a config document with keys replaced by their SHA-256 (for the deployed secret)
   toolrunner policy schema|test     the policies' schema; test cases against the policies (TOOLRUNNER_CONFIG)
@@ -62,8 +79,12 @@ function usageError(message: string, command?: Command): never {
 }
 
 /** The package's version, from the package.json beside the sources (cli/) or the build (dist/). */
+function ownPackage(): OwnPackage {
+  return JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as OwnPackage;
+}
+
 function version(): string {
-  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  return ownPackage().version;
 }
 
 /** parseArgs for one command: an unknown flag or a missing value is a usage error naming that command. */
@@ -76,8 +97,14 @@ function argsOf<T extends ParseArgsConfig & { strict?: true }>(command: Command,
 }
 
 async function start(args: string[]): Promise<void> {
-  const { values } = argsOf('start', { args, options: { tools: { type: 'string' } } });
+  const { values } = argsOf('start', { args, options: { tools: { type: 'string' }, template: { type: 'boolean' } } });
+  if (values.template) process.env.TOOLRUNNER_HANDLERS = 'template';
   const toolsPath = values.tools ?? (process.env.TOOLRUNNER_TOOLS || undefined);
+  if (toolsPath && process.env.TOOLRUNNER_HANDLERS === 'template')
+    usageError(
+      "template mode runs the tools your CDK app's ToolRunner construct bundles (its tools.entry), not --tools or TOOLRUNNER_TOOLS: drop one",
+      'start',
+    );
   let tools: Awaited<ReturnType<typeof loadTools>> | undefined;
   if (toolsPath) {
     try {
@@ -155,6 +182,33 @@ async function policy(args: string[]): Promise<void> {
   }
 }
 
+async function initCommand(args: string[]): Promise<void> {
+  const { values } = argsOf('init', { args, options: { cdk: { type: 'boolean' } } });
+  const { init, InitConflict } = await import('./init');
+  try {
+    const { written, updated, next } = init(process.cwd(), { cdk: values.cdk === true, own: ownPackage() });
+    console.log(`init: wrote ${written.join(', ')}${updated.length ? `; added to ${updated.join(', ')}` : ''}`);
+    console.log('next:');
+    for (const line of next) console.log(`  ${line}`);
+  } catch (error) {
+    if (error instanceof InitConflict) fail(`init: ${error.message}`, 2);
+    throw error;
+  }
+}
+
+async function nodeRuntime(args: string[]): Promise<void> {
+  const { positionals } = argsOf('node-runtime', { args, allowPositionals: true });
+  const major = Number(positionals[0]);
+  if (positionals.length !== 1 || !Number.isInteger(major) || major < 18)
+    usageError('node-runtime needs one Node.js major, e.g. 24', 'node-runtime');
+  const { installNodeRuntime } = await import('./node-runtime');
+  try {
+    console.log(installNodeRuntime(major));
+  } catch (error) {
+    fail(`node-runtime: ${(error as Error).message}`);
+  }
+}
+
 const NotesEnv = z.object({ NOTES_PORT: z.coerce.number().int().min(0).max(65535).default(4000) });
 
 async function notesApi(args: string[]): Promise<void> {
@@ -195,6 +249,10 @@ async function main(argv: string[]): Promise<void> {
       return keys(rest);
     case 'policy':
       return policy(rest);
+    case 'init':
+      return initCommand(rest);
+    case 'node-runtime':
+      return nodeRuntime(rest);
   }
 }
 

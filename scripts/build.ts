@@ -48,6 +48,8 @@ const result = await build({
 const besideItself: Record<string, string[]> = {
   'statemachines/definition.ts': ['statemachines/invocation.asl.json', 'statemachines/invocation-express.asl.json'],
   'local/dynamodb-local.ts': ['local/LoopbackDynamoDbLocal.java'],
+  // Imported (--import) into the user's CDK app while template mode synthesizes it.
+  'local/template/synth-inputs.ts': ['local/template/load-recorder.mjs'],
 };
 for (const [output, meta] of Object.entries(result.metafile.outputs)) {
   for (const [module, files] of Object.entries(besideItself)) {

@@ -1,10 +1,8 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { z } from 'zod';
-
-/** What the synthesized app is made from: a change to any of these makes `cdk.out` stale. */
-export const APP_SOURCES = ['infra', 'functions', 'statemachines', 'package-lock.json', 'cdk.json'] as const;
+import { recordable, recordInputs, recorderNodeOptions, staleReason } from './synth-inputs';
 
 /** A CloudFormation template as synthesized: only the parts template mode reads are typed. */
 export interface CfnTemplate {
@@ -57,23 +55,6 @@ const AssetManifest = z.object({
 });
 const Template = z.object({ Resources: z.record(z.string(), z.object({ Type: z.string() }).passthrough()) }).passthrough();
 
-function newestMtime(path: string): number {
-  if (!existsSync(path)) return 0;
-  const info = statSync(path);
-  if (!info.isDirectory()) return info.mtimeMs;
-  let newest = info.mtimeMs;
-  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, entry)));
-  return newest;
-}
-
-/** The assembly exists and is newer than every source of the app. */
-export function assemblyIsCurrent(root: string, outDir: string): boolean {
-  const manifest = join(outDir, 'manifest.json');
-  if (!existsSync(manifest)) return false;
-  const built = statSync(manifest).mtimeMs;
-  return APP_SOURCES.every((source) => newestMtime(join(root, source)) <= built);
-}
-
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -83,20 +64,37 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+const CdkJson = z.object({ app: z.string(), context: z.record(z.string(), z.unknown()).default({}) });
+
+/** The app command and context of the `cdk.json` in `root`. */
+function readCdkJson(root: string): z.infer<typeof CdkJson> {
+  const path = join(root, 'cdk.json');
+  let parsed: z.infer<typeof CdkJson>;
+  try {
+    parsed = CdkJson.parse(JSON.parse(readFileSync(path, 'utf8')));
+  } catch (error) {
+    throw new Error(`${path}: ${error instanceof z.ZodError ? 'needs an "app" command' : (error as Error).message}`);
+  }
+  return parsed;
+}
+
 /**
  * Runs the app command of `cdk.json` the way the CDK CLI does (CDK_OUTDIR and the context of cdk.json), without
  * the CLI itself: no AWS account or region is looked up, no notices are fetched, so nothing leaves the machine.
- * The assembly is the same one `cdk synth` writes (esbuild bundles, cdk-nag applied: a finding fails it).
+ * The assembly is the same one `cdk synth` writes (esbuild bundles, cdk-nag applied: a finding fails it). On
+ * `node`, `tsx` or `ts-node` the recorder is imported into it, writing the files it loads to `loadedFile`.
  */
-function runApp(root: string, outDir: string): Promise<void> {
-  const cdkJson = z
-    .object({ app: z.string(), context: z.record(z.string(), z.unknown()).default({}) })
-    .parse(JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')));
+function runApp(root: string, outDir: string, app: z.infer<typeof CdkJson>, loadedFile?: string): Promise<void> {
   return new Promise((resolvePromise, reject) => {
     let output = '';
-    const child = spawn('/bin/sh', ['-c', cdkJson.app], {
+    const child = spawn('/bin/sh', ['-c', app.app], {
       cwd: root,
-      env: { ...process.env, CDK_OUTDIR: outDir, CDK_CONTEXT_JSON: JSON.stringify(cdkJson.context) },
+      env: {
+        ...process.env,
+        CDK_OUTDIR: outDir,
+        CDK_CONTEXT_JSON: JSON.stringify(app.context),
+        ...(loadedFile ? { NODE_OPTIONS: recorderNodeOptions(process.env.NODE_OPTIONS), TOOLRUNNER_LOADED_FILES: loadedFile } : {}),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout.on('data', (c: Buffer) => (output = (output + c.toString()).slice(-8000)));
@@ -109,21 +107,32 @@ function runApp(root: string, outDir: string): Promise<void> {
 }
 
 /**
- * `cdk.out` synthesized from the repo's CDK app, synthesizing first when it is missing or older than the app's
- * sources. Concurrent callers (test workers, a second `npm start`) take turns through a lock directory: one
- * synthesizes into a fresh directory and swaps it in, the others wait for it and reuse the result.
+ * `cdk.out` synthesized from the CDK app that `cdk.json` in `root` (default: the current directory) names,
+ * synthesizing first when it is missing or a file its last synthesis read has changed (see synth-inputs.ts);
+ * an app command whose files cannot be recorded is synthesized at every call, and the progress line says so.
+ * Concurrent callers (test workers, a second start) take turns through a lock directory: one synthesizes into
+ * a fresh directory and swaps it in, the others wait for it and reuse the result.
  */
 export async function ensureAssembly(
   options: { root?: string; outDir?: string; onProgress?(line: string): void; timeoutMs?: number } = {},
-): Promise<{ dir: string; synthesizedMs?: number }> {
+): Promise<{ dir: string; synthesizedMs?: number; reason?: string }> {
   const root = resolve(options.root ?? '.');
   const outDir = resolve(options.outDir ?? join(root, 'cdk.out'));
   if (!existsSync(join(root, 'cdk.json')))
-    throw new Error(`template mode needs the CDK app of the repository (no cdk.json in ${root}); run it from the repo's root`);
+    throw new Error(
+      `template mode runs the CDK app that cdk.json names, and ${root} has no cdk.json: run it from your app's folder (\`npx toolrunner init --cdk\` scaffolds one)`,
+    );
+  const app = readCdkJson(root);
+  const records = recordable(app.app);
   const lock = `${outDir}.lock`;
   const deadline = Date.now() + (options.timeoutMs ?? 15 * 60_000);
+  let waited = false;
   for (;;) {
-    if (assemblyIsCurrent(root, outDir)) return { dir: outDir };
+    let reason = records ? staleReason(root, outDir, app.app) : undefined;
+    // Another caller just synthesized an app whose files cannot be recorded: that assembly is this call's too.
+    if (!records && !(waited && existsSync(join(outDir, 'manifest.json'))))
+      reason = `cdk.json's app command (${app.app}) does not run on node, tsx or ts-node, so the files it reads cannot be recorded: synthesizing at every start`;
+    if (!reason) return { dir: outDir };
     try {
       mkdirSync(lock);
       writeFileSync(join(lock, 'pid'), String(process.pid));
@@ -132,20 +141,29 @@ export async function ensureAssembly(
       const holder = Number(readFileSync(join(lock, 'pid'), { encoding: 'utf8', flag: 'a+' }) || 0);
       if (holder && !pidAlive(holder)) rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`timed out waiting for another synthesis of the CDK app (lock ${lock})`);
+      waited = true;
       await new Promise((r) => setTimeout(r, 500));
       continue;
     }
+    const fresh = `${outDir}.building-${process.pid}`;
+    const loadedFile = `${fresh}.loaded`;
     try {
-      if (assemblyIsCurrent(root, outDir)) return { dir: outDir };
-      options.onProgress?.('synthesizing the CDK app into cdk.out (bundles and cdk-nag; tens of seconds)…');
+      if (records) {
+        reason = staleReason(root, outDir, app.app);
+        if (!reason) return { dir: outDir };
+      }
+      options.onProgress?.(`synthesizing the CDK app into ${relative(root, outDir) || outDir} (${reason}; bundles: tens of seconds)…`);
       const started = Date.now();
-      const fresh = `${outDir}.building-${process.pid}`;
       rmSync(fresh, { recursive: true, force: true });
-      await runApp(root, fresh);
+      rmSync(loadedFile, { force: true });
+      if (records) writeFileSync(loadedFile, '');
+      await runApp(root, fresh, app, records ? loadedFile : undefined);
+      if (records) recordInputs(root, fresh, app.app, readFileSync(loadedFile, 'utf8'), outDir);
       rmSync(outDir, { recursive: true, force: true });
       renameSync(fresh, outDir);
-      return { dir: outDir, synthesizedMs: Date.now() - started };
+      return { dir: outDir, synthesizedMs: Date.now() - started, reason };
     } finally {
+      rmSync(loadedFile, { force: true });
       rmSync(lock, { recursive: true, force: true });
     }
   }

