@@ -39,11 +39,13 @@ const COMMANDS = {
   Prints the config document at PATH (or on standard input) with every principal's key replaced by its
   keySha256, for a deployed secret that authenticates without holding any key.
 `,
-  policy: `usage: toolrunner policy schema [--json] [--tools PATH]
-       toolrunner policy test --cases FILE [--tools PATH]
-  schema  prints the Cedar schema policies are validated against (from the tools and TOOLRUNNER_CONFIG's principals)
+  policy: `usage: toolrunner policy schema [--json] [--config PATH] [--tools PATH]
+       toolrunner policy test --cases FILE [--config PATH] [--tools PATH]
+  schema  prints the Cedar schema policies are validated against (from the tools and the config's principals)
   test    evaluates each case of FILE (a JSON list of { principal, tool, input, run?, now?, expect }) against the
-          policies of TOOLRUNNER_CONFIG; exits 1 when any decision is not the expected one
+          config's policies; exits 1 when any decision is not the expected one (examples/policies/ has one)
+  --config PATH  the config document with the principals and policies (default TOOLRUNNER_CONFIG); its
+                 principals need no keys here
   --tools PATH   the tools module (default: the demo tools)
 `,
   'notes-api': `usage: toolrunner notes-api
@@ -60,7 +62,7 @@ const USAGE = `usage: toolrunner <command> [options]
   toolrunner node-runtime MAJOR     installs the Lambda runtime's Node.js for template mode
   toolrunner trace RUN_ID           a run's trace as a timeline (TOOLRUNNER_URL, TOOLRUNNER_KEY)
   toolrunner keys hash [PATH]       a config document with keys replaced by their SHA-256 (for the deployed secret)
-  toolrunner policy schema|test     the policies' schema; test cases against the policies (TOOLRUNNER_CONFIG)
+  toolrunner policy schema|test     the policies' schema; test cases against the policies (--config PATH)
   toolrunner notes-api              the quick start's example upstream: a notes API on NOTES_PORT (default 4000)
   toolrunner --version              the installed version
   toolrunner <command> --help       one command's usage
@@ -165,7 +167,7 @@ async function policy(args: string[]): Promise<void> {
   const { values, positionals } = argsOf('policy', {
     args,
     allowPositionals: true,
-    options: { tools: { type: 'string' }, cases: { type: 'string' }, json: { type: 'boolean' } },
+    options: { tools: { type: 'string' }, cases: { type: 'string' }, config: { type: 'string' }, json: { type: 'boolean' } },
   });
   const sub = positionals[0];
   if (positionals.length !== 1 || (sub !== 'schema' && sub !== 'test')) usageError('policy needs the subcommand schema or test', 'policy');
@@ -173,7 +175,11 @@ async function policy(args: string[]): Promise<void> {
   let tools: Awaited<ReturnType<typeof loadTools>> | undefined;
   if (values.tools) tools = await loadTools(values.tools).catch((error: Error) => fail(`--tools: ${error.message}`, 2));
   const { printSchema, testPolicies } = await import('./policy');
-  const io = { out: (text: string) => process.stdout.write(text), configPath: process.env.TOOLRUNNER_CONFIG || undefined, tools };
+  const io = {
+    out: (text: string) => process.stdout.write(text),
+    configPath: values.config ?? (process.env.TOOLRUNNER_CONFIG || undefined),
+    tools,
+  };
   try {
     if (sub === 'schema') printSchema(io, values.json === true);
     else if (!testPolicies(io, values.cases!)) process.exitCode = 1;

@@ -41,21 +41,21 @@ type PolicyCase = z.infer<typeof CaseSchema>;
 
 export interface PolicyCommandIo {
   out(line: string): void;
-  /** The configuration document and where it lives (TOOLRUNNER_CONFIG). */
+  /** The configuration document and where it lives (`--config PATH`, else TOOLRUNNER_CONFIG). */
   configPath: string | undefined;
   tools: ToolSpec[] | undefined;
 }
 
 /** `toolrunner policy schema [--json]`: the schema policies are checked against, from the registered tools. */
 export function printSchema(io: PolicyCommandIo, json: boolean): void {
-  const config = io.configPath ? readConfig(io.configPath) : undefined;
+  const config = io.configPath ? readConfig(io.configPath, { keysOptional: true }) : undefined;
   io.out(policySchemaText(toolsOf(io), config?.principals ?? [], json ? 'json' : 'cedar'));
 }
 
 /** `toolrunner policy test --cases FILE`: evaluates each case as submission would; false when any case is not as expected. */
 export function testPolicies(io: PolicyCommandIo, casesPath: string): boolean {
-  if (!io.configPath) throw new Error('set TOOLRUNNER_CONFIG to the configuration whose policies to test');
-  const config = readConfig(io.configPath);
+  if (!io.configPath) throw new Error('name the configuration whose policies to test: --config PATH (or TOOLRUNNER_CONFIG)');
+  const config = readConfig(io.configPath, { keysOptional: true });
   const text =
     config.policies ?? (config.policiesFile ? readFileSync(resolve(dirname(io.configPath), config.policiesFile), 'utf8') : undefined);
   if (text === undefined) throw new Error(`${io.configPath} has no policies or policiesFile`);
@@ -118,13 +118,19 @@ function toolsOf(io: PolicyCommandIo): ToolSpec[] {
   return io.tools ?? makeDemoTools('http://127.0.0.1:1');
 }
 
-function readConfig(path: string): RunnerConfig {
+/**
+ * The configuration document at `path`. With `keysOptional`, principals may come without a key, hash or OAuth
+ * subject, and `principals` may be left out: deciding a case needs a principal's roles, tools and attributes,
+ * never its credentials, so a policies file can be tested beside a config written for it (no running stack).
+ */
+function readConfig(path: string, options: { keysOptional?: boolean } = {}): RunnerConfig {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
     throw new Error(`${path}: ${(error as NodeJS.ErrnoException).code ?? 'not valid JSON'}`, { cause: error });
   }
+  if (options.keysOptional) raw = withStandInKeys(raw);
   const parsed = RunnerConfigSchema.safeParse(raw);
   if (!parsed.success)
     throw new Error(`${path}: invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
@@ -142,4 +148,22 @@ function parseCases(path: string): PolicyCase[] {
   if (!parsed.success)
     throw new Error(`--cases ${path}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(list)'}: ${i.message}`).join('; ')}`);
   return parsed.data;
+}
+
+/** A hash no key has (all zeros), for principals given without credentials: it is only read here, never served. */
+const STAND_IN_KEY_SHA256 = '0'.repeat(64);
+
+function withStandInKeys(raw: unknown): unknown {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+  const document = raw as { principals?: unknown };
+  if (document.principals === undefined) return { ...document, principals: [] };
+  if (!Array.isArray(document.principals)) return raw;
+  return {
+    ...document,
+    principals: document.principals.map((p: unknown) =>
+      typeof p === 'object' && p !== null && !('key' in p) && !('keySha256' in p) && !('oauthSubject' in p)
+        ? { ...p, keySha256: STAND_IN_KEY_SHA256 }
+        : p,
+    ),
+  };
 }
