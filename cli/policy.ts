@@ -123,7 +123,7 @@ function readConfig(path: string): RunnerConfig {
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new Error(`${path}: ${(error as NodeJS.ErrnoException).code ?? 'not valid JSON'}`);
+    throw new Error(`${path}: ${(error as NodeJS.ErrnoException).code ?? 'not valid JSON'}`, { cause: error });
   }
   const parsed = RunnerConfigSchema.safeParse(raw);
   if (!parsed.success)
@@ -136,7 +136,7 @@ function parseCases(path: string): PolicyCase[] {
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new Error(`--cases ${path}: ${(error as NodeJS.ErrnoException).code ?? 'not valid JSON'}`);
+    throw new Error(`--cases ${path}: ${(error as NodeJS.ErrnoException).code ?? 'not valid JSON'}`, { cause: error });
   }
   const parsed = CasesSchema.safeParse(raw);
   if (!parsed.success)

@@ -2,6 +2,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rm
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { RunnerError } from '../functions/core/errors';
 
 /**
  * One process owns a data directory at a time: DynamoDB Local's files, the sandbox's state and the blobs
@@ -15,7 +16,7 @@ const OWNER_FILE = 'owner.json';
 const OwnerSchema = z.object({ pid: z.number().int().positive(), command: z.string(), startedAt: z.string() });
 export type DataDirOwner = z.infer<typeof OwnerSchema>;
 
-export class DataDirInUseError extends Error {
+export class DataDirInUseError extends RunnerError {
   override name = 'DataDirInUseError';
   constructor(
     readonly dataDir: string,

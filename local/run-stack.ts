@@ -6,7 +6,8 @@ import { formatSample } from '../functions/adapters/metrics';
 import { startOtlpExport } from '../functions/adapters/otlp-export';
 import { guardProcess } from '../functions/handlers/process-guard';
 import { claimDataDir, firstPortInUse } from './data-dir-owner';
-import { ensureConfig, startStack } from './stack';
+import { ensureConfig } from './config-file';
+import { startStack } from './stack';
 import { startSummary } from './summary';
 
 /** Local runtime knobs, shared by `npm start` and `toolrunner start` (the README's "Local knobs"). */

@@ -1,11 +1,7 @@
 import './env-defaults';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../functions/handlers/runtime';
-import type { RunnerConfig } from '../functions/core/config';
 import type { ToolSpec } from '../functions/core/tool-spec';
 import type { Deps } from '../functions/core/ports';
 import { sweep } from '../functions/steps/resume';
@@ -17,6 +13,7 @@ import {
   substitute,
   type LifecycleFunction,
 } from '../statemachines/definition';
+import { ensureConfig } from './config-file';
 import { ensureTables, localClient } from './dynamodb-local';
 import { makeHandlers, type HandlerMode } from './handlers';
 import { LocalStepFunctions, type ExecutionSummary } from './sfn-endpoint';
@@ -121,25 +118,6 @@ export interface Stack {
   /** Template mode: the account's concurrency pool, and the `aws:` line `npm start` prints before `ready:`. */
   aws?: { line: string; account: import('./template/account-concurrency').AccountConcurrency };
   stop(): Promise<void>;
-}
-
-/** Creates the config file with random keys for one principal of each role, if it does not exist. */
-export function ensureConfig(path: string): { created: boolean } {
-  if (existsSync(path)) return { created: false };
-  mkdirSync(dirname(resolve(path)), { recursive: true });
-  const key = () => `tr_${randomBytes(24).toString('base64url')}`;
-  const config: RunnerConfig = {
-    principals: [
-      { id: 'agent', key: key(), roles: ['agent'], tools: '*' },
-      { id: 'approver', key: key(), roles: ['approver'], tools: [] },
-      { id: 'reviewer', key: key(), roles: ['reviewer'], tools: [] },
-      { id: 'admin', key: key(), roles: ['admin'], tools: '*' },
-    ],
-    approvalSecret: randomBytes(32).toString('base64url'),
-    approvalTtlSeconds: 86400,
-  };
-  writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  return { created: true };
 }
 
 /**

@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { randomBytes } from 'node:crypto';
 import { RunnerConfigSchema, type RunnerConfig } from '../core/config';
+import { defaultLog, jsonLines } from '../core/log';
 
 export type ResolvedConfig = RunnerConfig & { approvalSecret: string };
 export type ConfigSource = () => Promise<ResolvedConfig>;
@@ -18,8 +19,8 @@ function oauthOverride(): unknown {
   if (!text) return undefined;
   try {
     return JSON.parse(text);
-  } catch {
-    throw new Error('TOOLRUNNER_OAUTH: not valid JSON');
+  } catch (error) {
+    throw new Error('TOOLRUNNER_OAUTH: not valid JSON', { cause: error });
   }
 }
 
@@ -65,7 +66,7 @@ function describeProblem(text: string): string {
  * configuration keeps serving, and the problem is logged once per bad version of the file, not per request.
  * Only the very first read has nothing to fall back on, and throws.
  */
-export function fileConfigSource(path: string, log: (line: string) => void = (line) => console.error(line)): ConfigSource {
+export function fileConfigSource(path: string, log?: (line: string) => void): ConfigSource {
   let version: string | undefined;
   let valid: ResolvedConfig | undefined;
   return async () => {
@@ -92,14 +93,10 @@ export function fileConfigSource(path: string, log: (line: string) => void = (li
       return valid;
     }
     if (!valid) throw new Error(`${path}: ${problem}`);
-    log(
-      JSON.stringify({
-        level: 'warn',
-        message: 'configuration file is unusable; the last valid configuration keeps serving',
-        path,
-        problem,
-      }),
-    );
+    (log ? jsonLines(log) : defaultLog()).warn('configuration file is unusable; the last valid configuration keeps serving', {
+      path,
+      problem,
+    });
     return valid;
   };
 }

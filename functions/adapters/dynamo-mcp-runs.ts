@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { Store } from '../core/ports';
+import type { McpRunStore } from '../core/ports';
 
 /**
  * Each principal's current MCP run (the run 2026-07-28 MCP requests that name no run join), as an item of the
@@ -13,7 +13,7 @@ import type { Store } from '../core/ports';
 const ITEM = 'mcprun';
 const SHARD_PREFIX = 'mcprun#';
 
-export function makeMcpRuns(doc: DynamoDBDocumentClient, table: string): Pick<Store, 'currentMcpRun' | 'replaceCurrentMcpRun'> {
+export function makeMcpRuns(doc: DynamoDBDocumentClient, table: string): McpRunStore {
   const key = (principalId: string) => ({ shard: SHARD_PREFIX + principalId, watchKey: ITEM });
 
   return {

@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { Store } from '../core/ports';
+import type { RateLimitStore } from '../core/ports';
 
 /**
  * Rate-limit counters and slots (core/rate-limits.ts), as items of the watch table, each in a partition of
@@ -15,10 +15,7 @@ const FREE = new Date(0).toISOString();
 /** A slot's item outlives its lease by this much before TTL drops it (only its holder's lease matters). */
 const SLOT_TTL_SECONDS = 3600;
 
-export function makeRateLimits(
-  doc: DynamoDBDocumentClient,
-  table: string,
-): Pick<Store, 'takeRateCount' | 'giveBackRateCount' | 'takeRateSlot' | 'giveBackRateSlot'> {
+export function makeRateLimits(doc: DynamoDBDocumentClient, table: string): RateLimitStore {
   /** Sends a conditional write; false when its condition failed. */
   async function conditional(command: PutCommand | UpdateCommand): Promise<boolean> {
     try {

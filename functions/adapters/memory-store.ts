@@ -3,8 +3,41 @@ import { canTransition, OperationState } from '../core/lifecycle';
 import type { OperationRecord, RunRecord } from '../core/model';
 import { approvalTtlUsed } from '../core/metric-names';
 import { isActive, isOwnOperation } from '../core/record-predicates';
-import { type LifecyclePort, OperationConflictError, OperationExistsError, RunChangedError, type Store } from '../core/ports';
-import type { TraceEvent } from '../core/trace';
+import {
+  type LifecyclePort,
+  type LockStore,
+  type McpRunStore,
+  OperationConflictError,
+  OperationExistsError,
+  type OperationStore,
+  type RateLimitStore,
+  type RecoveryStore,
+  type ReviewQueries,
+  RunChangedError,
+  type RunStore,
+  type Store,
+  type TraceStore,
+} from '../core/ports';
+import type { NewTraceEvent, TraceEvent } from '../core/trace';
+
+/** The maps behind the in-memory store, shared by its roles; tests read them to check what was written. */
+interface MemoryState {
+  runs: Map<string, RunRecord>;
+  ops: Map<string, OperationRecord>;
+  events: Map<string, TraceEvent[]>;
+  locks: Map<string, { owner: string; until: number }>;
+  rateCounts: Map<string, number>;
+  rateSlots: Map<string, { holder: string; until: number }>;
+  mcpRuns: Map<string, string>;
+}
+
+/** How every role writes a run's trace: numbered on from the run's last event, dated by the store's clock. */
+interface MemoryTrace {
+  sequence(runId: string, list: NewTraceEvent[]): TraceEvent[];
+  append(runId: string, traced: TraceEvent[]): void;
+}
+
+const clone = <T>(v: T): T => structuredClone(v);
 
 /**
  * The store port in memory (tests, and `toolrunner/testing`'s in-process runner), with the same conditional
@@ -13,49 +46,43 @@ import type { TraceEvent } from '../core/trace';
  * conditional on the status read. It also refuses any move outside the lifecycle table, so model-based
  * tests catch an illegal transition the moment a step tries to write it.
  */
-export function memoryStore(clock: () => number = Date.now): Store & {
-  runs: Map<string, RunRecord>;
-  ops: Map<string, OperationRecord>;
-  events: Map<string, TraceEvent[]>;
-  locks: Map<string, { owner: string; until: number }>;
-  rateCounts: Map<string, number>;
-  rateSlots: Map<string, { holder: string; until: number }>;
-  mcpRuns: Map<string, string>;
-} {
-  const runs = new Map<string, RunRecord>();
-  const ops = new Map<string, OperationRecord>();
-  const events = new Map<string, TraceEvent[]>();
-  const counters = new Map<string, number>();
-  const locks = new Map<string, { owner: string; until: number }>();
-  const rateCounts = new Map<string, number>();
-  const rateSlots = new Map<string, { holder: string; until: number }>();
-  const mcpRuns = new Map<string, string>();
-  const clone = <T>(v: T): T => structuredClone(v);
-  const sequence = (runId: string, list: Omit<TraceEvent, 'seq' | 'at' | 'runId'>[]): TraceEvent[] => {
-    const at = new Date(clock()).toISOString();
-    const start = counters.get(runId) ?? 0;
-    counters.set(runId, start + list.length);
-    return list.map((e, i) => ({ ...e, seq: start + i + 1, at, runId }));
+export function memoryStore(clock: () => number = Date.now): Store & MemoryState {
+  const state: MemoryState = {
+    runs: new Map(),
+    ops: new Map(),
+    events: new Map(),
+    locks: new Map(),
+    rateCounts: new Map(),
+    rateSlots: new Map(),
+    mcpRuns: new Map(),
   };
-  const append = (runId: string, traced: TraceEvent[]) => events.set(runId, [...(events.get(runId) ?? []), ...traced]);
-
-  return {
-    runs,
-    ops,
-    events,
-    locks,
-    rateCounts,
-    rateSlots,
-    mcpRuns,
-    async getRun(runId) {
-      return clone(runs.get(runId));
+  const counters = new Map<string, number>();
+  const trace: MemoryTrace = {
+    sequence(runId, list) {
+      const at = new Date(clock()).toISOString();
+      const start = counters.get(runId) ?? 0;
+      counters.set(runId, start + list.length);
+      return list.map((e, i) => ({ ...e, seq: start + i + 1, at, runId }));
     },
+    append: (runId, traced) => state.events.set(runId, [...(state.events.get(runId) ?? []), ...traced]),
+  };
+  return {
+    ...state,
+    ...memoryOperations(state, trace, clock),
+    ...memoryRuns(state, trace, clock),
+    ...memoryTraceStore(state, trace),
+    ...memoryRecovery(state),
+    ...memoryReviews(state),
+    ...memoryLocks(state),
+    ...memoryRateLimits(state),
+    ...memoryMcpRuns(state),
+  };
+}
+
+function memoryOperations({ runs, ops }: MemoryState, trace: MemoryTrace, clock: () => number): OperationStore {
+  return {
     async getOperation(id) {
       return clone(ops.get(id));
-    },
-    async putNewRun(run) {
-      if (runs.has(run.runId)) throw new Error('run exists');
-      runs.set(run.runId, clone(run));
     },
     async createOperation({ run, runChange, op, events: list }) {
       if (!list.length) throw new Error('an operation is created with its first trace events');
@@ -72,11 +99,11 @@ export function memoryStore(clock: () => number = Date.now): Store & {
         if (stored.status !== 'open') throw new RunChangedError('the run changed');
         nextRun = { ...stored, status: runChange.to, updatedAt: at };
       }
-      const traced = sequence(run.runId, list);
+      const traced = trace.sequence(run.runId, list);
       const created = { ...clone(op), version: 1, updatedAt: at };
       runs.set(run.runId, nextRun);
       ops.set(op.operationId, created);
-      append(run.runId, traced);
+      trace.append(run.runId, traced);
       return { op: clone(created), events: traced };
     },
     async updateOperation(before, after, list) {
@@ -84,37 +111,81 @@ export function memoryStore(clock: () => number = Date.now): Store & {
       if (!current || current.state !== before.state || current.version !== before.version)
         throw new OperationConflictError(clone(current));
       if (!reachable(before.state, after.state)) throw new Error(`illegal move ${before.state} -> ${after.state}`);
-      const traced = sequence(before.runId, list);
+      const traced = trace.sequence(before.runId, list);
       const next = { ...clone(after), version: before.version + 1, updatedAt: new Date(clock()).toISOString() };
       ops.set(before.operationId, next);
-      append(before.runId, traced);
+      trace.append(before.runId, traced);
       return { op: clone(next), events: traced };
+    },
+    async listOperationsOfRun(runId) {
+      return clone([...ops.values()].filter((o) => o.runId === runId));
+    },
+  };
+}
+
+function memoryRuns({ runs }: MemoryState, trace: MemoryTrace, clock: () => number): RunStore {
+  return {
+    async getRun(runId) {
+      return clone(runs.get(runId));
+    },
+    async putNewRun(run) {
+      if (runs.has(run.runId)) throw new Error('run exists');
+      runs.set(run.runId, clone(run));
     },
     async updateRunStatus(run, to, list) {
       const stored = runs.get(run.runId);
       if (!stored || stored.status !== run.status) throw new RunChangedError('the run changed');
-      const traced = sequence(run.runId, list);
+      const traced = trace.sequence(run.runId, list);
       const next = { ...stored, status: to, updatedAt: new Date(clock()).toISOString() };
       runs.set(run.runId, next);
-      append(run.runId, traced);
+      trace.append(run.runId, traced);
       return clone(next);
     },
+    async listRuns({ limit, after, matches = () => true }) {
+      const newestFirst = [...runs.values()].sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.runId.localeCompare(a.runId));
+      const start = after ? newestFirst.findIndex((r) => r.runId === after.runId) + 1 : 0;
+      const items: RunRecord[] = [];
+      for (let i = start; i < newestFirst.length; i++) {
+        if (!matches(newestFirst[i])) continue;
+        items.push(newestFirst[i]);
+        if (items.length === limit)
+          return {
+            items: clone(items),
+            ...(i < newestFirst.length - 1
+              ? { nextKey: { listKey: 'runs', createdAt: items[limit - 1].createdAt, runId: items[limit - 1].runId } }
+              : {}),
+          };
+      }
+      return { items: clone(items) };
+    },
+  };
+}
+
+function memoryTraceStore({ events }: MemoryState, trace: MemoryTrace): TraceStore {
+  return {
     async appendRunEvents(runId, list) {
-      const traced = sequence(runId, list);
-      append(runId, traced);
+      const traced = trace.sequence(runId, list);
+      trace.append(runId, traced);
       return clone(traced);
     },
     async listEvents(runId) {
       return clone(events.get(runId) ?? []);
     },
-    async listOperationsOfRun(runId) {
-      return clone([...ops.values()].filter((o) => o.runId === runId));
-    },
+  };
+}
+
+function memoryRecovery({ ops }: MemoryState): RecoveryStore {
+  return {
     async listExpiredLeases(now, limit, options = {}) {
       return clone(
         [...ops.values()].filter((o) => isActive(o) && (options.ignoreLeases || (o.leaseUntil ?? o.updatedAt) < now)).slice(0, limit),
       );
     },
+  };
+}
+
+function memoryReviews({ ops }: MemoryState): ReviewQueries {
+  return {
     async listPendingApprovals({ approverId, now, limit, after }) {
       const pending = [...ops.values()]
         .filter(
@@ -135,23 +206,6 @@ export function memoryStore(clock: () => number = Date.now): Store & {
           : {}),
       };
     },
-    async listRuns({ limit, after, matches = () => true }) {
-      const newestFirst = [...runs.values()].sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.runId.localeCompare(a.runId));
-      const start = after ? newestFirst.findIndex((r) => r.runId === after.runId) + 1 : 0;
-      const items: RunRecord[] = [];
-      for (let i = start; i < newestFirst.length; i++) {
-        if (!matches(newestFirst[i])) continue;
-        items.push(newestFirst[i]);
-        if (items.length === limit)
-          return {
-            items: clone(items),
-            ...(i < newestFirst.length - 1
-              ? { nextKey: { listKey: 'runs', createdAt: items[limit - 1].createdAt, runId: items[limit - 1].runId } }
-              : {}),
-          };
-      }
-      return { items: clone(items) };
-    },
     async listOpenReviews(limit) {
       return clone([...ops.values()].filter((o) => o.state === 'outcome_unknown' && o.review?.required).slice(0, limit));
     },
@@ -166,6 +220,11 @@ export function memoryStore(clock: () => number = Date.now): Store & {
         reviewsOpen: all.filter((o) => o.state === 'outcome_unknown' && o.review?.required).length,
       };
     },
+  };
+}
+
+function memoryLocks({ locks }: MemoryState): LockStore {
+  return {
     async acquireLock(key, owner, leaseMs, now) {
       const held = locks.get(key);
       if (held && held.owner !== owner && held.until >= now) return false;
@@ -175,6 +234,11 @@ export function memoryStore(clock: () => number = Date.now): Store & {
     async releaseLock(key, owner) {
       if (locks.get(key)?.owner === owner) locks.delete(key);
     },
+  };
+}
+
+function memoryRateLimits({ rateCounts, rateSlots }: MemoryState): RateLimitStore {
+  return {
     async takeRateCount(key, limit) {
       const n = rateCounts.get(key) ?? 0;
       if (n >= limit) return false;
@@ -194,6 +258,11 @@ export function memoryStore(clock: () => number = Date.now): Store & {
     async giveBackRateSlot(key, holder) {
       if (rateSlots.get(key)?.holder === holder) rateSlots.delete(key);
     },
+  };
+}
+
+function memoryMcpRuns({ mcpRuns }: MemoryState): McpRunStore {
+  return {
     async currentMcpRun(principalId) {
       return mcpRuns.get(principalId);
     },

@@ -11,6 +11,7 @@ import {
 } from '../core/notices';
 import type { ApprovalRequest, ConfigSource, Metrics, Notifier } from '../core/ports';
 import { signWebhookBody, WEBHOOK_SIGNATURE_HEADER } from '../core/webhook-signature';
+import { defaultLog } from '../core/log';
 
 /**
  * The notifier port as channels: each approver's link reaches that approver alone (its webhook, its
@@ -33,7 +34,7 @@ export interface NotificationChannel {
 }
 
 type Log = (line: Record<string, unknown>) => void;
-const warn: Log = (line) => console.error(JSON.stringify({ level: 'warn', ...line }));
+const warn: Log = ({ message, ...fields }) => defaultLog().warn(String(message), fields);
 
 /** The notifier over its channels; `metrics` counts failed deliveries per channel. */
 export function makeNotifier(channels: readonly NotificationChannel[], options: { metrics?: Metrics; log?: Log } = {}): Required<Notifier> {

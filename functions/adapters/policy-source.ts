@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import type { PolicyConfig, PolicyEvaluator } from '../core/policy-schema';
 import type { ToolRegistry } from '../core/tool-spec';
+import { defaultLog, jsonLines } from '../core/log';
 
 /**
  * The configuration's policies (`policies`, or the file `policiesFile` names), loaded into the engine once per
@@ -18,7 +19,7 @@ export function policySource(
     log?: (line: string) => void;
   },
 ): (config: PolicyConfig) => Promise<PolicyEvaluator | undefined> {
-  const log = options.log ?? ((line: string) => console.error(line));
+  const log = () => (options.log ? jsonLines(options.log) : defaultLog());
   let last: { text: string; principals: unknown; toolCount: number; evaluator: PolicyEvaluator } | undefined;
   let lastValid: PolicyEvaluator | undefined;
   let reported: string | undefined;
@@ -36,8 +37,7 @@ export function policySource(
       const { compilePolicies, describePolicyProblems } = await import('./cedar-policies');
       const compiled = compilePolicies(text, [...tools.values()], current.principals);
       if (compiled.ok) {
-        if (compiled.evaluator !== lastValid)
-          log(JSON.stringify({ level: 'info', message: 'policies loaded', origin, policies: compiled.evaluator.size }));
+        if (compiled.evaluator !== lastValid) log().info('policies loaded', { origin, policies: compiled.evaluator.size });
         last = { text, principals: current.principals, toolCount: tools.size, evaluator: compiled.evaluator };
         lastValid = compiled.evaluator;
         return compiled.evaluator;
@@ -49,7 +49,7 @@ export function policySource(
     if (!lastValid) throw new Error(`the policies do not load: ${problem}`);
     if (reported !== problem) {
       reported = problem;
-      log(JSON.stringify({ level: 'warn', message: 'the policies do not load; the last valid policies keep serving', problem }));
+      log().warn('the policies do not load; the last valid policies keep serving', { problem });
     }
     return lastValid;
   };
@@ -68,7 +68,7 @@ function fileReader(): (path: string) => string {
       const info = statSync(path);
       version = `${info.mtimeMs}:${info.size}`;
     } catch (error) {
-      throw new Error(`policiesFile ${path}: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+      throw new Error(`policiesFile ${path}: ${(error as NodeJS.ErrnoException).code ?? 'unreadable'}`, { cause: error });
     }
     if (cached?.path === path && cached.version === version) return cached.text;
     cached = { path, version, text: readFileSync(path, 'utf8') };

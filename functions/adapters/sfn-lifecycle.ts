@@ -10,6 +10,7 @@ import {
 } from '@aws-sdk/client-sfn';
 import { MetricName } from '../core/metric-names';
 import type { LifecyclePort, Metrics } from '../core/ports';
+import { defaultLog } from '../core/log';
 
 /** Each refused attempt of a Step Functions call, inside the SDK's retries: what the StatesApiThrottled alarm reads. */
 function countThrottles(client: SFNClient, metrics: Metrics): void {
@@ -59,9 +60,7 @@ export function sfnLifecycle(
             );
             // A failed or timed-out Express execution leaves the operation to its lease: the sweeper resumes it.
             if (out.status !== 'SUCCEEDED')
-              console.error(
-                JSON.stringify({ level: 'warn', message: 'express execution did not succeed', name, status: out.status, error: out.error }),
-              );
+              defaultLog().warn('express execution did not succeed', { name, status: out.status, error: out.error });
           },
         }
       : {}),

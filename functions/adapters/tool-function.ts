@@ -1,10 +1,10 @@
 import { InvokeCommand, type InvokeCommandOutput, type LambdaClient } from '@aws-sdk/client-lambda';
-import { TransportError } from '../core/errors';
+import { RunnerError, TransportError } from '../core/errors';
 import type { ToolHost } from '../core/ports';
 import { restoreError, ToolAnswerSchema, type ToolInvocation } from '../core/tool-invocation';
 
 /** The Tools function ran but failed as a whole (crashed, timed out, ran out of memory): the tool may have acted. */
-export class ToolFunctionError extends Error {
+export class ToolFunctionError extends RunnerError {
   override name = 'ToolFunctionError' as const;
 }
 
@@ -37,9 +37,9 @@ export function lambdaToolHost(client: LambdaClient, functionName: string, toolN
         const e = error as Error & { $metadata?: { httpStatusCode?: number } };
         // An answer from Lambda's API with an error status: the invocation was refused, the tool did not run.
         if (e.$metadata?.httpStatusCode && e.$metadata.httpStatusCode >= 400)
-          throw new TransportError('refused', false, `the tools function was not invoked: ${e.name}: ${e.message}`);
+          throw new TransportError('refused', false, `the tools function was not invoked: ${e.name}: ${e.message}`, { cause: error });
         const reason = ctx.signal.aborted ? (ctx.signal.reason?.name === 'TimeoutError' ? 'timeout' : 'aborted') : 'reset';
-        throw new TransportError(reason, true, `no answer from the tools function (${e.name})`);
+        throw new TransportError(reason, true, `no answer from the tools function (${e.name})`, { cause: error });
       }
       const text = Buffer.from(reply.Payload ?? new Uint8Array()).toString('utf8');
       if (reply.FunctionError) throw new ToolFunctionError(`the tools function failed: ${text.slice(0, 500)}`);

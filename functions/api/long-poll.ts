@@ -1,7 +1,8 @@
-import { envelopeOf } from '../core/next-step';
+import { callerAnswerable } from '../core/attempt-protocol';
 import type { OperationRecord } from '../core/model';
-import type { Deps, WaitingSlot } from '../core/ports';
+import type { Deps, OperationStore, WaitingSlot } from '../core/ports';
 import { newRateSlotHolder } from '../core/ids';
+import { logOf } from '../core/log';
 
 /** A slot's lease outlives the wait by this much: the request still reads and answers after it. */
 const LEASE_MARGIN_MS = 4_000;
@@ -24,7 +25,7 @@ export interface WaitingPass {
  * One request's pass for an idle wait of up to `seconds` for `operationId`: a slot of `deps.waitingPolls`
  * leased until the wait's end, where the deployment bounds waits; otherwise always granted.
  */
-export function waitingPass(deps: Pick<Deps, 'now' | 'waitingPolls'>, operationId: string, seconds: number): WaitingPass {
+export function waitingPass(deps: Pick<Deps, 'now' | 'waitingPolls' | 'log'>, operationId: string, seconds: number): WaitingPass {
   let slot: WaitingSlot | undefined;
   let refused = false;
   return {
@@ -44,9 +45,7 @@ export function waitingPass(deps: Pick<Deps, 'now' | 'waitingPolls'>, operationI
       // Best effort: a slot not freed lapses at its lease.
       await held
         ?.release()
-        .catch((error: Error) =>
-          console.error(JSON.stringify({ level: 'warn', message: 'a waiting slot was not freed', operationId, error: error.message })),
-        );
+        .catch((error: Error) => logOf(deps).warn('a waiting slot was not freed', { operationId, error: error.message }));
     },
   };
 }
@@ -89,15 +88,15 @@ export function watchOperation(deps: Pick<Deps, 'watch'>, operationId: string) {
  * without one the operation is answered as it stands.
  */
 export async function waitForSettled(
-  deps: Pick<Deps, 'now' | 'store'>,
+  deps: Pick<Deps, 'now'> & { store: Pick<OperationStore, 'getOperation'> },
   watcher: OperationWatcher,
   op: OperationRecord,
   seconds: number,
   finished?: Promise<OperationRecord | undefined>,
   pass?: WaitingPass,
 ): Promise<OperationRecord> {
-  const done = (o: OperationRecord) => Boolean(envelopeOf(o)) || (o.state === 'awaiting_approval' && o.approval?.state === 'pending');
-  /** What the submitting process wrote last, when it ran the attempt itself. */
+  const done = callerAnswerable;
+  /** The record the attempt returned, when the submitting process ran it itself. */
   let written: OperationRecord | undefined;
   const newest = () => [watcher.latest(), written].reduce<OperationRecord>((a, b) => (b && b.version > a.version ? b : a), current);
   let current = op;

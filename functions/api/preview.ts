@@ -11,7 +11,12 @@ import type { z } from 'zod';
  * `POST /v1/runs/{runId}/tool-calls/preview`: the policy decision submission would take for this call,
  * from the same pure function, with no operation, no attempt and no budget used.
  */
-export async function previewToolCall(deps: Deps, run: RunRecord, caller: Principal, body: z.infer<typeof PreviewSchema>) {
+export async function previewToolCall(
+  deps: Pick<Deps, 'config' | 'tools' | 'policies' | 'now'>,
+  run: RunRecord,
+  caller: Principal,
+  body: z.infer<typeof PreviewSchema>,
+) {
   const [config] = await Promise.all([deps.config(), toolsReady(deps.tools)]);
   const policy = await deps.policies?.(config);
   const parsed = parseArguments(body.arguments);

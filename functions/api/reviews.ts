@@ -1,4 +1,4 @@
-import type { Deps } from '../core/ports';
+import type { ReviewQueries, WithStore } from '../core/ports';
 
 const MAX_REVIEWS = 200;
 
@@ -6,7 +6,7 @@ const MAX_REVIEWS = 200;
  * `GET /v1/reviews?status=open`: every operation waiting for a person's resolution, so the
  * "request_human_review" an envelope offers leads somewhere.
  */
-export async function openReviews(deps: Deps) {
+export async function openReviews(deps: Pick<WithStore<ReviewQueries>, 'store'>) {
   const open = await deps.store.listOpenReviews(MAX_REVIEWS);
   return {
     reviews: open.map((op) => ({

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { withClock } from '../core/budgets';
 import type { Principal, RunRecord } from '../core/model';
 import { hasRole } from '../core/policy';
-import type { Deps } from '../core/ports';
+import type { RunStore, WithStore } from '../core/ports';
 import { encodeCursor, type RunListKey } from './cursor';
 import type { RunsSchema, RunStatusSchema } from '../http/schemas';
 import { runView } from './views';
@@ -12,7 +12,7 @@ import { runView } from './views';
  * The status filtered on is the one `GET /v1/runs/{runId}` shows (a run past its wall clock is `expired`).
  */
 export async function listRunsPage(
-  deps: Deps,
+  deps: Pick<WithStore<RunStore>, 'store' | 'now'>,
   principal: Principal,
   query: { status?: z.infer<typeof RunStatusSchema>; limit: number; after?: RunListKey },
 ): Promise<z.input<typeof RunsSchema>> {

@@ -23,6 +23,7 @@ import {
 import type { Envelope } from '../core/envelope';
 import { operationIdFor } from '../core/ids';
 import { networkErrorMessage } from '../core/network-error';
+import { RunnerError } from '../core/errors';
 
 export type { Approval, CreateRunBody, Envelope, Operation, Pending, Run, RunSummary };
 /** The id of the one logical operation a `(runId, callId)` names: the runner derives it, so a client can too. */
@@ -33,7 +34,7 @@ export type TraceEvent = TraceEventView;
 export type ToolFormat = 'neutral' | 'openai' | 'anthropic' | 'mcp';
 
 /** An HTTP error from the runner (`{ error: { code, message } }`), or an answer the client cannot read. */
-export class ToolRunnerError extends Error {
+export class ToolRunnerError extends RunnerError {
   override name = 'ToolRunnerError';
   constructor(
     readonly status: number,
@@ -41,8 +42,10 @@ export class ToolRunnerError extends Error {
     message: string,
     /** A 429 `throttled` (a rate limit, config `rateLimits`): the seconds its `Retry-After` asks to wait. */
     readonly retryAfterSeconds?: number,
+    /** `cause`: what the client caught (the network error, the JSON parse error). */
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -152,14 +155,16 @@ export function createClient(options: ClientOptions) {
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
       });
     } catch (error) {
-      throw new ToolRunnerError(0, 'network_error', networkErrorMessage(method, `${baseUrl}${path}`, error));
+      throw new ToolRunnerError(0, 'network_error', networkErrorMessage(method, `${baseUrl}${path}`, error), undefined, { cause: error });
     }
     const text = await res.text();
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;
-    } catch {
-      throw new ToolRunnerError(res.status, 'invalid_response', `${method} ${path}: the answer is not JSON (${res.status})`);
+    } catch (error) {
+      throw new ToolRunnerError(res.status, 'invalid_response', `${method} ${path}: the answer is not JSON (${res.status})`, undefined, {
+        cause: error,
+      });
     }
     if (!res.ok) {
       const error = ErrorSchema.safeParse(json);

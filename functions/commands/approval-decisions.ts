@@ -4,12 +4,12 @@ import { operationIdOfApproval } from '../core/ids';
 import type { OperationRecord, Principal } from '../core/model';
 import { stepOutput } from '../core/next-step';
 import { decidingPrincipal, hasRole } from '../core/policy';
-import type { Deps } from '../core/ports';
+import type { OperationStore, WithStore } from '../core/ports';
 import { isOwnOperation } from '../core/record-predicates';
 import { accepts } from '../core/transition-table';
 import { advance } from '../steps/advance';
 import { tellDecided } from '../steps/approval';
-import { resumeOperation } from '../steps/resume';
+import { resumeOperation, type ResumeDeps } from '../steps/resume';
 
 /** An approver's decision, by signed link or by key (the API's commands; the wait itself is steps/approval.ts). */
 
@@ -18,7 +18,11 @@ export type ApprovalAccess =
   | { ok: false; status: 403 | 404 | 409; code: 'forbidden' | 'not_found' | 'invalid_state'; message: string };
 
 /** Checks a link: the operation exists, the signature is this operation's, the approver may approve it. */
-export async function openApproval(deps: Deps, approvalId: string, sig: string | undefined): Promise<ApprovalAccess> {
+export async function openApproval(
+  deps: Pick<WithStore<OperationStore>, 'store' | 'config' | 'now'>,
+  approvalId: string,
+  sig: string | undefined,
+): Promise<ApprovalAccess> {
   const operationId = operationIdOfApproval(approvalId);
   const op = operationId ? await deps.store.getOperation(operationId) : undefined;
   if (!op?.approval) return { ok: false, status: 404, code: 'not_found', message: 'no such approval' };
@@ -53,7 +57,7 @@ export type DecisionResult = { ok: true; op: OperationRecord } | Extract<Approva
 
 /** A decision through a signed link: the link is checked, then the decision recorded as `decideAs` does. */
 export async function decideApproval(
-  deps: Deps,
+  deps: ResumeDeps,
   approvalId: string,
   sig: string | undefined,
   decision: 'approve' | 'reject',
@@ -66,7 +70,7 @@ export async function decideApproval(
 
 /** Records one decision by an approver `mayDecide` admitted (a second one is refused), then returns the task token to Step Functions. */
 export async function decideAs(
-  deps: Deps,
+  deps: ResumeDeps,
   access: Extract<ApprovalAccess, { ok: true }>,
   decision: 'approve' | 'reject',
   reason?: string,

@@ -1,7 +1,7 @@
 import { accepts } from '../core/transition-table';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
-import { RunChangedError, type Deps } from '../core/ports';
-import { advance } from '../steps/advance';
+import { RunChangedError, type OperationStore, type RateLimitStore, type RunStore, type WithStore } from '../core/ports';
+import { advance, type AdvanceDeps } from '../steps/advance';
 import { executionNameOf } from '../steps/deps';
 
 /**
@@ -10,7 +10,7 @@ import { executionNameOf } from '../steps/deps';
  * returns later is recorded as `result.late` and never replaces the cancelled envelope.
  */
 export async function cancelOperation(
-  deps: Deps,
+  deps: AdvanceDeps,
   op: OperationRecord,
   reason = 'cancelled by the agent',
 ): Promise<{ ok: boolean; op: OperationRecord }> {
@@ -23,7 +23,7 @@ export async function cancelOperation(
 }
 
 /** Closes a run: no new calls (409 run_closed), and every operation still in flight is cancelled. */
-export async function cancelRun(deps: Deps, run: RunRecord): Promise<RunRecord> {
+export async function cancelRun(deps: WithStore<OperationStore & RateLimitStore & RunStore>, run: RunRecord): Promise<RunRecord> {
   let closed = run;
   while (closed.status !== 'cancelled') {
     try {
@@ -42,7 +42,7 @@ export async function cancelRun(deps: Deps, run: RunRecord): Promise<RunRecord> 
 
 /** A reviewer settles an outcome_unknown by looking at the upstream; the decision becomes the record. */
 export async function resolveOperation(
-  deps: Deps,
+  deps: AdvanceDeps,
   op: OperationRecord,
   reviewer: Principal,
   verdict: 'succeeded' | 'failed',

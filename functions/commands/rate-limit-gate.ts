@@ -1,8 +1,9 @@
 import type { RateLimit } from '../core/config';
 import type { OperationRecord } from '../core/model';
 import { newRateSlotHolder } from '../core/ids';
-import type { Deps } from '../core/ports';
+import type { OperationStore, RateLimitStore, WithStore } from '../core/ports';
 import { rateTakes, retryAfterSeconds, type RateSubject, throttledMessage } from '../core/rate-limits';
+import { logOf } from '../core/log';
 
 /** A submission over a rate limit: nothing was created and no budget used; the caller may retry after the wait. */
 export interface Throttled {
@@ -25,7 +26,12 @@ interface Held {
  * call instead holds one of `concurrent` slot items, leased to its operation until the operation's deadline
  * and freed when it settles (steps/rate-slots.ts): a slot whose holder vanished frees itself at that deadline.
  */
-export function rateGate(deps: Deps, limits: readonly RateLimit[] | undefined, subject: RateSubject, operationId: string) {
+export function rateGate(
+  deps: Pick<WithStore<OperationStore & RateLimitStore>, 'store' | 'now' | 'random' | 'log'>,
+  limits: readonly RateLimit[] | undefined,
+  subject: RateSubject,
+  operationId: string,
+) {
   let held: Held | undefined;
   // Its own holder per submission: a concurrent duplicate (same operation id) that loses the create must not
   // free the slot of the one that won.
@@ -36,9 +42,7 @@ export function rateGate(deps: Deps, limits: readonly RateLimit[] | undefined, s
     await Promise.all([
       ...taken.counts.map((key) => deps.store.giveBackRateCount(key)),
       ...taken.slots.map((key) => deps.store.giveBackRateSlot(key, holder)),
-    ]).catch((error: Error) =>
-      console.error(JSON.stringify({ level: 'warn', message: 'a rate-limit count was not given back', operationId, error: error.message })),
-    );
+    ]).catch((error: Error) => logOf(deps).warn('a rate-limit count was not given back', { operationId, error: error.message }));
   }
 
   return {

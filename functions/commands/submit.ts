@@ -7,30 +7,31 @@ import type { LifecycleEvent, Validation } from '../core/lifecycle-events';
 import { newIdempotencyKey, newRunId, operationIdFor } from '../core/ids';
 import { attemptLease, stepLease } from '../core/leases';
 import { SCHEMA_VERSION, type Budgets, type OperationRecord, type Principal, type RunRecord } from '../core/model';
-import { ContentionError, OperationExistsError, RunChangedError, type Deps, type RunChange } from '../core/ports';
+import { intentAtSubmission, submitterSendsFirstAttempt } from '../core/attempt-protocol';
+import {
+  ContentionError,
+  OperationExistsError,
+  RunChangedError,
+  type Deps,
+  type RunChange,
+  type RunStore,
+  type WithStore,
+} from '../core/ports';
 import { decidingPrincipal, requesterGrantOf } from '../core/policy';
-import { replaySafe } from '../core/record-predicates';
 import type { ToolSpec } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
 import { jitter } from '../steps/advance';
 import { countTrace } from '../steps/metrics';
 import { executionNameOf } from '../steps/deps';
-import { executeStep } from '../steps/execute';
-import { watchedStore } from '../steps/operation-watch';
+import { executeAttempt } from '../steps/execute';
 import { rateGate, type Throttled } from './rate-limit-gate';
-
-/**
- * What an attempt run in the submitting process needs beyond the tool's own timeout: the writes before and
- * after it, and the answer. Where the API runs on Lambda the process is frozen once it answers, so an attempt
- * it starts must end before the caller's wait does.
- */
-const INLINE_MARGIN_MS = 3000;
+import { defaultLog } from '../core/log';
 
 /** How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured. */
 export const DEFAULT_RETENTION_DAYS = 30;
 
 export async function createRun(
-  deps: Deps,
+  deps: WithStore<RunStore>,
   principal: Principal,
   budgets: Partial<Budgets> | undefined,
   metadata?: Record<string, unknown>,
@@ -78,7 +79,10 @@ export type SubmitResult =
   | {
       kind: 'created';
       op: OperationRecord;
-      /** Resolves when a synchronous (Express) execution ends: with the record it wrote last, where this process wrote it. */
+      /**
+       * Resolves when a synchronous (Express) execution ends: with the record the attempt returned, where this
+       * process ran it and it settled the operation; otherwise undefined (the record says the rest).
+       */
       finished?: Promise<OperationRecord | undefined>;
       /** This process runs the first attempt itself: a wait for `finished` is work, not an idle wait. */
       inline?: true;
@@ -88,15 +92,6 @@ export type SubmitResult =
   | { kind: 'run_closed' }
   /** Over a rate limit (config `rateLimits`): nothing created, no budget used (HTTP 429 `throttled`). */
   | Throttled;
-
-/**
- * A tool whose attempt may be sent again with the same key without risk (a read, or an upstream that
- * dedupes by key) and that needs no lock: its first attempt's intent is written with the submission,
- * so a happy-path call costs two conditional writes (intent with budget, result with trace).
- */
-function firstAttemptAtSubmission(tool: ToolSpec): boolean {
-  return replaySafe(tool) && !tool.lockKey;
-}
 
 /**
  * Records the model's proposal, its policy decision and its admission against the run's budgets in one
@@ -232,43 +227,26 @@ export function runsFirstAttemptInline(deps: Deps, toolName: string, waitSeconds
   return sendsFirstAttempt(deps, deps.tools.get(toolName), waitSeconds);
 }
 
-/**
- * Whether the submitting process runs the first attempt itself instead of an Express execution that runs it
- * in another function: then no second Lambda is billed while the upstream answers, and no execution either.
- * Only where the whole attempt fits in the caller's wait, and not for a tool that takes a lock (the lock table
- * is the Execute function's).
- */
-function sendsFirstAttempt(deps: Deps, tool: ToolSpec | undefined, waitSeconds: number): tool is ToolSpec {
-  return (
-    waitSeconds > 0 &&
-    Boolean(deps.lifecycle.startSync) &&
-    Boolean(tool) &&
-    !tool!.lockKey &&
-    tool!.timeoutMs + INLINE_MARGIN_MS <= waitSeconds * 1000
-  );
+/** Whether this process runs the first attempt itself (core/attempt-protocol.ts), where this deployment can wait synchronously. */
+function sendsFirstAttempt(deps: Pick<Deps, 'lifecycle'>, tool: ToolSpec | undefined, waitSeconds: number): tool is ToolSpec {
+  return submitterSendsFirstAttempt(tool, waitSeconds, Boolean(deps.lifecycle.startSync));
 }
 
 /**
  * The Execute step in this process, then whatever the record says comes next (a retry's backoff, a
  * reconciliation, a report) on the Express machine, synchronously while the caller still waits. A process
  * that dies here leaves the operation to its lease, as a lost execution does: the sweeper resumes it.
+ * Settled here, it resolves with the record the attempt left: the waiting request answers from it instead
+ * of reading it back.
  */
 async function executeInline(deps: Deps, op: OperationRecord, name: string, deadline: number): Promise<OperationRecord | undefined> {
-  // The record the attempt wrote last: the waiting request answers from it instead of reading it back.
-  let written: OperationRecord | undefined;
-  const { store, watch } = watchedStore(deps.store);
-  const unsubscribe = watch.subscribe(op.operationId, (next) => {
-    written = next;
-  });
   try {
-    const out = await executeStep({ ...deps, store }, op.operationId, op, true);
-    if (out.next === 'done') return written;
-    if (deps.lifecycle.startSync && deps.now() < deadline) await runSynchronously(deps, out, name, op);
-    else await deps.lifecycle.start(out, name, 'express');
+    const { output, op: left } = await executeAttempt(deps, op.operationId, op, true);
+    if (output.next === 'done') return left;
+    if (deps.lifecycle.startSync && deps.now() < deadline) await runSynchronously(deps, output, name, op);
+    else await deps.lifecycle.start(output, name, 'express');
   } catch (error) {
     warn('the attempt in the submitting process failed; the sweeper resumes the operation past its lease', op, error as Error);
-  } finally {
-    unsubscribe();
   }
   return undefined;
 }
@@ -285,7 +263,7 @@ function runSynchronously(deps: Deps, input: { operationId: string; next: string
 }
 
 function warn(message: string, op: OperationRecord, error: Error): void {
-  console.error(JSON.stringify({ level: 'warn', message, operationId: op.operationId, error: error.message }));
+  defaultLog().warn(message, { operationId: op.operationId, error: error.message });
 }
 
 /** The same call again is a replay of the operation it made; the same call id with other arguments, a conflict. */
@@ -373,7 +351,7 @@ function firstChange(
   const lease = tool ? attemptLease(now, tool.timeoutMs) : stepLease(now);
   const steps: LifecycleEvent[] = [{ type: 'validate', validation, leaseUntil: lease }];
   if (validation.decision === 'deny') steps.push({ type: 'report' });
-  else if (!validation.approvalRequired && tool && firstAttemptAtSubmission(tool))
+  else if (!validation.approvalRequired && tool && intentAtSubmission(tool))
     steps.push({ type: 'start_attempt', leaseUntil: lease, unclaimed: !sendsItself });
   return { steps, runEvents: [], runChange: { kind: 'admit', delta: admission.delta, now } };
 }

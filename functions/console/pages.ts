@@ -1,6 +1,7 @@
 import type { Approval, Review, RunsPage } from '../client';
 import { policiesLine, RISK_TEXT, summaryLines } from '../html/approval-page';
-import { escapeHtml, INVISIBLE_STYLE, visibleText } from '../html/page-basics';
+import { INVISIBLE_STYLE } from '../html/page-basics';
+import { html, joinHtml, raw, type SafeHtml, visible } from '../html/safe-html';
 import { TIMELINE_STYLE } from '../html/timeline-page';
 import { formatCents } from '../core/format';
 import type { Principal } from '../core/model';
@@ -9,7 +10,8 @@ import type { ToolSpec } from '../core/tool-spec';
 
 /**
  * The console's HTML: plain pages and forms that work without JavaScript. Everything that comes from
- * records, arguments or people goes through `visibleText`; every form carries the session's CSRF token.
+ * records, arguments or people is escaped (`html`) and shown through `visible`; every form carries the
+ * session's CSRF token.
  */
 
 /** Who is signed in, for the frame: their id, their roles and the token their forms carry. */
@@ -24,7 +26,7 @@ export interface Banner {
   text: string;
 }
 
-const STYLE = `*{box-sizing:border-box}body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#111;background:#f6f7f9}
+const STYLE = html`*{box-sizing:border-box}body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#111;background:#f6f7f9}
 header{background:#1f2937;color:#fff;padding:.6rem 1.25rem;display:flex;gap:1.25rem;align-items:center;flex-wrap:wrap}
 header .brand{font-weight:700;margin-right:.5rem}header nav{display:flex;gap:1rem;flex:1}
 header a{color:#e5e7eb;text-decoration:none}header a[aria-current=page]{color:#fff;border-bottom:2px solid #60a5fa}
@@ -50,23 +52,23 @@ th{background:#f1f5f9;color:#334155}td.num{text-align:right;font-variant-numeric
 
 type Section = 'approvals' | 'reviews' | 'runs';
 
-function page(title: string, body: string, viewer?: Viewer, current?: Section, extraStyle = ''): string {
+function page(title: string, body: SafeHtml, viewer?: Viewer, current?: Section, extraStyle: SafeHtml | '' = ''): string {
   const link = (section: Section, text: string) =>
-    `<a href="/console/${section}"${current === section ? ' aria-current="page"' : ''}>${text}</a>`;
+    html`<a href="/console/${section}"${current === section ? html` aria-current="page"` : ''}>${text}</a>`;
   const nav = viewer
-    ? `<nav>${[
+    ? html`<nav>${[
         hasRole(viewer.principal, 'approver') ? link('approvals', 'Approvals') : '',
         hasRole(viewer.principal, 'reviewer') ? link('reviews', 'Reviews') : '',
         mayListRuns(viewer.principal) ? link('runs', 'Runs') : '',
-      ].join('')}</nav>
-<span class="who">Signed in as <strong>${visibleText(viewer.principal.id)}</strong></span>
+      ]}</nav>
+<span class="who">Signed in as <strong>${visible(viewer.principal.id)}</strong></span>
 <form method="post" action="/console/logout">${csrfField(viewer)}<button type="submit" name="logout" value="1">Sign out</button></form>`
-    : '<nav></nav>';
-  return `<!doctype html>
+    : html`<nav></nav>`;
+  return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>${escapeHtml(title)} · Tool runner console</title><style>${STYLE}${extraStyle}</style></head>
+<meta name="referrer" content="no-referrer"><title>${title} · Tool runner console</title><style>${STYLE}${extraStyle}</style></head>
 <body><header><span class="brand">Tool runner console</span>${nav}</header>
-<main id="console">${body}</main></body></html>`;
+<main id="console">${body}</main></body></html>`.toString();
 }
 
 /** Agents list their own runs; reviewers and admins every run (`GET /v1/runs`). */
@@ -74,27 +76,27 @@ export function mayListRuns(principal: Principal): boolean {
   return hasRole(principal, 'agent') || hasRole(principal, 'reviewer');
 }
 
-function csrfField(viewer: Viewer): string {
-  return `<input type="hidden" name="csrf" value="${escapeHtml(viewer.csrf)}">`;
+function csrfField(viewer: Viewer): SafeHtml {
+  return html`<input type="hidden" name="csrf" value="${viewer.csrf}">`;
 }
 
-function banner(b: Banner | undefined): string {
-  return b ? `<p class="banner ${b.kind}" role="status">${visibleText(b.text)}</p>` : '';
+function banner(b: Banner | undefined): SafeHtml | '' {
+  return b ? html`<p class="banner ${b.kind}" role="status">${visible(b.text)}</p>` : '';
 }
 
-function time(iso: string): string {
-  return `<time datetime="${escapeHtml(iso)}">${visibleText(iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}</time>`;
+function time(iso: string): SafeHtml {
+  return html`<time datetime="${iso}">${visible(iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}</time>`;
 }
 
-function runLink(runId: string): string {
-  return `<a href="/console/runs/${encodeURIComponent(runId)}"><code>${visibleText(runId)}</code></a>`;
+function runLink(runId: string): SafeHtml {
+  return html`<a href="/console/runs/${encodeURIComponent(runId)}"><code>${visible(runId)}</code></a>`;
 }
 
 /** The sign-in form: one field for the key. */
 export function loginPage(problem?: string): string {
   return page(
     'Sign in',
-    `<h1>Sign in</h1>${problem ? banner({ kind: 'error', text: problem }) : ''}
+    html`<h1>Sign in</h1>${problem ? banner({ kind: 'error', text: problem }) : ''}
 <form class="card" method="post" action="/console/login">
 <label for="key">Your key</label>
 <input id="key" type="password" name="key" autocomplete="current-password" required maxlength="512">
@@ -106,7 +108,7 @@ export function loginPage(problem?: string): string {
 
 /** An answer that is not a page of the console's own (a refusal, an error), in the console's frame. */
 export function messagePage(title: string, message: string, viewer?: Viewer): string {
-  return page(title, `<h1>${visibleText(title)}</h1><p>${visibleText(message)}</p>`, viewer);
+  return page(title, html`<h1>${visible(title)}</h1><p>${visible(message)}</p>`, viewer);
 }
 
 /** Pending approvals this approver may decide, oldest first, with the amounts as the approval page shows them. */
@@ -117,21 +119,21 @@ export function approvalsPage(viewer: Viewer, approvals: Approval[], tools: (nam
     const tool = tools(a.toolName);
     const summary = summaryLines(tool, a.arguments);
     const risk = tool?.risk;
-    return `<article class="card approval" id="${escapeHtml(a.operationId)}" data-operation-id="${escapeHtml(a.operationId)}">
-<h2>Approve <code>${visibleText(a.toolName)}</code>?${risk ? ` <span class="risk">${visibleText(risk)}</span>` : ''}</h2>
-${summary.length ? `<ul class="summary">${summary.map((line) => `<li>${visibleText(line)}</li>`).join('')}</ul>` : ''}
-${risk ? `<p class="muted">This tool ${RISK_TEXT[risk]}.</p>` : ''}
+    return html`<article class="card approval" id="${a.operationId}" data-operation-id="${a.operationId}">
+<h2>Approve <code>${visible(a.toolName)}</code>?${risk ? html` <span class="risk">${visible(risk)}</span>` : ''}</h2>
+${summary.length ? html`<ul class="summary">${summary.map((line) => html`<li>${visible(line)}</li>`)}</ul>` : ''}
+${risk ? html`<p class="muted">This tool ${RISK_TEXT[risk]}.</p>` : ''}
 <dl>
-<dt>Requested by</dt><dd>${visibleText(a.requestedBy)}</dd>
-${a.policies ? `<dt>Policies</dt><dd class="policies">${visibleText(policiesLine(a.policies))}</dd>\n` : ''}<dt>Run</dt><dd>${mayReadOthersRuns ? runLink(a.runId) : `<code>${visibleText(a.runId)}</code>`}</dd>
-<dt>Operation</dt><dd><code>${visibleText(a.operationId)}</code></dd>
+<dt>Requested by</dt><dd>${visible(a.requestedBy)}</dd>
+${a.policies ? html`<dt>Policies</dt><dd class="policies">${visible(policiesLine(a.policies))}</dd>\n` : ''}<dt>Run</dt><dd>${mayReadOthersRuns ? runLink(a.runId) : html`<code>${visible(a.runId)}</code>`}</dd>
+<dt>Operation</dt><dd><code>${visible(a.operationId)}</code></dd>
 <dt>Expires</dt><dd>${time(a.expiresAt)}</dd>
-<dt>Arguments hash</dt><dd><code>${visibleText(a.inputHash)}</code></dd>
+<dt>Arguments hash</dt><dd><code>${visible(a.inputHash)}</code></dd>
 </dl>
-<details><summary>Exact arguments</summary><pre>${visibleText(a.arguments === undefined ? '' : JSON.stringify(a.arguments, null, 2))}</pre></details>
+<details><summary>Exact arguments</summary><pre>${visible(a.arguments === undefined ? '' : JSON.stringify(a.arguments, null, 2))}</pre></details>
 <form method="post" action="/console/approvals/${encodeURIComponent(a.operationId)}">${csrfField(viewer)}
-<label for="reason-${escapeHtml(a.operationId)}">Reason (optional)</label>
-<input id="reason-${escapeHtml(a.operationId)}" type="text" name="reason" maxlength="500">
+<label for="reason-${a.operationId}">Reason (optional)</label>
+<input id="reason-${a.operationId}" type="text" name="reason" maxlength="500">
 <button class="approve" type="submit" name="decision" value="approve">Approve</button>
 <button class="reject" type="submit" name="decision" value="reject">Reject</button>
 </form>
@@ -139,8 +141,8 @@ ${a.policies ? `<dt>Policies</dt><dd class="policies">${visibleText(policiesLine
   });
   return page(
     'Approvals',
-    `<h1>Pending approvals</h1>${banner(note)}
-${cards.length ? cards.join('\n') : '<p class="card muted" id="empty">Nothing waits for your approval.</p>'}`,
+    html`<h1>Pending approvals</h1>${banner(note)}
+${cards.length ? joinHtml(cards, '\n') : html`<p class="card muted" id="empty">Nothing waits for your approval.</p>`}`,
     viewer,
     'approvals',
   );
@@ -149,17 +151,17 @@ ${cards.length ? cards.join('\n') : '<p class="card muted" id="empty">Nothing wa
 /** Operations whose outcome is unknown and that only a person can settle, oldest first. */
 export function reviewsPage(viewer: Viewer, reviews: Review[], note?: Banner): string {
   const cards = reviews.map(
-    (r) => `<article class="card review" id="${escapeHtml(r.operationId)}" data-operation-id="${escapeHtml(r.operationId)}">
-<h2><code>${visibleText(r.toolName)}</code>: outcome unknown</h2>
-<p>${visibleText(r.reason)}</p>
+    (r) => html`<article class="card review" id="${r.operationId}" data-operation-id="${r.operationId}">
+<h2><code>${visible(r.toolName)}</code>: outcome unknown</h2>
+<p>${visible(r.reason)}</p>
 <dl>
 <dt>Run</dt><dd>${runLink(r.runId)}</dd>
-<dt>Operation</dt><dd><code>${visibleText(r.operationId)}</code></dd>
+<dt>Operation</dt><dd><code>${visible(r.operationId)}</code></dd>
 <dt>Waiting since</dt><dd>${time(r.since)}</dd>
 </dl>
 <form method="post" action="/console/reviews/${encodeURIComponent(r.operationId)}">${csrfField(viewer)}
-<label for="note-${escapeHtml(r.operationId)}">What you found upstream</label>
-<textarea id="note-${escapeHtml(r.operationId)}" name="note" required maxlength="2000"></textarea>
+<label for="note-${r.operationId}">What you found upstream</label>
+<textarea id="note-${r.operationId}" name="note" required maxlength="2000"></textarea>
 <button class="succeeded" type="submit" name="outcome" value="succeeded">It succeeded</button>
 <button class="failed" type="submit" name="outcome" value="failed">It failed</button>
 </form>
@@ -167,9 +169,9 @@ export function reviewsPage(viewer: Viewer, reviews: Review[], note?: Banner): s
   );
   return page(
     'Reviews',
-    `<h1>Open reviews</h1>${banner(note)}
+    html`<h1>Open reviews</h1>${banner(note)}
 <p class="muted">Look the effect up where the tool acts, then record what you found: the model is told the outcome you settle.</p>
-${cards.length ? cards.join('\n') : '<p class="card muted" id="empty">No operation waits for a review.</p>'}`,
+${cards.length ? joinHtml(cards, '\n') : html`<p class="card muted" id="empty">No operation waits for a review.</p>`}`,
     viewer,
     'reviews',
   );
@@ -180,14 +182,13 @@ export const RUN_STATUSES = ['open', 'cancelled', 'budget_exhausted', 'expired']
 /** One page of runs, newest first, with a status filter and a link to the next (older) page. */
 export function runsPage(viewer: Viewer, runs: RunsPage, query: { status?: string; cursor?: string }): string {
   const rows = runs.runs.map(
-    (
-      r,
-    ) => `<tr data-run-id="${escapeHtml(r.runId)}"><td>${runLink(r.runId)}</td><td class="status ${escapeHtml(r.status)}">${visibleText(r.status)}</td>
-<td>${visibleText(r.owner)}</td><td>${time(r.createdAt)}</td><td class="num">${r.usage.toolCalls}</td><td class="num">${r.usage.turns}</td><td class="num">${visibleText(formatCents(r.usage.spendCents))}</td></tr>`,
+    (r) => html`<tr data-run-id="${r.runId}"><td>${runLink(r.runId)}</td><td class="status ${r.status}">${visible(r.status)}</td>
+<td>${visible(r.owner)}</td><td>${time(r.createdAt)}</td><td class="num">${r.usage.toolCalls}</td><td class="num">${r.usage.turns}</td><td class="num">${visible(formatCents(r.usage.spendCents))}</td></tr>`,
   );
-  const options = ['', ...RUN_STATUSES]
-    .map((s) => `<option value="${s}"${(query.status ?? '') === s ? ' selected' : ''}>${s ? s.replace('_', ' ') : 'any status'}</option>`)
-    .join('');
+  const options = ['', ...RUN_STATUSES].map(
+    (s) =>
+      html`<option value="${s}"${(query.status ?? '') === s ? html` selected` : ''}>${s ? s.replace('_', ' ') : 'any status'}</option>`,
+  );
   const params = (cursor?: string) => {
     const p = new URLSearchParams();
     if (query.status) p.set('status', query.status);
@@ -196,19 +197,19 @@ export function runsPage(viewer: Viewer, runs: RunsPage, query: { status?: strin
     return text ? `?${text}` : '';
   };
   const pager = [
-    query.cursor ? `<a href="/console/runs${params()}">Newest runs</a>` : '',
-    runs.nextCursor ? `<a rel="next" href="/console/runs${escapeHtml(params(runs.nextCursor))}">Older runs →</a>` : '',
-  ].join('');
+    query.cursor ? html`<a href="/console/runs${params()}">Newest runs</a>` : '',
+    runs.nextCursor ? html`<a rel="next" href="/console/runs${params(runs.nextCursor)}">Older runs →</a>` : '',
+  ];
   return page(
     'Runs',
-    `<h1>Runs</h1>
+    html`<h1>Runs</h1>
 <form method="get" action="/console/runs"><label for="status">Status</label><select id="status" name="status">${options}</select> <button type="submit">Show</button></form>
 ${
   rows.length
-    ? `<table id="runs"><thead><tr><th>Run</th><th>Status</th><th>Owner</th><th>Created</th><th>Tool calls</th><th>Turns</th><th>Spend</th></tr></thead><tbody>
-${rows.join('\n')}
+    ? html`<table id="runs"><thead><tr><th>Run</th><th>Status</th><th>Owner</th><th>Created</th><th>Tool calls</th><th>Turns</th><th>Spend</th></tr></thead><tbody>
+${joinHtml(rows, '\n')}
 </tbody></table>`
-    : '<p class="card muted" id="empty">No runs to show.</p>'
+    : html`<p class="card muted" id="empty">No runs to show.</p>`
 }
 <p class="pager">${pager}</p>`,
     viewer,
@@ -220,8 +221,9 @@ ${rows.join('\n')}
 export function runPage(viewer: Viewer, runId: string, timeline: string): string {
   return page(
     `Run ${runId}`,
-    `<p><a href="/console/runs">← Runs</a></p><h1>Run <code>${visibleText(runId)}</code></h1>
-${timeline}`,
+    // The timeline is the API's own rendered `<main>` (timelineMainOf), already escaped there.
+    html`<p><a href="/console/runs">← Runs</a></p><h1>Run <code>${visible(runId)}</code></h1>
+${raw(timeline)}`,
     viewer,
     'runs',
     TIMELINE_STYLE,

@@ -33,6 +33,7 @@ import {
   SESSION_LIFETIME_SECONDS,
   verifySession,
 } from './session';
+import { defaultLog } from '../core/log';
 
 export interface ConsoleOptions {
   /** The runner's own API, called in-process with the signed-in principal's key: the console can do what the key can. */
@@ -87,7 +88,7 @@ export function consoleRoutes(options: ConsoleOptions): Hono {
     bodySizeLimit(FORM_BYTES, (c) => c.html(messagePage('Too large', 'That form is larger than the console accepts.'), 413)),
   );
   app.onError((error, c) => {
-    console.error(JSON.stringify({ level: 'error', message: 'unhandled console error', error: error.name, detail: error.message }));
+    defaultLog().error('unhandled console error', { error: error.name, detail: error.message });
     return c.html(messagePage('Something went wrong', 'The console could not answer this request. Try again in a moment.'), 500);
   });
   app.notFound((c) => c.html(messagePage('Not found', 'There is no such page in the console.'), 404));

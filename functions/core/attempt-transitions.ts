@@ -1,4 +1,4 @@
-import type { DoubtSettlement } from './attempt-policy';
+import type { DoubtSettlement } from './attempt-protocol';
 import { moveTo, OperationState } from './lifecycle';
 import { type Handler, type Context, type EventOf, notBeforeIn, type Transition } from './lifecycle-events';
 import type { Failure, OperationRecord, Outcome } from './model';

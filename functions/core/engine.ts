@@ -36,7 +36,7 @@ import { accepts, InvalidEventError } from './transition-table';
  *   ← steps/approval.ts (the wait) and commands/approval-decisions.ts (a person's decision).
  * - an attempt is about to start: `startAttempt`; `refuseAttempt` when authorization, the run or the
  *   deadline stop it; `lockBusy` when another operation holds the tool's lock ← steps/execute.ts.
- * - an attempt finishes: `finishAttempt`, with what core/attempt-policy.ts decided from its outcome:
+ * - an attempt finishes: `finishAttempt`, with what core/attempt-protocol.ts decided from its outcome:
  *   record it, retry after a backoff, or reconcile ← steps/execute.ts.
  * - a write times out (or fails after it may have been sent): core/classify.ts calls it outcome_unknown,
  *   so `finishAttempt` moves it to outcome_unknown to reconcile; then `startReconcile` and

@@ -13,40 +13,49 @@ export const ErrorNames = {
 } as const;
 export type AslErrorName = (typeof ErrorNames)[keyof typeof ErrorNames];
 
+/**
+ * The base of the runner's errors: `cause` keeps the error a wrapping replaced, for the process's own log
+ * and debugger. It never crosses a boundary: responses and envelopes carry a code and a message only, and
+ * `crossError` (core/tool-invocation.ts) keeps it back. Sets no `name`: each subclass keeps its own.
+ */
+export class RunnerError extends Error {}
+
 /** SendTaskFailure error name when an approver rejects; the ASL catches it. */
-export class ApprovalRejectedError extends Error {
+export class ApprovalRejectedError extends RunnerError {
   override name = ErrorNames.ApprovalRejected;
 }
 
 /** The operation moved under a step (cancelled, or handled by a concurrent execution). */
-export class OperationMovedError extends Error {
+export class OperationMovedError extends RunnerError {
   override name = ErrorNames.OperationMoved;
 }
 
 export const ASL_ERROR_NAMES: readonly AslErrorName[] = Object.values(ErrorNames);
 
 /** The upstream answered with a non-2xx status. */
-export class UpstreamHttpError extends Error {
+export class UpstreamHttpError extends RunnerError {
   override name = 'UpstreamHttpError' as const;
   constructor(
     readonly status: number,
     readonly code: string | undefined,
     readonly retryAfterSeconds: number | undefined,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
 /** The transport failed; `requestSent` says whether the upstream may have acted on it. */
-export class TransportError extends Error {
+export class TransportError extends RunnerError {
   override name = 'TransportError' as const;
   constructor(
     readonly reason: 'timeout' | 'refused' | 'reset' | 'aborted',
     readonly requestSent: boolean,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -54,7 +63,7 @@ export class TransportError extends Error {
  * The upstream answered, but not in its protocol's shape (an MCP result that is not a CallToolResult):
  * nothing a retry of the transport fixes, and for a write the effect is unknown. Classified `invalid_output`.
  */
-export class MalformedAnswerError extends Error {
+export class MalformedAnswerError extends RunnerError {
   override name = 'MalformedAnswerError' as const;
 }
 

@@ -1,4 +1,4 @@
-import type { AfterAttempt, DoubtSettlement, ReconcilePlan } from './attempt-policy';
+import type { AfterAttempt, DoubtSettlement, ReconcilePlan } from './attempt-protocol';
 import type { OperationRecord, Outcome, PolicyIds, ShadowDecision } from './model';
 import type { NewTraceEvent } from './trace';
 
@@ -46,7 +46,7 @@ export type LifecycleEvent =
   | {
       type: 'refuse_attempt';
       outcome: Exclude<Outcome, { kind: 'succeeded' }>;
-      /** An earlier attempt may still take effect: how the refusal is settled (core/attempt-policy.ts). */
+      /** An earlier attempt may still take effect: how the refusal is settled (core/attempt-protocol.ts). */
       inDoubt?: DoubtSettlement;
       /** Why, where the outcome's code alone does not say it (traced on `result.recorded`). */
       reason?: 'lock_wait_deadline';

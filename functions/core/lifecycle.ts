@@ -1,4 +1,5 @@
 import type { OperationRecord } from './model';
+import { RunnerError } from './errors';
 
 /** Lifecycle states of an operation; the README lists them and what each one guarantees. */
 export const OperationState = {
@@ -36,7 +37,7 @@ export const TRANSITIONS: Record<OperationState, readonly OperationState[]> = {
 /** States that settle an operation; each then moves to `reported` exactly once. */
 export const SETTLED: readonly OperationState[] = [S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled];
 
-export class InvalidTransitionError extends Error {
+export class InvalidTransitionError extends RunnerError {
   override name = 'InvalidTransitionError';
   constructor(
     readonly from: OperationState,

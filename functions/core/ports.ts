@@ -5,6 +5,8 @@ import type { MetricName } from './metric-names';
 import type { OperationRecord, Outcome, RunRecord, RunStatus, Risk } from './model';
 import type { ToolContext, ToolRegistry } from './tool-spec';
 import type { NewTraceEvent, TraceEvent } from './trace';
+import { RunnerError } from './errors';
+import type { Log } from './log';
 
 /**
  * The ports of the core: what the steps need from the world. Adapters (DynamoDB, Step Functions, SNS,
@@ -21,28 +23,34 @@ export type RunChange =
   | { kind: 'none' };
 
 /** The operation exists already (a duplicate submission); carries it. */
-export class OperationExistsError extends Error {
+export class OperationExistsError extends RunnerError {
   override name = 'OperationExistsError';
-  constructor(readonly current: OperationRecord | undefined) {
-    super('the operation exists already');
+  constructor(
+    readonly current: OperationRecord | undefined,
+    options?: ErrorOptions,
+  ) {
+    super('the operation exists already', options);
   }
 }
 
 /** The run changed under a conditional write (a budget moved, it closed): read it again and decide again. */
-export class RunChangedError extends Error {
+export class RunChangedError extends RunnerError {
   override name = 'RunChangedError';
 }
 
 /** The operation is no longer at the version the writer read; carries what is there now. */
-export class OperationConflictError extends Error {
+export class OperationConflictError extends RunnerError {
   override name = 'OperationConflictError';
-  constructor(readonly current: OperationRecord | undefined) {
-    super('the operation changed since it was read');
+  constructor(
+    readonly current: OperationRecord | undefined,
+    options?: ErrorOptions,
+  ) {
+    super('the operation changed since it was read', options);
   }
 }
 
 /** Several writers raced on one run item; the store could not say which condition failed. Retry later. */
-export class ContentionError extends Error {
+export class ContentionError extends RunnerError {
   override name = 'ContentionError';
 }
 
@@ -384,6 +392,8 @@ export interface Deps {
   toolHost?: ToolHost;
   /** The bound on idle waits across processes (`TOOLRUNNER_MAX_WAITING_POLLS`); absent: every wait is made. */
   waitingPolls?: WaitingPolls;
+  /** Where the runner's own lines go (core/log.ts); absent: the process's log. */
+  log?: Log;
 }
 
 /** What a step or surface takes: the deps, with a store that offers only the roles it uses. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { replaySafe } from './record-predicates';
 import type { ToolSpec } from './tool-spec';
+import { RunnerError } from './errors';
 
 /**
  * Tool definitions in each provider's own shape, from the tool's one zod schema. The shapes are typed
@@ -50,7 +51,7 @@ export function toStrictSchema(schema: JsonSchema): JsonSchema | undefined {
   }
 }
 
-class NotStrictable extends Error {}
+class NotStrictable extends RunnerError {}
 
 function strictNode(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(strictNode);

@@ -24,16 +24,6 @@ export function inDoubtBefore(op: OperationRecord, attempt: number): boolean {
   return since !== undefined && since < attempt;
 }
 
-/**
- * Milliseconds another worker of the current execution may still be sending the unfinished attempt (it took
- * it under this execution and its lease runs), else 0: a step that finds it so waits rather than presuming
- * the attempt lost. (A second delivery of a task, or one whose own invocation was throttled, is not its sender.)
- */
-export function senderLeaseLeftMs(op: OperationRecord, now: number): number {
-  if (!attemptUnfinished(op) || op.attemptClaimed === false || op.attemptResumes !== op.resumes || !op.leaseUntil) return 0;
-  return Math.max(0, Date.parse(op.leaseUntil) - now);
-}
-
 /** An attempt is in flight: `executing`, and the attempt started last has not finished. */
 export function attemptUnfinished(op: OperationRecord): boolean {
   return op.state === S.executing && lastAttemptUnanswered(op);

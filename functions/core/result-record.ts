@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { RunnerError } from './errors';
 
 /**
  * How a tool's result is recorded: as canonical JSON text, made by a serializer that can neither hang nor
@@ -35,7 +36,7 @@ type Frame =
   | { kind: 'array'; value: readonly unknown[]; index: number; depth: number }
   | { kind: 'object'; value: Record<string, unknown>; keys: string[]; index: number; wrote: boolean; depth: number };
 
-class Unserializable extends Error {}
+class Unserializable extends RunnerError {}
 
 /** Same order as canonicalJson (core/canonical.ts): integer-like keys first, then the rest by code unit. */
 function sortedKeys(value: object): string[] {

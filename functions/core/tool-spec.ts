@@ -3,6 +3,7 @@ import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff';
 import type { Risk } from './model';
 import { RESULT_LIMITS } from './result-record';
 import { SHAPES, type ToolFormat } from './provider-shapes';
+import { RunnerError } from './errors';
 
 /** What a tool's code sees of the lifecycle on each attempt. */
 export interface ToolContext {
@@ -84,7 +85,7 @@ export interface ToolSpec<I = any, O = any> {
   execute: (ctx: ToolContext, input: I) => Promise<O>;
 }
 
-export class ToolRegistrationError extends Error {
+export class ToolRegistrationError extends RunnerError {
   override name = 'ToolRegistrationError';
 }
 

@@ -2,6 +2,7 @@ import { OperationState } from './lifecycle';
 import type { LifecycleEventType } from './lifecycle-events';
 import type { OperationRecord } from './model';
 import { approvalPending, attemptPresumedLost, attemptUnfinished, lateAttemptUnsettled } from './record-predicates';
+import { RunnerError } from './errors';
 
 const S = OperationState;
 
@@ -85,7 +86,7 @@ export const ACCEPTS: { [K in LifecycleEventType]: { states: readonly OperationS
   },
 };
 
-export class InvalidEventError extends Error {
+export class InvalidEventError extends RunnerError {
   override name = 'InvalidEventError';
   constructor(
     readonly state: OperationState,

@@ -1,4 +1,5 @@
 import { attemptsInFlight, attemptToBlame } from '../steps/attempt-context';
+import { defaultLog, type Log } from '../core/log';
 
 /**
  * Keeps the process alive when tool code misbehaves: a promise rejection nobody handles, or an exception
@@ -9,7 +10,7 @@ import { attemptsInFlight, attemptToBlame } from '../steps/attempt-context';
  */
 let installed = false;
 
-export function guardProcess(log: (line: string) => void = (line) => console.error(line)): void {
+export function guardProcess(log?: Log): void {
   if (installed) return;
   installed = true;
   // On Lambda the runtime's own listeners exit the process: the runner's take their place.
@@ -21,14 +22,10 @@ export function guardProcess(log: (line: string) => void = (line) => console.err
     const blamed = attemptToBlame();
     const error =
       thrown instanceof Error ? { error: thrown.name, detail: thrown.message } : { error: typeof thrown, detail: String(thrown) };
-    log(
-      JSON.stringify({
-        level: 'error',
-        message: `${kind} left by tool code; the process goes on`,
-        ...(blamed ? { operationId: blamed.operationId, attempt: blamed.attempt } : { attemptsInFlight: attemptsInFlight.size }),
-        ...error,
-      }),
-    );
+    (log ?? defaultLog()).error(`${kind} left by tool code; the process goes on`, {
+      ...(blamed ? { operationId: blamed.operationId, attempt: blamed.attempt } : { attemptsInFlight: attemptsInFlight.size }),
+      ...error,
+    });
   };
   process.on('unhandledRejection', (reason) => report('an unhandled promise rejection', reason));
   process.on('uncaughtException', (error) => report('an uncaught exception', error));

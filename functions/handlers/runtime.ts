@@ -23,7 +23,7 @@ import { guardProcess } from './process-guard';
 import { startOtlpExport } from '../adapters/otlp-export';
 import { emfMetrics, memoryMetrics } from '../adapters/metrics';
 import { S3Client, s3Blobs, s3ClientConfig } from '../adapters/s3-blobs';
-import { tracer } from './observability';
+import { runnerLog, tracer } from './observability';
 import { bothTelemetries, xrayTelemetry } from './xray-telemetry';
 import { recentRuns } from '../steps/recent-runs';
 import { lambdaToolHost } from '../adapters/tool-function';
@@ -154,6 +154,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     notifier,
     now: () => Date.now(),
     random: Math.random,
+    log: runnerLog,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/$/, ''),
     onceGuard: powertoolsOnceGuard(dynamo, env.TABLE_IDEMPOTENCY),
     // On Lambda: X-Ray subsegments (Powertools); OpenTelemetry spans wherever OTLP is configured.

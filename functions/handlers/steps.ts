@@ -2,9 +2,12 @@ import { z } from 'zod';
 import type { StepOutput } from '../core/next-step';
 import type { Deps } from '../core/ports';
 import { expireApprovalStep, requestApproval } from '../steps/approval';
-import { executeStep } from '../steps/execute';
-import { reconcileStep } from '../steps/reconcile';
-import { handoffStep, reportStep, routeStep } from '../steps/report';
+import { executeAttempt } from '../steps/execute';
+import { handOffToStandard } from '../steps/handoff';
+import { reconcileOutcome } from '../steps/reconcile';
+import { reportEnvelope } from '../steps/report';
+import { routeByRecord } from '../steps/route';
+import type { StepResult } from '../steps/step-result';
 import type { LifecycleFunction } from '../../statemachines/definition';
 import { toolsReady } from '../tools/mcp-upstream';
 import { EXPRESS_TIMEOUT_SECONDS } from '../../statemachines/express';
@@ -21,7 +24,13 @@ const ApprovalInput = StepInput.extend({ taskToken: z.string().min(1) });
 
 /** When the execution running the step must end, where that is known (Express). */
 type StepContext = { mustEndBy?: number };
-type Step = (deps: Deps, operationId: string, context: StepContext) => Promise<StepOutput>;
+type Step = (deps: Deps, operationId: string, context?: StepContext) => Promise<StepOutput>;
+
+/** A step's Lambda answers Step Functions with where to go next; the record the step left stays in the process. */
+const output =
+  (step: (deps: Deps, operationId: string) => Promise<StepResult>): Step =>
+  async (deps, operationId) =>
+    (await step(deps, operationId)).output;
 
 /** A lifecycle Task's Lambda: parse the payload, run the step, return where to go next. */
 export function makeStepHandler(name: string, step: Step, deps: () => Deps = lazyDeps) {
@@ -44,14 +53,18 @@ export function makeRequestApprovalHandler(deps: () => Deps = lazyDeps) {
   });
 }
 
-/** The step each lifecycle Lambda runs, keyed by the registry's names (statemachines/definition.ts). */
+/**
+ * The step each lifecycle Lambda runs, keyed by the registry's names (statemachines/definition.ts): deployed
+ * names, kept as they are; `Validate` routes by the record (the submission validates the call).
+ */
 export const STEPS = {
-  Validate: routeStep,
+  Validate: output(routeByRecord),
   ExpireApproval: expireApprovalStep,
-  Execute: (deps, operationId, { mustEndBy }) => executeStep(deps, operationId, undefined, false, mustEndBy),
-  Reconcile: reconcileStep,
-  Report: reportStep,
-  Handoff: handoffStep,
+  Execute: async (deps, operationId, context?: StepContext) =>
+    (await executeAttempt(deps, operationId, undefined, false, context?.mustEndBy)).output,
+  Reconcile: output(reconcileOutcome),
+  Report: output(reportEnvelope),
+  Handoff: output(handOffToStandard),
 } as const satisfies Record<Exclude<LifecycleFunction, 'RequestApproval'>, Step>;
 
 /** Every lifecycle handler by registry name: what the embedded stack runs and each Lambda entry exports. */

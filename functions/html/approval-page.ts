@@ -1,6 +1,7 @@
 import type { OperationRecord, PolicyIds, Risk } from '../core/model';
 import type { ToolSpec } from '../core/tool-spec';
-import { escapeHtml, INVISIBLE_STYLE, visibleText } from './page-basics';
+import { INVISIBLE_STYLE } from './page-basics';
+import { html, type SafeHtml, visible } from './safe-html';
 
 /** What each risk class means, in words (the approval page and the console). */
 export const RISK_TEXT: Record<Risk, string> = {
@@ -46,17 +47,17 @@ export function summaryLines(tool: ToolSpec | undefined, args: unknown): string[
   }
 }
 
-function layout(title: string, body: string): string {
-  return `<!doctype html>
+function layout(title: string, body: SafeHtml): string {
+  return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title>
+<meta name="referrer" content="no-referrer"><title>${title}</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:44rem;margin:2rem auto;padding:0 1rem;color:#111}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-weight:600}dd{margin:0;overflow-wrap:anywhere}
 pre{background:#f4f4f4;padding:.75rem;overflow:auto;white-space:pre-wrap;word-break:break-all}
 button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem}.approve{background:#0a7d32;color:#fff;border:0}
 .reject{background:#b3261e;color:#fff;border:0}.risk{font-weight:700;color:#b3261e}
 ${INVISIBLE_STYLE}</style></head>
-<body>${body}</body></html>`;
+<body>${body}</body></html>`.toString();
 }
 
 /** The approval page: shows the exact frozen operation; decides nothing on GET; works without JavaScript. */
@@ -69,38 +70,38 @@ export function approvalPage(op: OperationRecord, approverId: string, sig: strin
   const summary = summaryLines(tool, parsedArgs);
   const decided =
     approval.decidedBy || approval.decidedAt
-      ? `<p id="decision">Decided (${visibleText(approval.state)}) by <strong>${visibleText(approval.decidedBy ?? 'unknown')}</strong> at <time datetime="${escapeHtml(approval.decidedAt ?? '')}">${visibleText(approval.decidedAt ?? 'an unknown time')}</time>.</p>`
+      ? html`<p id="decision">Decided (${visible(approval.state)}) by <strong>${visible(approval.decidedBy ?? 'unknown')}</strong> at <time datetime="${approval.decidedAt ?? ''}">${visible(approval.decidedAt ?? 'an unknown time')}</time>.</p>`
       : '';
   const form = pending
-    ? `<form method="post" action="${escapeHtml(action)}">
-<input type="hidden" name="sig" value="${escapeHtml(sig)}">
+    ? html`<form method="post" action="${action}">
+<input type="hidden" name="sig" value="${sig}">
 <p><label>Reason (optional)<br><input type="text" name="reason" maxlength="500" size="50"></label></p>
 <button class="approve" type="submit" name="decision" value="approve">Approve</button>
 <button class="reject" type="submit" name="decision" value="reject">Reject</button>
 </form>`
-    : `<p><strong>${approval.state === 'pending' ? `This operation is ${visibleText(op.state)}` : `This approval is ${visibleText(approval.state)}`}.</strong> Nothing more to decide.</p>${decided}`;
+    : html`<p><strong>${approval.state === 'pending' ? html`This operation is ${visible(op.state)}` : html`This approval is ${visible(approval.state)}`}.</strong> Nothing more to decide.</p>${decided}`;
   return layout(
     `Approve ${op.toolName}?`,
-    `<h1>Approve <code>${visibleText(op.toolName)}</code>?</h1>
-${summary.length ? `<ul id="summary">${summary.map((line) => `<li>${visibleText(line)}</li>`).join('')}</ul>` : ''}
+    html`<h1>Approve <code>${visible(op.toolName)}</code>?</h1>
+${summary.length ? html`<ul id="summary">${summary.map((line) => html`<li>${visible(line)}</li>`)}</ul>` : ''}
 <h2>Why you are asked</h2>
-<p id="reason">${visibleText(approvalReason(tool, op.policies))} Risk: <span class="risk">${visibleText(risk ?? 'unknown')}</span>${risk && risk in RISK_TEXT ? ` (${RISK_TEXT[risk as Risk]})` : ''}.</p>
+<p id="reason">${visible(approvalReason(tool, op.policies))} Risk: <span class="risk">${visible(risk ?? 'unknown')}</span>${risk && risk in RISK_TEXT ? html` (${RISK_TEXT[risk as Risk]})` : ''}.</p>
 <dl>
-<dt>Tool</dt><dd><code>${visibleText(op.toolName)}</code></dd>
-<dt>Risk</dt><dd class="risk">${visibleText(risk ?? 'unknown')}</dd>
-${op.policies ? `<dt>Policies</dt><dd id="policies">${visibleText(policiesLine(op.policies))}</dd>\n` : ''}<dt>Requested by</dt><dd>${visibleText(op.principalId)}</dd>
-<dt>Run</dt><dd><code>${visibleText(op.runId)}</code></dd>
-<dt>Operation</dt><dd><code>${visibleText(op.operationId)}</code></dd>
-<dt>Expires</dt><dd><time datetime="${escapeHtml(approval.expiresAt)}">${visibleText(approval.expiresAt)}</time></dd>
-<dt>You are</dt><dd>${visibleText(approverId)}</dd>
-<dt>Arguments hash</dt><dd><code>${visibleText(op.inputHash)}</code></dd>
+<dt>Tool</dt><dd><code>${visible(op.toolName)}</code></dd>
+<dt>Risk</dt><dd class="risk">${visible(risk ?? 'unknown')}</dd>
+${op.policies ? html`<dt>Policies</dt><dd id="policies">${visible(policiesLine(op.policies))}</dd>\n` : ''}<dt>Requested by</dt><dd>${visible(op.principalId)}</dd>
+<dt>Run</dt><dd><code>${visible(op.runId)}</code></dd>
+<dt>Operation</dt><dd><code>${visible(op.operationId)}</code></dd>
+<dt>Expires</dt><dd><time datetime="${approval.expiresAt}">${visible(approval.expiresAt)}</time></dd>
+<dt>You are</dt><dd>${visible(approverId)}</dd>
+<dt>Arguments hash</dt><dd><code>${visible(op.inputHash)}</code></dd>
 </dl>
 <h2>Exact arguments</h2>
-<pre id="arguments">${visibleText(args)}</pre>
+<pre id="arguments">${visible(args)}</pre>
 ${form}`,
   );
 }
 
 export function decisionPage(title: string, message: string): string {
-  return layout(title, `<h1>${visibleText(title)}</h1><p>${visibleText(message)}</p>`);
+  return layout(title, html`<h1>${visible(title)}</h1><p>${visible(message)}</p>`);
 }

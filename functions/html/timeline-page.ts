@@ -1,11 +1,12 @@
 import type { TimelineGroup, TimelineModel } from '../core/timeline';
-import { escapeHtml, INVISIBLE_STYLE, PAGE_SECURITY_HEADERS, visibleText } from './page-basics';
+import { INVISIBLE_STYLE, PAGE_SECURITY_HEADERS } from './page-basics';
+import { html, joinHtml, raw, type SafeHtml, visible } from './safe-html';
 
 /** The approval page's headers, and no caching of run data. */
 export const PAGE_HEADERS = { ...PAGE_SECURITY_HEADERS, 'Cache-Control': 'no-store' } as const;
 
 /** The timeline's own style; the console's run page uses it too. */
-export const TIMELINE_STYLE = `h2{font-size:1.05rem;margin:1.5rem 0 .25rem;font-family:ui-monospace,monospace}
+export const TIMELINE_STYLE = html`h2{font-size:1.05rem;margin:1.5rem 0 .25rem;font-family:ui-monospace,monospace}
 #timeline ol{list-style:none;padding:0;margin:0;font-family:ui-monospace,monospace;font-size:13.5px}
 #timeline li{display:grid;grid-template-columns:6.5rem 2.5rem 1fr;gap:.5rem;padding:.1rem .4rem;border-left:3px solid #ddd}
 li .at{color:#666;text-align:right}li .n{color:#555}
@@ -15,45 +16,51 @@ li.notable{background:#fff4e5;border-color:#c05621;font-weight:600}li.conflict,l
 details{margin:.4rem 0 0 .4rem}pre{background:#f4f4f4;padding:.6rem;overflow:auto;white-space:pre-wrap;word-break:break-all;font-size:13px}
 .meta{color:#555}${INVISIBLE_STYLE}`;
 
-const PAGE_STYLE = `body{font:15px/1.45 system-ui,sans-serif;max-width:72rem;margin:1.5rem auto;padding:0 1rem;color:#111}
+const PAGE_STYLE = html`body{font:15px/1.45 system-ui,sans-serif;max-width:72rem;margin:1.5rem auto;padding:0 1rem;color:#111}
 h1{font-size:1.3rem}${TIMELINE_STYLE}`;
 
 const MAIN_OPEN = '<main id="timeline">';
 const MAIN_CLOSE = '</main>';
 
-function lines(group: TimelineGroup): string {
-  return group.lines
-    .map((line) => {
+function lines(group: TimelineGroup): SafeHtml {
+  return joinHtml(
+    group.lines.map((line) => {
       const classes = [line.kind, line.notable ? 'notable' : ''].filter(Boolean).join(' ');
       const attempt = line.attempt !== undefined ? `#${line.attempt}` : '';
-      return `<li class="${classes}" data-type="${escapeHtml(line.type)}" data-seq="${line.seq}"><span class="at" title="${escapeHtml(line.at)}">${escapeHtml(line.offset)}</span><span class="n">${escapeHtml(attempt)}</span><span class="text">${visibleText(line.text)}</span></li>`;
-    })
-    .join('\n');
+      return html`<li class="${classes}" data-type="${line.type}" data-seq="${line.seq}"><span class="at" title="${line.at}">${line.offset}</span><span class="n">${attempt}</span><span class="text">${visible(line.text)}</span></li>`;
+    }),
+    '\n',
+  );
 }
 
-function details(group: TimelineGroup): string {
+function details(group: TimelineGroup): SafeHtml | '' {
   if (!group.details) return '';
   const block = (label: string, value: unknown) =>
     value === undefined
       ? ''
-      : `<details open><summary>${escapeHtml(label)}</summary><pre>${visibleText(JSON.stringify(value, null, 2))}</pre></details>`;
-  return block('Arguments (frozen, secrets masked)', group.details.arguments) + block('Result (secrets masked)', group.details.result);
+      : html`<details open><summary>${label}</summary><pre>${visible(JSON.stringify(value, null, 2))}</pre></details>`;
+  return html`${block('Arguments (frozen, secrets masked)', group.details.arguments)}${block('Result (secrets masked)', group.details.result)}`;
+}
+
+function timelineMainHtml(model: TimelineModel, viewer: string): SafeHtml {
+  const sections = joinHtml(
+    model.groups.map(
+      (group) =>
+        html`<section${group.operationId ? html` id="${group.operationId}"` : ''}><h2>${visible(group.title)}</h2>\n<ol>\n${lines(group)}\n</ol>${details(group)}</section>`,
+    ),
+    '\n',
+  );
+  return html`${raw(MAIN_OPEN)}<p class="meta" id="summary">${visible(model.summary)} · viewed by ${visible(viewer)} · times from the run's first event</p>
+${model.groups.length ? sections : html`<p>No events.</p>`}
+${raw(MAIN_CLOSE)}`;
 }
 
 /**
- * The timeline itself, one `<main id="timeline">`: every value escaped through `visibleText`, so nothing
- * inside can close the element early and invisible characters show as `<U+202E>`.
+ * The timeline itself, one `<main id="timeline">`: every value escaped (`html`), text through `visible`, so
+ * nothing inside can close the element early and invisible characters show as `<U+202E>`.
  */
 export function timelineMain(model: TimelineModel, viewer: string): string {
-  const sections = model.groups
-    .map(
-      (group) =>
-        `<section${group.operationId ? ` id="${escapeHtml(group.operationId)}"` : ''}><h2>${visibleText(group.title)}</h2>\n<ol>\n${lines(group)}\n</ol>${details(group)}</section>`,
-    )
-    .join('\n');
-  return `${MAIN_OPEN}<p class="meta" id="summary">${visibleText(model.summary)} · viewed by ${visibleText(viewer)} · times from the run's first event</p>
-${sections || '<p>No events.</p>'}
-${MAIN_CLOSE}`;
+  return timelineMainHtml(model, viewer).toString();
 }
 
 /**
@@ -69,10 +76,10 @@ export function timelineMainOf(page: string): string | undefined {
 /** The trace page: the timeline model as HTML, no JavaScript, everything escaped. */
 export function timelinePage(model: TimelineModel, viewer: string): string {
   const title = model.runId ? `Trace of ${model.runId}` : 'Trace';
-  return `<!doctype html>
+  return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title><style>${PAGE_STYLE}</style></head>
-<body><h1>${visibleText(title)}</h1>
-${timelineMain(model, viewer)}
-</body></html>`;
+<meta name="referrer" content="no-referrer"><title>${title}</title><style>${PAGE_STYLE}</style></head>
+<body><h1>${visible(title)}</h1>
+${timelineMainHtml(model, viewer)}
+</body></html>`.toString();
 }

@@ -4,6 +4,7 @@ import type { Principal } from '../core/model';
 import { looksLikeJwt } from '../core/oauth-principal';
 import { findPrincipal } from '../core/policy';
 import { verifyAccessToken } from './oauth-tokens';
+import { defaultLog } from '../core/log';
 
 /**
  * Who a request is: the one authentication every surface (the API, `/mcp`, the console's sign-in) shares,
@@ -48,7 +49,7 @@ export async function authenticateBearer(config: RunnerConfig, value: string, pu
   if (config.oauth && looksLikeJwt(value)) {
     const check = await verifyAccessToken(config, value, resourceUrlsOf(publicBaseUrl));
     if (!check.ok) {
-      console.error(JSON.stringify({ level: 'info', message: 'access token refused', reason: check.reason }));
+      defaultLog().info('access token refused', { reason: check.reason });
       return undefined;
     }
     return { principal: check.principal, expiresAt: check.expiresAt };

@@ -2,6 +2,7 @@ import { createRemoteJWKSet, customFetch, errors, type JWTVerifyGetKey, jwtVerif
 import type { OAuthConfig, RunnerConfig } from '../core/config';
 import type { Principal } from '../core/model';
 import { principalForClaims, tokenRefusal } from '../core/oauth-principal';
+import { RunnerError } from '../core/errors';
 
 /**
  * Access tokens from the configured issuer, verified with `jose`: a signature from the issuer's JWKS (RS256
@@ -32,7 +33,7 @@ function coolingDown(state: IssuerState): boolean {
   return state.failedAt !== undefined && Date.now() - state.failedAt < ISSUER_COOLDOWN_MS;
 }
 
-class IssuerCoolingDownError extends Error {
+class IssuerCoolingDownError extends RunnerError {
   constructor(issuer: string) {
     super(
       `a fetch from the issuer ${issuer} failed less than ${ISSUER_COOLDOWN_MS / 1000} s ago: tokens that need one are refused until then`,

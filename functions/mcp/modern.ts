@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { type Operation, type Run, ToolRunnerError, type ToolRunnerClient } from '../client';
 import { AGENT_RUN_MAX_IDENTICAL_CALLS } from '../core/budgets';
 import { canonicalJson, sha256 } from '../core/canonical';
-import type { Store } from '../core/ports';
+import type { McpRunStore } from '../core/ports';
 import type { ToolRegistry } from '../core/tool-spec';
 import { MAX_BODY_BYTES } from '../http/schemas';
 import {
@@ -62,7 +62,7 @@ export interface ModernRequest {
   /** The registered tools, for what a tool asks of MCP clients (`mcpClientCapabilities`). */
   tools: ToolRegistry;
   /** Where the principal's current MCP run is recorded. */
-  runs: Pick<Store, 'currentMcpRun' | 'replaceCurrentMcpRun'>;
+  runs: McpRunStore;
   /** Minutes without calls after which the current MCP run is replaced. */
   idleMinutes: number;
   now: () => number;

@@ -20,13 +20,14 @@ import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client'
 import { operationIdFor } from '../core/ids';
 import { DEFAULT_MCP_RUN_IDLE_MINUTES } from '../core/config';
 import { JSON_BOUNDS, parseBoundedJson } from '../core/json-bounds';
-import type { ConfigSource, Store } from '../core/ports';
+import type { ConfigSource, McpRunStore } from '../core/ports';
 import type { ToolRegistry } from '../core/tool-spec';
 import { checkRequestOrigin, listensOnLoopback } from '../http/request-origin';
 import { modernMcp } from './modern';
 import { issueSessionId, verifySessionId } from './session-id';
 import { operationTaskStore, submitAsTask } from './tasks';
 import { CHECK_OPERATION, callTool, derivedCallId, type CallTarget, type SessionContext, withProtocolErrors } from './tool-calls';
+import { defaultLog } from '../core/log';
 
 export interface McpOptions {
   /** The runner's own API, called in-process with the caller's bearer key. */
@@ -38,7 +39,7 @@ export interface McpOptions {
   /** The registered tools (what a tool asks of 2026-07-28 clients). */
   tools: ToolRegistry;
   /** Where each principal's current MCP run is recorded (2026-07-28 requests that name no run join it). */
-  runs: Pick<Store, 'currentMcpRun' | 'replaceCurrentMcpRun'>;
+  runs: McpRunStore;
   /** How long a `tools/call` waits for its envelope before answering "pending" (default 25 s). */
   waitMs?: number;
   /** The API's waiting slots, which the wait after a submission holds (absent: unbounded, as the API's are). */
@@ -71,7 +72,7 @@ export function mcpRoutes(options: McpOptions): Hono {
   const modern = modernMcp();
   const app = new Hono();
   app.onError((error, c) => {
-    console.error(JSON.stringify({ level: 'error', message: 'unhandled MCP error', error: error.name, detail: error.message }));
+    defaultLog().error('unhandled MCP error', { error: error.name, detail: error.message });
     return jsonRpcError(c, 500, 'internal', 'internal error');
   });
   // The API's own limit, answered as JSON-RPC: nothing an MCP client sends needs more.

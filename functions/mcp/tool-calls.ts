@@ -3,6 +3,8 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { canonicalJson, sha256 } from '../core/canonical';
 import { type Envelope, type Operation, ToolRunnerError, type ToolRunnerClient } from '../client';
+import { RunnerError } from '../core/errors';
+import { defaultLog } from '../core/log';
 
 /** The built-in tool that lets a model come back to a call that was still pending. */
 export const CHECK_OPERATION_TOOL = 'toolrunner_check_operation';
@@ -36,7 +38,7 @@ export const CallMeta = z.looseObject({
 });
 
 /** A client's mistake found here rather than by the API: invalid params (-32602) at either revision. */
-export class InvalidParamsError extends Error {
+export class InvalidParamsError extends RunnerError {
   override name = 'InvalidParamsError';
 }
 
@@ -246,9 +248,7 @@ export async function withProtocolErrors<T>(
     if (error instanceof InvalidParamsError) throw protocolError(INVALID_PARAMS, error.message);
     if (isSchemaError(error))
       throw protocolError(INVALID_PARAMS, error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
-    console.error(
-      JSON.stringify({ level: 'error', message: 'MCP request failed', error: (error as Error).name, detail: (error as Error).message }),
-    );
+    defaultLog().error('MCP request failed', { error: (error as Error).name, detail: (error as Error).message });
     throw protocolError(INTERNAL_ERROR, 'internal error');
   }
 }

@@ -1,17 +1,19 @@
 import { accepts } from '../core/transition-table';
 import { transition, transitionAll } from '../core/engine';
-import type { LifecycleEvent, Transition } from '../core/lifecycle-events';
+import type { Transition } from '../core/lifecycle-events';
 import type { OperationRecord } from '../core/model';
-import { ContentionError, OperationConflictError, type Deps } from '../core/ports';
+import type { Decision } from '../core/attempt-protocol';
+import { ContentionError, OperationConflictError, type OperationStore, type RateLimitStore, type WithStore } from '../core/ports';
 import type { TraceEvent } from '../core/trace';
 import { countTrace } from './metrics';
 import { freeRateSlotsIfSettled } from './rate-slots';
+import { logOf } from '../core/log';
 
-export interface Decided<T> {
-  value: T;
-  /** Lifecycle events to apply; none means the record stays as it is. */
-  events?: LifecycleEvent[];
-}
+/** What `decide` says from the record read: lifecycle events to apply (none means the record stays as it is). */
+export type Decided<T> = Decision<T>;
+
+/** The store roles a step's writes use: the operation, and the rate slots a settling write frees. */
+export type AdvanceDeps = WithStore<OperationStore & RateLimitStore>;
 
 export interface Advanced<T> {
   value: T;
@@ -27,7 +29,7 @@ export interface Advanced<T> {
  * writer moved the operation on, and contention on a shared item is waited out with jittered backoff.
  */
 export async function advance<T>(
-  deps: Deps,
+  deps: AdvanceDeps,
   start: OperationRecord | string,
   decide: (op: OperationRecord) => Decided<T>,
 ): Promise<Advanced<T>> {
@@ -69,7 +71,7 @@ function withReport(t: Transition, now: number): Transition {
 }
 
 /** The review is durable (GET /v1/reviews lists it); a failed notification must not fail the step. */
-async function tellReviewers(deps: Deps, op: OperationRecord): Promise<void> {
+async function tellReviewers(deps: Pick<AdvanceDeps, 'notifier' | 'log'>, op: OperationRecord): Promise<void> {
   try {
     await deps.notifier.reviewRequired?.({
       operationId: op.operationId,
@@ -78,18 +80,11 @@ async function tellReviewers(deps: Deps, op: OperationRecord): Promise<void> {
       reason: op.review!.reason,
     });
   } catch (error) {
-    console.error(
-      JSON.stringify({
-        level: 'warn',
-        message: 'review notification failed',
-        operationId: op.operationId,
-        error: (error as Error).message,
-      }),
-    );
+    logOf(deps).warn('review notification failed', { operationId: op.operationId, error: (error as Error).message });
   }
 }
 
-export async function mustGet(deps: Deps, operationId: string): Promise<OperationRecord> {
+export async function mustGet(deps: { store: Pick<OperationStore, 'getOperation'> }, operationId: string): Promise<OperationRecord> {
   const op = await deps.store.getOperation(operationId);
   if (!op) throw new Error(`operation ${operationId} not found`);
   return op;

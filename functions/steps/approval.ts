@@ -9,7 +9,8 @@ import type { OperationRecord, Principal } from '../core/model';
 import { isTokenPrincipal, mayApprove } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
-import { advance, mustGet } from './advance';
+import { advance, type AdvanceDeps, mustGet } from './advance';
+import { logOf } from '../core/log';
 
 const EXPIRY_TOLERANCE_MS = 1_000;
 
@@ -17,7 +18,7 @@ const EXPIRY_TOLERANCE_MS = 1_000;
  * AwaitApproval's Lambda: stores the task token server-side, records the request and tells approvers.
  * A resumed wait (after a restart) only replaces the token: no second request, notification or expiry.
  */
-export async function requestApproval(deps: Deps, operationId: string, taskToken: string): Promise<void> {
+export async function requestApproval(deps: AdvanceDeps, operationId: string, taskToken: string): Promise<void> {
   const first = await mustGet(deps, operationId);
   const config = await deps.config();
   const requested = await advance(deps, first, (op) => {
@@ -54,7 +55,7 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
     });
   } catch (error) {
     // The request is durable and listed by GET /v1/approvals; a failed notification must not stall the wait.
-    console.error(JSON.stringify({ level: 'warn', message: 'approval notification failed', operationId, error: (error as Error).message }));
+    logOf(deps).warn('approval notification failed', { operationId, error: (error as Error).message });
   }
 }
 
@@ -62,7 +63,12 @@ export async function requestApproval(deps: Deps, operationId: string, taskToken
  * A link to the approval page, signed for one approver, valid until the approval expires. A token approver's
  * link (`oauth:<claim>`) carries its roles, since no config holds them (core/policy.ts `decidingPrincipal`).
  */
-export function approvalUrl(deps: Deps, secret: string, op: OperationRecord, approver: Pick<Principal, 'id' | 'roles'>): string {
+export function approvalUrl(
+  deps: Pick<Deps, 'publicBaseUrl'>,
+  secret: string,
+  op: OperationRecord,
+  approver: Pick<Principal, 'id' | 'roles'>,
+): string {
   const approval = op.approval!;
   const sig = signLink(secret, {
     approvalId: approval.approvalId,
@@ -75,7 +81,7 @@ export function approvalUrl(deps: Deps, secret: string, op: OperationRecord, app
 }
 
 /** AwaitApproval timed out: the operation ends `approval_expired` unless a decision won the race. */
-export async function expireApprovalStep(deps: Deps, operationId: string): Promise<StepOutput> {
+export async function expireApprovalStep(deps: AdvanceDeps, operationId: string): Promise<StepOutput> {
   // A wait that ended early (a timer rounded down, a clock ahead) goes back to waiting: Route sends it on.
   const due = (op: OperationRecord) => deps.now() >= Date.parse(op.approval!.expiresAt) - EXPIRY_TOLERANCE_MS;
   const out = await advance(deps, operationId, (op) => ({
@@ -87,7 +93,7 @@ export async function expireApprovalStep(deps: Deps, operationId: string): Promi
 }
 
 /** A link-free notice that an approval ended; the notifier counts and logs a failed delivery itself. */
-export async function tellDecided(deps: Deps, op: OperationRecord): Promise<void> {
+export async function tellDecided(deps: Pick<Deps, 'notifier'>, op: OperationRecord): Promise<void> {
   const approval = op.approval;
   if (!approval || approval.state === 'pending') return;
   await deps.notifier.approvalDecided?.({

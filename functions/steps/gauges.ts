@@ -1,5 +1,5 @@
 import { MetricName } from '../core/metric-names';
-import type { Deps } from '../core/ports';
+import type { RecoveryStore, ReviewQueries, WithStore } from '../core/ports';
 
 /**
  * Publishes `ApprovalsWaiting` and `ReviewsOpen` as absolute values counted in the store now, so they
@@ -8,7 +8,7 @@ import type { Deps } from '../core/ports';
  * after each sweep (on AWS every minute; locally on the sweep interval).
  */
 export async function publishGauges(
-  deps: Pick<Deps, 'store' | 'metrics' | 'now'>,
+  deps: Pick<WithStore<ReviewQueries & RecoveryStore>, 'store' | 'metrics' | 'now'>,
   /** What a sweeper that walked the watch itself left due (the oldest entry's time, none when it drained it). */
   left?: { oldestDue?: string },
 ): Promise<{ approvalsWaiting: number; reviewsOpen: number; oldestApprovalTtlUsed: number; operationBacklogAge: number }> {

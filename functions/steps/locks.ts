@@ -1,5 +1,5 @@
 import type { OperationRecord } from '../core/model';
-import type { Deps } from '../core/ports';
+import type { LockStore, WithStore } from '../core/ports';
 import type { ToolSpec } from '../core/tool-spec';
 
 /**
@@ -11,7 +11,12 @@ export function lockKeyOf(tool: ToolSpec, input: unknown): string | undefined {
   return tool.lockKey ? `${tool.name}:${tool.lockKey(input)}` : undefined;
 }
 
-export function renewLock(deps: Deps, lockKey: string, operationId: string, leaseMs: number): Promise<boolean> {
+export function renewLock(
+  deps: Pick<WithStore<LockStore>, 'store' | 'now'>,
+  lockKey: string,
+  operationId: string,
+  leaseMs: number,
+): Promise<boolean> {
   return deps.store.acquireLock(lockKey, operationId, leaseMs, deps.now());
 }
 
@@ -21,6 +26,10 @@ function holdsLock(op: OperationRecord): boolean {
   return op.state === 'outcome_unknown' && !op.review?.required;
 }
 
-export async function releaseLockIfSettled(deps: Deps, lockKey: string | undefined, op: OperationRecord): Promise<void> {
+export async function releaseLockIfSettled(
+  deps: Pick<WithStore<LockStore>, 'store'>,
+  lockKey: string | undefined,
+  op: OperationRecord,
+): Promise<void> {
   if (lockKey && !holdsLock(op)) await deps.store.releaseLock(lockKey, op.operationId);
 }

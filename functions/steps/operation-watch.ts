@@ -1,12 +1,12 @@
 import type { OperationRecord } from '../core/model';
-import type { OperationWatch, Store } from '../core/ports';
+import type { OperationStore, OperationWatch } from '../core/ports';
 
 /**
  * Wraps a store so every committed version of an operation reaches the waiters in this process: where
- * the steps run beside the API (the embedded stack), or the API runs an attempt itself, a waiting request
- * learns of its result without reading the database.
+ * the steps run beside the API (the embedded stack), a waiting request learns of its result without reading
+ * the database. (An attempt the API runs itself hands its record back as its return value.)
  */
-export function watchedStore(store: Store): { store: Store; watch: OperationWatch } {
+export function watchedStore<S extends OperationStore>(store: S): { store: S; watch: OperationWatch } {
   const listeners = new Map<string, Set<(op: OperationRecord) => void>>();
   const emit = (op: OperationRecord) => {
     for (const listener of listeners.get(op.operationId) ?? []) listener(op);

@@ -1,10 +1,12 @@
+import { resumeEvents } from '../core/attempt-protocol';
 import { accepts } from '../core/transition-table';
-import type { LifecycleEvent } from '../core/lifecycle-events';
-import { stepLease } from '../core/leases';
 import { isActive } from '../core/record-predicates';
-import type { Deps } from '../core/ports';
+import type { OperationStore, RateLimitStore, RecoveryStore, WithStore } from '../core/ports';
 import { advance } from './advance';
 import { executionNameOf } from './deps';
+
+/** The store roles resuming uses: the operation, the rate slots a settling write frees, the sweeper's walk. */
+export type ResumeDeps = WithStore<OperationStore & RateLimitStore & RecoveryStore>;
 
 /**
  * Starts a fresh execution for an operation whose own execution was lost (a crash, an expired lease,
@@ -13,7 +15,7 @@ import { executionNameOf } from './deps';
  * execution reconciles it instead of sending it blindly. The new execution enters at Validate, which
  * routes by the durable record: same key, same attempt count, same approval and expiry.
  */
-export async function resumeOperation(deps: Deps, operationId: string, onlyIfLeaseBefore?: string): Promise<boolean> {
+export async function resumeOperation(deps: ResumeDeps, operationId: string, onlyIfLeaseBefore?: string): Promise<boolean> {
   return (await resumeIfDue(deps, operationId, onlyIfLeaseBefore)).resumed;
 }
 
@@ -23,7 +25,7 @@ export async function resumeOperation(deps: Deps, operationId: string, onlyIfLea
  * resumed (the resuming write watches it at its new lease).
  */
 async function resumeIfDue(
-  deps: Deps,
+  deps: ResumeDeps,
   operationId: string,
   onlyIfLeaseBefore?: string,
 ): Promise<{ resumed: boolean; watchAgainAt?: string }> {
@@ -32,9 +34,7 @@ async function resumeIfDue(
   const claimed = await advance(deps, first, (op) => {
     if (!isActive(op) || !accepts(op, 'resume')) return { value: false };
     if (onlyIfLeaseBefore && (op.leaseUntil ?? '') >= onlyIfLeaseBefore) return { value: false };
-    const leaseUntil = stepLease(deps.now());
-    const events: LifecycleEvent[] = accepts(op, 'lose_attempt') ? [{ type: 'lose_attempt', leaseUntil }] : [];
-    return { value: true, events: [...events, { type: 'resume', leaseUntil }] };
+    return { value: true, events: resumeEvents(op, deps.now()) };
   });
   if (!claimed.value) {
     const op = claimed.op;
@@ -57,7 +57,7 @@ const REWATCH_MS = 60_000;
  * One sweep: resumes every operation whose lease has passed. `ignoreLeases` is for a runtime that knows
  * none of its executions survived (the embedded stack at boot): then every active operation continues.
  */
-export async function sweep(deps: Deps, limit = 25, options: { ignoreLeases?: boolean } = {}): Promise<string[]> {
+export async function sweep(deps: ResumeDeps, limit = 25, options: { ignoreLeases?: boolean } = {}): Promise<string[]> {
   const now = new Date(deps.now()).toISOString();
   const cutoff = options.ignoreLeases ? '9999-12-31T23:59:59.999Z' : now;
   const stuck = await deps.store.listExpiredLeases(now, limit, options);
@@ -78,7 +78,7 @@ export const SWEEP_CONCURRENCY = 8;
  * swept whole by `sweep`.
  */
 export async function sweepPart(
-  deps: Deps,
+  deps: ResumeDeps,
   options: { part: number; parts: number; more: () => boolean; concurrency?: number },
 ): Promise<{ resumed: string[]; visited: number; oldestDue?: string }> {
   const now = new Date(deps.now()).toISOString();

@@ -70,7 +70,7 @@ export async function callTool<T>(
  * "none"`, and the runner's own MCP upstream tools). The remote side parses the recorded arguments itself.
  */
 export function toolCode(
-  deps: Deps,
+  deps: Pick<Deps, 'toolHost'>,
   tool: ToolSpec,
   action: ToolAction,
   call: { operationId: string; frozenArguments: string; input: unknown },

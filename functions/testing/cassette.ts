@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { canonicalJson } from '../core/canonical';
+import { RunnerError } from '../core/errors';
 import type { FetchScope } from './faults';
 
 /** Where a cassette lives and whether it is being written or played back. */
@@ -25,7 +26,7 @@ type Exchange = z.infer<typeof Exchange>;
 const HOP_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date']);
 
 /** A request the cassette does not hold: the test fails naming it. */
-export class CassetteMissError extends Error {
+export class CassetteMissError extends RunnerError {
   override name = 'CassetteMissError';
 }
 

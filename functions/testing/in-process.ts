@@ -3,15 +3,17 @@ import { memoryStore } from '../adapters/memory-store';
 import { deliveredEnvelope } from '../api/deliver';
 import { createRun, submitToolCall } from '../commands/submit';
 import type { Envelope } from '../core/envelope';
+import { RunnerError } from '../core/errors';
 import type { OperationRecord, Principal, RunRecord } from '../core/model';
 import { nextStep } from '../core/next-step';
 import type { Deps } from '../core/ports';
 import { makeRegistry, type ToolContext, type ToolSpec } from '../core/tool-spec';
 import type { TraceEvent } from '../core/trace';
 import { expireApprovalStep } from '../steps/approval';
-import { executeStep } from '../steps/execute';
-import { reconcileStep } from '../steps/reconcile';
-import { reportStep, routeStep } from '../steps/report';
+import { executeAttempt } from '../steps/execute';
+import { reconcileOutcome } from '../steps/reconcile';
+import { reportEnvelope } from '../steps/report';
+import { routeByRecord } from '../steps/route';
 import type { FetchScope } from './faults';
 
 /** What one call may change about how its steps run: its requests' fetch, and a second delivery of its first attempt. */
@@ -34,7 +36,7 @@ export interface CallOutcome {
 }
 
 /** Raised when a call needs what the in-process runner does not do (a person's approval). */
-export class InProcessRunnerError extends Error {
+export class InProcessRunnerError extends RunnerError {
   override name = 'InProcessRunnerError';
 }
 
@@ -111,7 +113,7 @@ export function inProcessRunner(tools: ToolSpec[]) {
         case 'done':
           return op;
         case 'validate':
-          await routeStep(deps, operationId);
+          await routeByRecord(deps, operationId);
           break;
         case 'await_approval':
           throw new InProcessRunnerError(
@@ -124,8 +126,8 @@ export function inProcessRunner(tools: ToolSpec[]) {
         case 'retry': {
           waitUntil(op);
           const out = duplicate
-            ? (await Promise.all([executeStep(deps, operationId), executeStep(deps, operationId)]))[0]
-            : await executeStep(deps, operationId);
+            ? (await Promise.all([executeAttempt(deps, operationId), executeAttempt(deps, operationId)]))[0].output
+            : (await executeAttempt(deps, operationId)).output;
           duplicate = false;
           // A delivery that found another at work asks to look again later: the clock moves on, nothing sleeps.
           if (out.next === 'retry' && out.delaySeconds) offset += out.delaySeconds * 1000;
@@ -134,10 +136,10 @@ export function inProcessRunner(tools: ToolSpec[]) {
         case 'reconcile':
         case 'reconcile_later':
           waitUntil(op);
-          await reconcileStep(deps, operationId);
+          await reconcileOutcome(deps, operationId);
           break;
         case 'report':
-          await reportStep(deps, operationId);
+          await reportEnvelope(deps, operationId);
           break;
       }
     }

@@ -7,6 +7,7 @@ import { isMalformedAnswer, MalformedAnswerError, TransportError, UpstreamHttpEr
 import { describeBytes, RESULT_LIMITS } from '../core/result-record';
 import { checkToolSpec, type ToolContext, type ToolRegistry, type ToolSpec } from '../core/tool-spec';
 import { connectModern, modernAttemptError, speaksModern, type UpstreamClient } from './mcp-upstream-2026';
+import { defaultLog } from '../core/log';
 
 /**
  * Proxy mode: the tools of upstream MCP servers, registered as `<upstream>__<tool>` with the policy the
@@ -163,7 +164,7 @@ export async function upstreamToolSpecs(connection: UpstreamConnection, log: (li
   return specs;
 }
 
-const logLine = (line: string) => console.error(line);
+const logLine = (line: string) => defaultLog().warn(line);
 
 /** A log line carries an upstream's text on one line, without control or direction characters. */
 function printable(text: string): string {
@@ -192,7 +193,9 @@ async function callUpstream(connection: UpstreamConnection, toolName: string, ct
     client = await connection.get();
   } catch (error) {
     // The call itself was never sent: safe to retry whatever the tool does.
-    throw new TransportError('refused', false, `could not connect to upstream ${connection.upstream.name} (${(error as Error).message})`);
+    throw new TransportError('refused', false, `could not connect to upstream ${connection.upstream.name} (${(error as Error).message})`, {
+      cause: error,
+    });
   }
   let result: CallToolResult;
   try {

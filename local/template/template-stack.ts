@@ -17,7 +17,8 @@ import {
   sweeperPart,
   type Started,
 } from '../stack-parts';
-import { ensureConfig, type Stack, type StackOptions } from '../stack';
+import type { Stack, StackOptions } from '../stack';
+import { ensureConfig } from '../config-file';
 import { ensureAssembly, readAssembly } from './assembly';
 import { type LambdaInvokeReply, startAwsGateway } from './aws-gateway';
 import { AccountConcurrency, accountFromEnv, maxInstancesFromEnv } from './account-concurrency';

@@ -12,9 +12,10 @@ import type { Deps, LifecyclePort } from '../../functions/core/ports';
 import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
 import { mcpRoutes } from '../../functions/mcp/server';
 import { expireApprovalStep, requestApproval } from '../../functions/steps/approval';
-import { executeStep } from '../../functions/steps/execute';
-import { reconcileStep } from '../../functions/steps/reconcile';
-import { reportStep, routeStep } from '../../functions/steps/report';
+import { executeAttempt } from '../../functions/steps/execute';
+import { reconcileOutcome } from '../../functions/steps/reconcile';
+import { reportEnvelope } from '../../functions/steps/report';
+import { routeByRecord } from '../../functions/steps/route';
 import { memoryStore } from './memory-store';
 
 /**
@@ -141,7 +142,7 @@ export function buildWorld(config: RunnerConfig, startAt: number): World {
       const next = nextStep(op, clock);
       switch (next) {
         case 'validate':
-          await routeStep(deps, operationId);
+          await routeByRecord(deps, operationId);
           break;
         case 'await_approval': {
           if (op.state === 'awaiting_approval' && op.approvalTaskToken) return;
@@ -155,14 +156,14 @@ export function buildWorld(config: RunnerConfig, startAt: number): World {
           break;
         case 'execute':
         case 'retry':
-          await executeStep(deps, operationId);
+          await executeAttempt(deps, operationId);
           break;
         case 'reconcile':
         case 'reconcile_later':
-          await reconcileStep(deps, operationId);
+          await reconcileOutcome(deps, operationId);
           break;
         case 'report':
-          await reportStep(deps, operationId);
+          await reportEnvelope(deps, operationId);
           break;
         case 'done':
           return;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { approvalPage } from '../../functions/html/approval-page';
-import { PAGE_SECURITY_HEADERS, visibleText } from '../../functions/html/page-basics';
+import { PAGE_SECURITY_HEADERS } from '../../functions/html/page-basics';
+import { visibleText } from '../../functions/html/safe-html';
 import type { OperationRecord } from '../../functions/core/model';
 import { formatMinorUnits } from '../../functions/core/format';
 import { makeDemoTools } from '../../functions/tools/demo-tools';

@@ -6,9 +6,10 @@ import type { Principal } from '../../functions/core/model';
 import type { ToolSpec } from '../../functions/core/tool-spec';
 import type { TraceEvent } from '../../functions/core/trace';
 import { cancelOperation } from '../../functions/commands/cancel';
-import { executeStep } from '../../functions/steps/execute';
-import { reconcileStep } from '../../functions/steps/reconcile';
-import { reportStep, routeStep } from '../../functions/steps/report';
+import { executeAttempt } from '../../functions/steps/execute';
+import { reconcileOutcome } from '../../functions/steps/reconcile';
+import { reportEnvelope } from '../../functions/steps/report';
+import { routeByRecord } from '../../functions/steps/route';
 import { createRun, submitToolCall } from '../../functions/commands/submit';
 import { coreDeps, memoryStore } from '../support/memory-store';
 
@@ -92,10 +93,10 @@ function harness(withLookup: boolean) {
       if (op.attempts === cancelAfterAttempt && op.plan?.next === 'retry' && !op.envelope) op = (await cancelOperation(deps, op)).op;
       const next = nextStep(op, clock);
       if (op.plan?.notBefore) clock = Math.max(clock, Date.parse(op.plan.notBefore));
-      if (next === 'validate') await routeStep(deps, id);
-      else if (next === 'execute' || next === 'retry') await executeStep(deps, id);
-      else if (next === 'reconcile' || next === 'reconcile_later') await reconcileStep(deps, id);
-      else if (next === 'report') await reportStep(deps, id);
+      if (next === 'validate') await routeByRecord(deps, id);
+      else if (next === 'execute' || next === 'retry') await executeAttempt(deps, id);
+      else if (next === 'reconcile' || next === 'reconcile_later') await reconcileOutcome(deps, id);
+      else if (next === 'report') await reportEnvelope(deps, id);
       else break;
     }
     const op = (await store.getOperation(id))!;

@@ -12,9 +12,10 @@ import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
 import { decideApproval } from '../../functions/commands/approval-decisions';
 import { expireApprovalStep, requestApproval } from '../../functions/steps/approval';
 import { cancelOperation, cancelRun, resolveOperation } from '../../functions/commands/cancel';
-import { executeStep } from '../../functions/steps/execute';
-import { reconcileStep } from '../../functions/steps/reconcile';
-import { reportStep, routeStep } from '../../functions/steps/report';
+import { executeAttempt } from '../../functions/steps/execute';
+import { reconcileOutcome } from '../../functions/steps/reconcile';
+import { reportEnvelope } from '../../functions/steps/report';
+import { routeByRecord } from '../../functions/steps/route';
 import { sweep } from '../../functions/steps/resume';
 import { recentRuns } from '../../functions/steps/recent-runs';
 import { createRun, submitToolCall } from '../../functions/commands/submit';
@@ -300,7 +301,7 @@ async function scenario(actions: Action[], underPolicies: boolean): Promise<void
     const next = nextStep(op, clock);
     switch (next) {
       case 'validate':
-        await routeStep(deps, operationId);
+        await routeByRecord(deps, operationId);
         return;
       case 'await_approval':
         if (op.state === 'validated' || !op.approvalTaskToken) await requestApproval(deps, operationId, `tok_${operationId}_${clock}`);
@@ -311,15 +312,15 @@ async function scenario(actions: Action[], underPolicies: boolean): Promise<void
       case 'execute':
       case 'retry':
         if (next === 'retry' && op.plan?.notBefore && Date.parse(op.plan.notBefore) > clock) clock = Date.parse(op.plan.notBefore);
-        await executeStep(deps, operationId);
+        await executeAttempt(deps, operationId);
         return;
       case 'reconcile':
       case 'reconcile_later':
         if (op.plan?.notBefore && Date.parse(op.plan.notBefore) > clock) clock = Date.parse(op.plan.notBefore);
-        await reconcileStep(deps, operationId);
+        await reconcileOutcome(deps, operationId);
         return;
       case 'report':
-        await reportStep(deps, operationId);
+        await reportEnvelope(deps, operationId);
         return;
       case 'done':
         driven.delete(operationId);

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
 import { makeApp } from '../../functions/api/app';
-import { openApiDocument, ROUTES } from '../../functions/api/openapi';
+import { openApiDocument } from '../../functions/api/openapi';
+import { ROUTES } from '../../functions/api/route-table';
 import type { Deps } from '../../functions/steps/deps';
 
 const doc = openApiDocument() as {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { TransportError, UpstreamHttpError } from '../../functions/core/errors';
 import type { Principal } from '../../functions/core/model';
 import { createRun, submitToolCall } from '../../functions/commands/submit';
-import { executeStep } from '../../functions/steps/execute';
+import { STEPS } from '../../functions/handlers/steps';
+import { executeAttempt } from '../../functions/steps/execute';
 import { coreDeps, memoryStore } from '../support/memory-store';
 import { toolSpec } from '../support/records';
 
@@ -49,10 +50,10 @@ describe('two deliveries of one Execute task', () => {
     // The submission recorded the first attempt's intent; no worker holds it yet.
     expect(await store.getOperation(id)).toMatchObject({ state: 'executing', attempts: 1, attemptClaimed: false });
 
-    const first = executeStep(deps, id);
+    const first = STEPS.Execute(deps, id);
     await new Promise((r) => setTimeout(r, 10));
     expect(sent).toHaveLength(1);
-    const second = await executeStep(deps, id);
+    const second = await STEPS.Execute(deps, id);
     // Same attempt, same execution, within its lease: it waits (a short pause, then a look), it does not send.
     expect(second).toMatchObject({ next: 'retry', delaySeconds: 10 });
     expect(sent).toHaveLength(1);
@@ -68,11 +69,11 @@ describe('two deliveries of one Execute task', () => {
   it('a worker that finds the sender gone (its lease over) presumes the attempt lost: its outcome is unknown, then looked up', async () => {
     const { deps, store, sent, advance, submit } = harness();
     const id = await submit();
-    void executeStep(deps, id);
+    void STEPS.Execute(deps, id);
     await new Promise((r) => setTimeout(r, 10));
     const claimed = (await store.getOperation(id))!;
     advance(Date.parse(claimed.leaseUntil!) - Date.parse(claimed.updatedAt) + 1_000);
-    const out = await executeStep(deps, id);
+    const out = await STEPS.Execute(deps, id);
     // Not sent again blindly: the vanished worker's request may still land, so a later failure cannot settle it.
     expect(sent).toHaveLength(1);
     expect(out.next).toBe('reconcile');
@@ -83,7 +84,7 @@ describe('two deliveries of one Execute task', () => {
     const { deps, store, sent, submit } = harness();
     const id = await submit();
     const op = (await store.getOperation(id))!;
-    void executeStep(deps, id, op, true);
+    void executeAttempt(deps, id, op, true);
     await new Promise((r) => setTimeout(r, 10));
     expect(sent).toHaveLength(1);
     expect(await store.getOperation(id)).toMatchObject({ version: op.version });

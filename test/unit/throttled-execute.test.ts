@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createRun, submitToolCall } from '../../functions/commands/submit';
 import type { Principal } from '../../functions/core/model';
-import { executeStep } from '../../functions/steps/execute';
-import { reconcileStep } from '../../functions/steps/reconcile';
+import { STEPS } from '../../functions/handlers/steps';
 import { coreDeps, memoryStore } from '../support/memory-store';
 import { toolSpec } from '../support/records';
 
@@ -32,7 +31,7 @@ describe('a throttled Execute', () => {
     const id = submitted.op.operationId;
     expect(await store.getOperation(id)).toMatchObject({ state: 'executing', attemptClaimed: false });
 
-    const first = await reconcileStep(deps, id);
+    const first = await STEPS.Reconcile(deps, id);
     expect(first).toEqual({ operationId: id, next: 'retry', delaySeconds: 2 });
     const waiting = (await store.getOperation(id))!;
     expect(waiting).toMatchObject({ state: 'executing', attemptClaimed: false, throttleWaits: 1 });
@@ -43,12 +42,12 @@ describe('a throttled Execute', () => {
 
     // Throttled again after the wait: the next wait is longer.
     clock += 2000;
-    expect(await reconcileStep(deps, id)).toEqual({ operationId: id, next: 'retry', delaySeconds: 28 });
+    expect(await STEPS.Reconcile(deps, id)).toEqual({ operationId: id, next: 'retry', delaySeconds: 28 });
     expect(sent).toEqual([]);
 
     // Execute gets through at last: it claims and sends the one attempt.
     clock += 28_000;
-    const out = await executeStep(deps, id);
+    const out = await STEPS.Execute(deps, id);
     expect(sent).toHaveLength(1);
     expect(out.next).toBe('done');
     expect(await store.getOperation(id)).toMatchObject({ state: 'reported', attempts: 1 });

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { escapeHtml } from '../../functions/html/page-basics';
-import { preferredWaitSeconds } from '../../functions/api/app';
-import { decideAfterAttempt, reconcilePlanOf } from '../../functions/core/attempt-policy';
+import { escapeHtml } from '../../functions/html/safe-html';
+import { preferredWaitSeconds } from '../../functions/api/tool-call-route';
+import { decideAfterAttempt, reconcilePlanOf } from '../../functions/core/attempt-protocol';
 import { signLink, verifyLink } from '../../functions/core/approval-link';
 import { envelopeFor } from '../../functions/core/envelope';
 import { operationIdFor } from '../../functions/core/ids';
