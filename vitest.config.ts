@@ -9,6 +9,7 @@ const root = import.meta.dirname;
 const packageNames = [
   { find: /^toolrunner$/, replacement: `${root}/functions/index.ts` },
   { find: /^toolrunner\/client$/, replacement: `${root}/functions/client/index.ts` },
+  { find: /^toolrunner\/testing$/, replacement: `${root}/functions/testing/index.ts` },
   { find: /^toolrunner\/ai-sdk$/, replacement: `${root}/functions/agents/ai-sdk.ts` },
   { find: /^toolrunner\/openai-agents$/, replacement: `${root}/functions/agents/openai-agents.ts` },
 ];

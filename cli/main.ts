@@ -48,6 +48,15 @@ const COMMANDS = {
                  principals need no keys here
   --tools PATH   the tools module (default: the demo tools)
 `,
+  verify: `usage: toolrunner verify --tools PATH [--cases FILE] [--junit FILE] [--allow-effects]
+  Runs each tool's sample inputs through the runner's engine against its upstream, without a fault and under
+  each fault (response lost, connection reset, 503, 429, an answer slower than timeoutMs, a second delivery),
+  and checks the promises it declares. Prints the hosts first, then a table of held / broken / unverifiable.
+  --cases FILE      { "<tool>": [{ name?, input }] } (at most 1 MiB); else each tool's verify.cases
+  --junit FILE      also writes the results as JUnit XML
+  --allow-effects   lets it call hosts that are not loopback (it makes real effects there, repeatedly)
+  Exit codes: 0 nothing broken, 1 a broken promise, 2 an unknown tool, an input failing its schema, or a refused host.
+`,
   'notes-api': `usage: toolrunner notes-api
   Serves the quick start's example upstream: a notes API on NOTES_PORT (default 4000).
 `,
@@ -63,6 +72,7 @@ const USAGE = `usage: toolrunner <command> [options]
   toolrunner trace RUN_ID           a run's trace as a timeline (TOOLRUNNER_URL, TOOLRUNNER_KEY)
   toolrunner keys hash [PATH]       a config document with keys replaced by their SHA-256 (for the deployed secret)
   toolrunner policy schema|test     the policies' schema; test cases against the policies (--config PATH)
+  toolrunner verify --tools PATH    checks each tool's promises against its upstream under faults
   toolrunner notes-api              the quick start's example upstream: a notes API on NOTES_PORT (default 4000)
   toolrunner --version              the installed version
   toolrunner <command> --help       one command's usage
@@ -215,6 +225,24 @@ async function nodeRuntime(args: string[]): Promise<void> {
   }
 }
 
+async function verify(args: string[]): Promise<void> {
+  const { values } = argsOf('verify', {
+    args,
+    options: { tools: { type: 'string' }, cases: { type: 'string' }, junit: { type: 'string' }, 'allow-effects': { type: 'boolean' } },
+  });
+  if (!values.tools) usageError('verify needs --tools PATH', 'verify');
+  const tools = await loadTools(values.tools).catch((error: Error) => fail(`--tools: ${error.message}`, 2));
+  const { runVerify } = await import('./verify');
+  const io = { out: (text: string) => process.stdout.write(text), err: (text: string) => process.stderr.write(text) };
+  const code = await runVerify(
+    tools,
+    { casesPath: values.cases, junitPath: values.junit, allowEffects: values['allow-effects'] === true },
+    io,
+  );
+  // A tools module may hold servers or sockets open (an example's own upstream): the verdict is final.
+  process.exit(code);
+}
+
 const NotesEnv = z.object({ NOTES_PORT: z.coerce.number().int().min(0).max(65535).default(4000) });
 
 async function notesApi(args: string[]): Promise<void> {
@@ -259,6 +287,8 @@ async function main(argv: string[]): Promise<void> {
       return initCommand(rest);
     case 'node-runtime':
       return nodeRuntime(rest);
+    case 'verify':
+      return verify(rest);
   }
 }
 

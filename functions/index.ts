@@ -3,7 +3,7 @@
  * `toolrunner start --tools PATH` loads a module whose default export is an array of these specs.
  */
 export { defineTool, ToolRegistrationError } from './core/tool-spec';
-export type { ApprovalPolicy, ReconcileResult, ToolContext, ToolSpec } from './core/tool-spec';
+export type { ApprovalPolicy, ReconcileResult, ToolContext, ToolSpec, ToolVerify } from './core/tool-spec';
 export type { BackoffPolicy } from './core/backoff';
 export type { Envelope } from './core/envelope';
 export type { Risk } from './core/model';

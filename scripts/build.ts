@@ -17,6 +17,7 @@ const dist = join(root, 'dist');
 const entries: Record<string, string> = {
   index: 'functions/index.ts',
   'client/index': 'functions/client/index.ts',
+  'testing/index': 'functions/testing/index.ts',
   cli: 'cli/main.ts',
   'cdk/index': 'functions/cdk/index.ts',
   'openai-agents': 'functions/agents/openai-agents.ts',

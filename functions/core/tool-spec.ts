@@ -15,6 +15,23 @@ export interface ToolContext {
   signal: AbortSignal;
   /** The tool's transport reports the upstream HTTP status here, for the trace. */
   onUpstreamStatus(status: number): void;
+  /**
+   * The WHATWG `fetch` to reach the upstream with (`requestJson` uses it): the runner's injected faults,
+   * recorded cassettes and `toolrunner verify` see only what passes through it, so hand it to SDK clients
+   * too (docs/tools.md). Outside those it is the global `fetch`.
+   */
+  fetch: typeof globalThis.fetch;
+}
+
+/** What `toolrunner verify` needs to check a tool's promises against its upstream (docs/testing.md). */
+export interface ToolVerify<I> {
+  /** Sample inputs, used when the cases file has none for this tool. */
+  cases?: { name?: string; input: I }[];
+  /**
+   * How many effects the upstream holds for this input now (charges, sent emails…): verify reads it before
+   * and after each case, so it can see two effects where `reconcile` would only say "found".
+   */
+  effects?: (input: I) => Promise<number>;
 }
 
 /** A status lookup's answer: the upstream did or did not perform the operation with this key. */
@@ -62,6 +79,8 @@ export interface ToolSpec<I = any, O = any> {
    * refused before anything runs (`-32021`, naming what is missing). Other callers are not affected.
    */
   mcpClientCapabilities?: Record<string, Record<string, unknown>>;
+  /** Sample inputs and an effect count for `toolrunner verify`; the runner itself never reads this. */
+  verify?: ToolVerify<I>;
   /** Performs the call once: send `ctx.idempotencyKey` upstream where the API takes one, and honour `ctx.signal`. */
   execute: (ctx: ToolContext, input: I) => Promise<O>;
 }

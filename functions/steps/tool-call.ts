@@ -44,6 +44,8 @@ export async function callTool<T>(
     onUpstreamStatus: (status) => {
       upstreamStatus = status;
     },
+    // Looked up per request, so a process-wide replacement of the global fetch (instrumentation) still applies.
+    fetch: (input, init) => globalThis.fetch(input, init),
   };
   let timer: NodeJS.Timeout | undefined;
   const overdue = new Promise<never>((_, reject) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { canonicalJson } from '../core/canonical';
 import { formatMinorUnits } from '../core/format';
 import type { ToolSpec } from '../core/tool-spec';
 import { requestJson } from './http';
@@ -7,6 +8,12 @@ import { requestJson } from './http';
 export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
   const url = (path: string) => `${sandboxUrl.replace(/\/$/, '')}${path}`;
   // Tools return the upstream's JSON as is; the lifecycle validates it against outputSchema.
+  /** The sandbox's record of what it did, for `toolrunner verify` to count effects with. */
+  const ledger = async (): Promise<{ kind: string; id: string; body: unknown }[]> => {
+    const res = await fetch(url('/_sandbox/ledger'));
+    if (!res.ok) throw new Error(`the sandbox ledger answered ${res.status}`);
+    return (await res.json()) as { kind: string; id: string; body: unknown }[];
+  };
 
   const Order = z.object({
     id: z.string(),
@@ -30,6 +37,7 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
     approval: 'never',
     execute: (ctx, input) =>
       requestJson(ctx, { method: 'GET', url: url(`/v1/orders/${encodeURIComponent(input.orderId)}`) }) as Promise<z.infer<typeof Order>>,
+    verify: { cases: [{ name: 'an order', input: { orderId: 'ord_42' } }] },
   };
 
   const ChargeInput = z.strictObject({
@@ -85,6 +93,7 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
       const first = found?.data?.[0];
       return first ? { found: true, result: first as z.infer<typeof Charge> } : { found: false };
     },
+    verify: { cases: [{ name: 'a small charge', input: { amount: 1250, currency: 'USD', customer: 'cus_verify' } }] },
   };
 
   const Email = z.object({ id: z.string(), status: z.string() });
@@ -99,6 +108,11 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
     supportsIdempotency: false,
     approval: 'never',
     execute: (ctx, input) => requestJson(ctx, { method: 'POST', url: url('/v1/emails'), body: input }) as Promise<z.infer<typeof Email>>,
+    verify: {
+      cases: [{ name: 'a receipt', input: { to: 'verify@example.com', subject: 'Your receipt', body: 'Thank you.' } }],
+      // Emails the sandbox sent with exactly this message.
+      effects: async (input) => (await ledger()).filter((e) => e.kind === 'email' && canonicalJson(e.body) === canonicalJson(input)).length,
+    },
   };
 
   const Address = z.strictObject({
@@ -125,6 +139,31 @@ export function makeDemoTools(sandboxUrl: string): ToolSpec[] {
         url: url(`/v1/orders/${encodeURIComponent(input.orderId)}/shipping-address`),
         body: input.address,
       }) as Promise<z.infer<typeof Order>>,
+    verify: {
+      // Two addresses in turn, so that every case changes the order.
+      cases: [
+        {
+          name: 'to Paris',
+          input: { orderId: 'ord_99', address: { line1: '1 Rue de Rivoli', city: 'Paris', postalCode: '75001', country: 'FR' } },
+        },
+        {
+          name: 'to Berlin',
+          input: { orderId: 'ord_99', address: { line1: '2 Unter den Linden', city: 'Berlin', postalCode: '10117', country: 'DE' } },
+        },
+      ],
+      // A PUT's effect is the change it makes: the times the order's address became this one (a replay changes nothing).
+      effects: async (input) => {
+        let previous: string | undefined;
+        let changes = 0;
+        for (const e of await ledger()) {
+          if (e.kind !== 'shipping_address' || e.id !== input.orderId) continue;
+          const body = canonicalJson(e.body);
+          if (body !== previous && body === canonicalJson(input.address)) changes++;
+          previous = body;
+        }
+        return changes;
+      },
+    },
   };
 
   return [getOrder, chargeCard, sendEmail, updateShippingAddress];

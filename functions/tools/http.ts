@@ -17,7 +17,8 @@ export interface JsonRequest {
 export async function requestJson(ctx: ToolContext, req: JsonRequest): Promise<unknown> {
   let res: Response;
   try {
-    res = await fetch(req.url, {
+    // Through the attempt's fetch, so injected faults, cassettes and verify see this request (a hand-made context may lack it).
+    res = await (ctx.fetch ?? fetch)(req.url, {
       method: req.method,
       headers: { accept: 'application/json', ...(req.body !== undefined ? { 'content-type': 'application/json' } : {}), ...req.headers },
       body: req.body === undefined ? undefined : JSON.stringify(req.body),

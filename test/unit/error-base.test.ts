@@ -85,6 +85,7 @@ describe('wrappings keep what they wrap as `cause`', () => {
         deadline: Date.now() + 5_000,
         signal: new AbortController().signal,
         onUpstreamStatus() {},
+        fetch,
       };
       const error = await lambdaToolHost(client, 'tools-fn', new Set(['t']))
         .run({ action: 'execute', tool: 't', operationId: 'op_1', arguments: '{}' }, ctx)

@@ -27,6 +27,7 @@ const ctx = (): ToolContext => ({
   deadline: Date.now() + 5_000,
   signal: new AbortController().signal,
   onUpstreamStatus: (s) => statuses.push(s),
+  fetch,
 });
 const call = { action: 'execute' as const, tool: 'charge_card', operationId: 'op_1', arguments: '{"amount":1}' };
 const write = toolSpec({ risk: 'irreversible_write' });
