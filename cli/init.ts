@@ -110,8 +110,9 @@ export function init(dir: string, options: { cdk: boolean; own: OwnPackage }): {
   add('dependencies', ['zod']);
   if (options.cdk) {
     add('dependencies', ['aws-cdk-lib', 'constructs']);
-    // esbuild bundles the Lambdas without Docker; tsx runs app.ts; aws-cdk is the CLI (`npx cdk deploy`).
-    add('devDependencies', ['aws-cdk', 'esbuild', 'tsx']);
+    // esbuild bundles the Lambdas without Docker; tsx runs app.ts; aws-cdk is the CLI (`npx cdk deploy`);
+    // iam-simulate (AGPL-3.0, a development tool here) checks every AWS call in template mode.
+    add('devDependencies', ['aws-cdk', 'esbuild', 'tsx', '@cloud-copilot/iam-simulate']);
   }
   const scripts: Record<string, string> = options.cdk
     ? { start: 'toolrunner start --template', synth: 'cdk synth', deploy: 'cdk deploy', agent: 'node agent.mjs' }

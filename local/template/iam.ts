@@ -1,4 +1,22 @@
-import { getDenialReasons, isWildcardOnlyAction, runSimulation } from '@cloud-copilot/iam-simulate';
+type Simulator = typeof import('@cloud-copilot/iam-simulate');
+
+/**
+ * The package does not install `@cloud-copilot/iam-simulate` for you: it is AGPL-3.0, and installing it is the
+ * user's choice (`toolrunner init --cdk` adds it to the scaffold's devDependencies). Template mode loads it
+ * before it starts and, when it is missing, names the one command that installs it.
+ */
+export const IAM_SIMULATE_MISSING =
+  'template mode checks every AWS call against its IAM role with @cloud-copilot/iam-simulate (AGPL-3.0), which is not installed here; install it with: npm install -D @cloud-copilot/iam-simulate';
+
+let simulator: Promise<Simulator> | undefined;
+
+export function loadIamSimulator(): Promise<Simulator> {
+  simulator ??= import('@cloud-copilot/iam-simulate').catch((error: unknown) => {
+    simulator = undefined;
+    throw new Error(IAM_SIMULATE_MISSING, { cause: error });
+  });
+  return simulator;
+}
 import type { PolicyDocument, RoleModel } from './stack-model';
 
 /** Who makes a call: a role (a function's execution role, a state machine's, a schedule's) in one session. */
@@ -52,6 +70,7 @@ export class IamCheck {
     context: Record<string, string>,
     policy = this.resourcePolicies.get(resource),
   ): Promise<Decision> {
+    const { runSimulation } = await loadIamSimulator();
     const result = await runSimulation(
       {
         request: {
@@ -80,6 +99,7 @@ export class IamCheck {
     const [service, name] = action.split(':');
     // Actions without resource-level permissions (states:SendTaskSuccess, xray:PutTraceSegments) are evaluated
     // against "*", as IAM does: a statement naming a specific resource does not grant them.
+    const { isWildcardOnlyAction, runSimulation, getDenialReasons } = await loadIamSimulator();
     const target = (await isWildcardOnlyAction(service, name)) ? '*' : resource;
     const principal = sessionArn(caller, this.account);
     const result = await runSimulation(

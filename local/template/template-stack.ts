@@ -28,7 +28,7 @@ import { EventualReads } from './eventual-reads';
 import { FunctionProcess } from './function-process';
 import { lambdaNode } from './lambda-node';
 import { httpApi } from './http-api';
-import { type Caller, IamCheck } from './iam';
+import { type Caller, IamCheck, loadIamSimulator } from './iam';
 import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
 import { secretsManager, snsTopics } from './local-services';
 import { startCloudWatch } from './cloudwatch';
@@ -68,6 +68,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
     throw new Error("template mode runs the tools your CDK app's ToolRunner construct bundles (its tools.entry), not a --tools module");
   ensureDataDir(options.dataDir);
   ensureConfig(options.configPath);
+  await loadIamSimulator();
 
   const { dir, synthesizedMs } = await ensureAssembly({ onProgress: progress });
   progress(synthesizedMs ? `synthesized the CDK app in ${(synthesizedMs / 1000).toFixed(1)} s` : `cloud assembly ${dir} is current`);

@@ -244,6 +244,7 @@ describe('toolrunner command', () => {
       'aws-cdk': own.devDependencies['aws-cdk'],
       esbuild: own.devDependencies.esbuild,
       tsx: expect.stringMatching(/^\^4\./),
+      '@cloud-copilot/iam-simulate': own.devDependencies['@cloud-copilot/iam-simulate'],
     });
     expect(readFileSync(join(cdk, '.gitignore'), 'utf8')).toBe(
       'dist/\nnode_modules/\ntoolrunner.local.json\n.local/\ncdk.out/\ncdk.out.*\n',
