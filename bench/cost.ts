@@ -222,6 +222,16 @@ async function main(): Promise<void> {
   let units = new Map<string, number>();
   /** And the bytes of those calls' requests (DynamoDB JSON: item and key sizes, with type tags and names). */
   let requestBytes = new Map<string, number>();
+  /** Each path's log events and ingested bytes by who wrote them, for the line that explains `logs`. */
+  let logSources = new Map<string, { events: number; bytes: number }>();
+  const logFrom = (source: string, lines: readonly string[]) => {
+    if (!lines.length) return;
+    const bytes = ingestedBytes(lines);
+    current.logEvents += lines.length;
+    current.logBytes += bytes;
+    const seen = logSources.get(source) ?? { events: 0, bytes: 0 };
+    logSources.set(source, { events: seen.events + lines.length, bytes: seen.bytes + bytes });
+  };
   let sweeping = false;
   /** Every watch entry the stack wrote, the warm-up's too: the sweep below reads them all. */
   let watchEntriesWritten = 0;
@@ -236,11 +246,7 @@ async function main(): Promise<void> {
     apiRequest(r) {
       current.apiRequests++;
       current.apiMeteredRequests += Math.max(1, Math.ceil((r.requestBytes + r.responseBytes) / PRICES.httpApiMeteredBytes));
-      if (apiShape.accessLogFormat) {
-        const line = [accessLogLine(apiShape.accessLogFormat, r)];
-        current.logEvents++;
-        current.logBytes += ingestedBytes(line);
-      }
+      if (apiShape.accessLogFormat) logFrom('access log', [accessLogLine(apiShape.accessLogFormat, r)]);
       if (apiFunctionTraced.value) current.traces++;
     },
     invoked(fn, measuredMs, busyMs) {
@@ -254,14 +260,21 @@ async function main(): Promise<void> {
       if (fn.environment.CONFIG_SECRET_ARN) current.configReaders.add(fn.logicalId);
       current.lambdaGbSeconds += gbSeconds;
       current.lambdaUsd += PRICES.lambdaRequest + gbSeconds * PRICES.lambdaGbSecond[f.architecture];
-      const lines = platformLines(f, { durationMs: ms, memoryMb: fn.memoryMb, traced: f.tracing === 'Active' });
-      current.logEvents += lines.length;
-      current.logBytes += ingestedBytes(lines);
+      logFrom(
+        `${shortName(fn.logicalId)} (Lambda's lines)`,
+        platformLines(f, { durationMs: ms, memoryMb: fn.memoryMb, traced: f.tracing === 'Active' }),
+      );
     },
-    logged(_fn, chunk) {
+    logged(fn, chunk) {
       const lines = logLines(chunk.toString('utf8'));
-      current.logEvents += lines.length;
-      current.logBytes += ingestedBytes(lines);
+      // Metric lines (EMF) apart from the rest: alarms read them.
+      const emf = lines.filter((line) => line.startsWith('{"_aws":'));
+      if (emf.length) logFrom(`${shortName(fn.logicalId)} metrics`, emf);
+      if (emf.length < lines.length)
+        logFrom(
+          shortName(fn.logicalId),
+          lines.filter((line) => !line.startsWith('{"_aws":')),
+        );
     },
     executed(e) {
       const machine = machineOf(e);
@@ -271,9 +284,7 @@ async function main(): Promise<void> {
         const seconds = (Math.ceil(e.durationMs / PRICES.expressDurationStepMs) * PRICES.expressDurationStepMs) / 1000;
         current.expressGbSeconds += (PRICES.expressMemoryMb / 1024) * seconds;
       }
-      const lines = executionLogLines(machine, e);
-      current.logEvents += lines.length;
-      current.logBytes += ingestedBytes(lines);
+      logFrom(`${e.machine === 'STANDARD' ? 'Standard' : 'Express'} machine`, executionLogLines(machine, e));
       // An execution started by a traced API invocation joins its trace; on its own it samples like Lambda's rule.
       if (machine.tracing && !apiFunctionTraced.value) current.traces++;
     },
@@ -488,11 +499,13 @@ async function main(): Promise<void> {
     const timings: Record<string, string> = {};
     const dynamoByCall: Record<string, string> = {};
     const storageByPath: Record<string, string> = {};
+    const logsByPath: Record<string, string> = {};
     for (const [name, path] of Object.entries(paths)) {
       const sum = zero();
       durations = new Map();
       units = new Map();
       requestBytes = new Map();
+      logSources = new Map();
       // What the path's calls leave in the tables, priced for as long as each item is kept.
       const scannedAt = Date.now();
       const heldBefore = await heldByteSeconds(sweepClient.client!, stack.tables, scannedAt);
@@ -528,6 +541,11 @@ async function main(): Promise<void> {
         [...units].map(([call, u]) => `${call} ${round(u / scenario.callsPerPath, 2)}`).join(', '),
         `(request bytes: ${[...requestBytes].map(([call, b]) => `${call} ${Math.round(b / scenario.callsPerPath)}`).join(', ')})`,
       ].join(' ');
+      logsByPath[name] = [...logSources]
+        .map(
+          ([source, l]) => `${source} ${round(l.events / scenario.callsPerPath, 1)} (${Math.round(l.bytes / scenario.callsPerPath)} bytes)`,
+        )
+        .join(', ');
       results[name] = averageOf(sum, scenario.callsPerPath);
     }
     // Long polls, each 25 s: two, counted per poll (not per call).
@@ -588,6 +606,8 @@ async function main(): Promise<void> {
       `DynamoDB bytes per call held ${DEFAULT_RETENTION_SECONDS / 86_400} days (byte-seconds until each item's TTL, over ${DEFAULT_RETENTION_SECONDS / 86_400} days; index copies and ${ITEM_OVERHEAD_BYTES} bytes an item included), by table:`,
     );
     for (const [name, line] of Object.entries(storageByPath)) console.log(`  ${name}: ${line}`);
+    console.log('CloudWatch Logs events per call (ingested bytes, with 26 bytes an event), by who writes them:');
+    for (const [name, line] of Object.entries(logsByPath)) console.log(`  ${name}: ${line}`);
     console.log('USD per million calls, by component:');
     console.table(Object.fromEntries(Object.entries(report).map(([k, v]) => [k, { ...v.components, total: v.usdPerMillion }])));
     console.log(

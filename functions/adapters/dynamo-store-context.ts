@@ -5,7 +5,7 @@ import type { OperationRecord } from '../core/model';
 import { type BlobStore, ContentionError, OperationConflictError, OperationExistsError, RunChangedError } from '../core/ports';
 import { type ArgumentSources, type ArgumentsRef, argumentItems } from './dynamo-arguments';
 import { fromItem } from './dynamo-operation-items';
-import type { PackedEvents } from './dynamo-trace-blocks';
+import { fromBlockItem, type PackedEvents } from './dynamo-trace-blocks';
 import { makeTraceWrites, type TraceWrites } from './dynamo-trace-writes';
 import { batchRead, makeWatch, type Watch } from './dynamo-watch';
 import type { TableNames } from './tables';
@@ -73,13 +73,14 @@ export function makeDynamoStoreContext(
       return new Map(await Promise.all(items.map(async (item) => [item.operationId as string, await fromItem(item, sources)] as const)));
     },
 
-    eventItems(runId) {
-      return queryAll<PackedEvents>({
+    async eventItems(runId) {
+      const items = await queryAll<Record<string, unknown>>({
         TableName: tables.events,
         KeyConditionExpression: 'runId = :r AND seq > :counter',
         ExpressionAttributeValues: { ':r': runId, ':counter': LEGACY_COUNTER_SEQ },
         ConsistentRead: true,
       });
+      return items.map(fromBlockItem);
     },
 
     async transactionError(error, opIndex, runIndex) {

@@ -2,7 +2,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { OperationRecord } from '../core/model';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
-import { packEvents } from './dynamo-trace-blocks';
+import { packEvents, toBlockItem } from './dynamo-trace-blocks';
 import { EVENTS_PER_BLOCK, makeTraceClock } from './trace-clock';
 
 /** How the DynamoDB store writes a run's trace: one item per write's events (a block), numbered by trace-clock.ts. */
@@ -45,7 +45,7 @@ export function makeTraceWrites(doc: DynamoDBDocumentClient, table: string, cloc
    */
   const blockPut = (events: TraceEvent[], expiresAtEpoch: number | undefined, owner?: string) => ({
     TableName: table,
-    Item: { ...packEvents(events, owner), ...(expiresAtEpoch ? { expiresAtEpoch } : {}) },
+    Item: toBlockItem(packEvents(events, owner), expiresAtEpoch),
     ConditionExpression: 'attribute_not_exists(seq)',
   });
 

@@ -37,6 +37,9 @@ const PAGE = 200;
 /** Where an operation's lease ends; an active operation without one is due at its last write. */
 export const leaseOf = (op: OperationRecord): string => op.leaseUntil ?? op.updatedAt;
 
+/** The operation an entry watches: its key names it after the time (entries written before said it again as `operationId`). */
+const operationIdOf = (watchKey: string): string => watchKey.slice(watchKey.indexOf('#') + 1);
+
 function shardOf(operationId: string): string {
   return SHARDS[createHash('sha256').update(operationId).digest()[0] % SHARDS.length];
 }
@@ -62,8 +65,8 @@ export interface Watch {
     read: (ids: string[]) => Promise<Map<string, OperationRecord>>,
   ): Promise<OperationRecord[]>;
   /**
-   * Walks the due entries of one part's shards, reading the entries only (key and operation id, a
-   * projection; no operation is read here), `visit`ing each operation once per page, `concurrency` at a
+   * Walks the due entries of one part's shards, reading the entries only (their keys, which name the
+   * operation: a projection; no operation is read here), `visit`ing each operation once per page, `concurrency` at a
    * time, and moving each shard's cursor past the pages visited. `visited`: operations visited;
    * `oldestDue`: the due time of the oldest entry left unvisited (a walk stopped by `more`), if any.
    */
@@ -81,7 +84,8 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
     await doc.send(
       new PutCommand({
         TableName: table,
-        Item: { shard: shardOf(operationId), watchKey: `${time}#${operationId}`, operationId, expiresAtEpoch: epoch },
+        // The key names the operation; an attribute saying it again would only add bytes held for 30 days.
+        Item: { shard: shardOf(operationId), watchKey: `${time}#${operationId}`, expiresAtEpoch: epoch },
       }),
     );
   }
@@ -122,14 +126,14 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
               Limit: PAGE,
             }),
           );
-          const entries = (page.Items ?? []) as { watchKey: string; operationId: string }[];
-          const ops = await read([...new Set(entries.map((e) => e.operationId))]);
+          const entries = (page.Items ?? []) as { watchKey: string }[];
+          const ops = await read([...new Set(entries.map((e) => operationIdOf(e.watchKey)))]);
           for (const entry of entries) {
             if (found.size >= limit) {
               complete = false;
               break pages;
             }
-            const op = ops.get(entry.operationId);
+            const op = ops.get(operationIdOf(entry.watchKey));
             if (op && isActive(op)) {
               if (ignoreLeases || leaseOf(op) < now) {
                 found.set(op.operationId, op);
@@ -185,9 +189,9 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
           };
           let complete = false;
           while (more()) {
-            const page = await dueAfter(shard, from, 'watchKey, operationId', PAGE);
-            const entries = (page.Items ?? []) as { watchKey: string; operationId: string }[];
-            const ids = [...new Set(entries.map((e) => e.operationId))];
+            const page = await dueAfter(shard, from, 'watchKey', PAGE);
+            const entries = (page.Items ?? []) as { watchKey: string }[];
+            const ids = [...new Set(entries.map((e) => operationIdOf(e.watchKey)))];
             await eachLimited(ids, each, async (operationId) => {
               let again: string | undefined;
               try {

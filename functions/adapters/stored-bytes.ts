@@ -1,10 +1,9 @@
 /**
- * Values an item keeps as their bytes: a `sha256:<64 hex digits>` hash in 32 bytes (39 fewer than its
- * text), an `idk_<43 base64url>` idempotency key in 32 (15 fewer). DynamoDB bills a write unit per KB of
- * the item, and a record written with its result sits close to a KB boundary. Anything else is kept as it is.
+ * Values an item keeps as their bytes: a `sha256:<64 hex digits>` hash in 32 bytes (39 fewer than its text),
+ * as an operation item's `argumentsRef` holds it. Items of format 2 kept every hash, and the idempotency key
+ * (`idk_<43 base64url>`), so; format 3 deflates them with the rest of the record. Anything else is kept as it is.
  */
 const HASH = /^sha256:([0-9a-f]{64})$/;
-const KEY = /^idk_([A-Za-z0-9_-]{43})$/;
 
 export function packHash<T>(value: T): T | Uint8Array {
   const hex = typeof value === 'string' ? HASH.exec(value)?.[1] : undefined;
@@ -16,15 +15,7 @@ export function unpackHash<T>(value: T | Uint8Array): T | string {
   return value instanceof Uint8Array && value.byteLength === 32 ? `sha256:${Buffer.from(value).toString('hex')}` : (value as T);
 }
 
-export function packKey<T>(value: T): T | Uint8Array {
-  const text = typeof value === 'string' ? KEY.exec(value)?.[1] : undefined;
-  if (!text) return value;
-  const bytes = Buffer.from(text, 'base64url');
-  // Only where the bytes give the same text back (43 characters can carry 2 bits no byte holds).
-  return bytes.toString('base64url') === text ? Uint8Array.from(bytes) : value;
-}
-
-/** The text of a key as `packKey` kept it; anything else as it is. */
+/** The text of a key as items of format 2 kept it (its 32 bytes); anything else as it is. */
 export function unpackKey<T>(value: T | Uint8Array): T | string {
   return value instanceof Uint8Array && value.byteLength === 32 ? `idk_${Buffer.from(value).toString('base64url')}` : (value as T);
 }
