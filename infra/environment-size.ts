@@ -34,7 +34,10 @@ const REF_MAX: Record<string, number> = {
   'AWS::StepFunctions::StateMachine': ARN_FIXED + 'states:stateMachine:'.length + 80,
   'AWS::ApiGatewayV2::Api': 10,
   'AWS::Cognito::UserPool': 55,
-  'AWS::Cognito::UserPoolClient': 128,
+  // Cognito's API reference allows an app client id up to 128 characters, but the ids it generates are 26
+  // ([a-z0-9]): observed, not documented. Counted at 128, the client per role that infra/oauth.ts creates would
+  // push the API function past the limit before any variable of the user's.
+  'AWS::Cognito::UserPoolClient': 26,
   'AWS::SQS::Queue': 'https://sqs.'.length + REGION + '.'.length + URL_SUFFIX + '/'.length + 12 + '/'.length + 80,
 };
 /** The longest `Fn::GetAtt` of a resource type's attribute. */

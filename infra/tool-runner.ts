@@ -451,7 +451,7 @@ export class ToolRunner extends Construct {
   readonly alarmTopic: sns.ITopic;
   /** The key of the alarms topic the construct created (none with an `alarmTopic` of your own). */
   readonly alarmTopicKey?: kms.Key;
-  /** The OAuth issuer's wiring (and with `{ cognito: true }` the user pool and its app client), when `oauth` is set. */
+  /** The OAuth issuer's wiring (and with `{ cognito: true }` the user pool and its app clients, one per role), when `oauth` is set. */
   readonly oauth?: RunnerOAuth;
   private readonly stateMachineName: string;
   private readonly xrayTracing: boolean;

@@ -1,12 +1,26 @@
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { OAuthSchema } from '../../functions/core/config';
+import { principalForClaims } from '../../functions/core/oauth-principal';
 import { DEMO_TOOLS_ENTRY } from '../../infra/bundling';
 import { nagPacks } from '../../infra/nag';
 import { domainPrefixOf } from '../../infra/oauth';
 import { ToolRunner } from '../../infra/tool-runner';
 
 type Resources = Record<string, { Type: string; Properties?: Record<string, any> }>;
+
+const ROLE_NAMES = ['agent', 'approver', 'reviewer', 'admin'] as const;
+
+/**
+ * The scopes Cognito puts in a client-credentials access token: every scope the client is allowed when the
+ * request names none, else the requested ones it is allowed ("If the client doesn't request any scopes, the
+ * authentication server uses all custom scopes associated with the client":
+ * https://docs.aws.amazon.com/cognito/latest/developerguide/token-endpoint.html, the `scope` parameter).
+ */
+function cognitoGrantedScopes(allowed: string[], requested?: string[]): string[] {
+  return requested === undefined ? allowed : requested.filter((s) => allowed.includes(s));
+}
 
 /** One stack with a runner on a Cognito pool it creates, one on an issuer of the user's (names as a user would pick). */
 function oauthApp() {
@@ -47,13 +61,11 @@ describe('the construct’s oauth prop', () => {
     expect(pooled).toContain('toolrunner/agent');
   });
 
-  it('creates a pool with a resource server scoped per role and a client-credentials client, on a stable domain', () => {
+  it('creates a pool with a resource server scoped per role, on a stable domain', () => {
     expect(ofType('AWS::Cognito::UserPool')).toHaveLength(1);
     const [server] = ofType('AWS::Cognito::UserPoolResourceServer');
     expect(server.Properties!.Identifier).toBe('toolrunner');
     expect(server.Properties!.Scopes.map((s: { ScopeName: string }) => s.ScopeName)).toEqual(['agent', 'approver', 'reviewer', 'admin']);
-    const [client] = ofType('AWS::Cognito::UserPoolClient');
-    expect(client.Properties).toMatchObject({ GenerateSecret: true, AllowedOAuthFlows: ['client_credentials'] });
     const [domain] = ofType('AWS::Cognito::UserPoolDomain');
     const prefix = domain.Properties!.Domain as string;
     expect(prefix).toMatch(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/);
@@ -61,6 +73,60 @@ describe('the construct’s oauth prop', () => {
     // Derived from the stack and the construct path: the same on every synthesis, so a redeploy keeps it.
     expect(domainPrefixOf(built.pooled.oauth!)).toBe(prefix);
     expect(oauthApp().pooled.oauth && domainPrefixOf(oauthApp().pooled.oauth!)).toBe(prefix);
+  });
+
+  /** A client's allowed scopes as deployed: the resource server's `Ref` is its identifier. */
+  const allowedScopesOf = (client: { Properties?: Record<string, any> }): string[] =>
+    (client.Properties!.AllowedOAuthScopes as unknown[]).map((scope) => {
+      if (typeof scope === 'string') return scope;
+      const [separator, parts] = (scope as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
+      return parts.map((p) => (typeof p === 'string' ? p : resources[(p as { Ref: string }).Ref].Properties!.Identifier)).join(separator);
+    });
+  const clientOf = (role: (typeof ROLE_NAMES)[number]) =>
+    resources[built.stack.getLogicalId(built.pooled.oauth!.clients![role].node.defaultChild as never)];
+
+  it('gives each role an app client of its own, allowed that role’s scope alone', () => {
+    const clients = ofType('AWS::Cognito::UserPoolClient');
+    expect(clients).toHaveLength(ROLE_NAMES.length);
+    for (const client of clients) {
+      expect(allowedScopesOf(client)).toHaveLength(1);
+      expect(client.Properties).toMatchObject({ GenerateSecret: true, AllowedOAuthFlows: ['client_credentials'] });
+    }
+    for (const role of ROLE_NAMES) expect(allowedScopesOf(clientOf(role))).toEqual([`toolrunner/${role}`]);
+    // The API accepts tokens of every client; the agent's is still `appClient`.
+    const pooled = JSON.stringify(fnOf(built.pooled, 'Api').Environment.Variables.TOOLRUNNER_OAUTH);
+    for (const role of ROLE_NAMES)
+      expect(pooled).toContain(built.stack.getLogicalId(built.pooled.oauth!.clients![role].node.defaultChild as never));
+    expect(built.pooled.oauth!.appClient).toBe(built.pooled.oauth!.clients!.agent);
+    // The agents' client keeps the construct id it had when it was the only client: an upgrade keeps its id and secret.
+    expect(built.pooled.oauth!.clients!.agent.node.path).toBe('AwsCognitoRunnerStack/Runner/OAuth/UserPool/AgentClient');
+  });
+
+  it('outputs each client’s id under its role, so operators hand out the right one', () => {
+    for (const role of ROLE_NAMES) {
+      const title = `${role[0].toUpperCase()}${role.slice(1)}ClientId`;
+      const matching = Object.entries(outputs).filter(([id]) => new RegExp(`^RunnerOAuth${title}[0-9A-F]{8}$`).test(id));
+      expect(matching, title).toHaveLength(1);
+      expect(matching[0][1].Value).toEqual({
+        Ref: built.stack.getLogicalId(built.pooled.oauth!.clients![role].node.defaultChild as never),
+      });
+    }
+    // Where they obtain tokens, and the pool that holds their secrets.
+    const named = (suffix: string) => Object.entries(outputs).find(([id]) => new RegExp(`^RunnerOAuth${suffix}[0-9A-F]{8}$`).test(id))?.[1];
+    expect(JSON.stringify(named('TokenEndpoint')?.Value)).toContain('/oauth2/token');
+    expect(named('UserPoolId')?.Value).toEqual({ Ref: built.stack.getLogicalId(built.pooled.oauth!.userPool!.node.defaultChild as never) });
+  });
+
+  it('maps a token each client obtains without asking for a scope to its role alone', () => {
+    const config = built.pooled.oauth!.config;
+    const oauth = OAuthSchema.parse({ ...config, issuer: 'https://cognito-idp.eu-west-1.amazonaws.com/pool', clientIds: ['c'] });
+    for (const role of ROLE_NAMES) {
+      const scope = cognitoGrantedScopes(allowedScopesOf(clientOf(role))).join(' ');
+      const claims = { iss: oauth.issuer, sub: `${role}-client`, client_id: `${role}-client`, token_use: 'access', scope };
+      expect(principalForClaims({ principals: [] }, oauth, claims)?.roles, role).toEqual([role]);
+    }
+    // Asking the agent's client for admin gets no admin scope: the client is not allowed it.
+    expect(cognitoGrantedScopes(allowedScopesOf(clientOf('agent')), ['toolrunner/admin'])).toEqual([]);
   });
 
   it('routes the metadata to the API and outputs its URL', () => {

@@ -84,6 +84,30 @@ describe('what a verified token means', () => {
     );
   });
 
+  it('gives a token of the Cognito agent client (scope toolrunner/agent) the agent role alone', () => {
+    // The construct's mapping with `oauth: { cognito: true }` (infra/oauth.ts): each role's scope grants that role.
+    const cognito = OAuthSchema.parse({
+      issuer: 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_pool',
+      clientIds: ['agent-client', 'admin-client'],
+      scopeRoles: Object.fromEntries(['agent', 'approver', 'reviewer', 'admin'].map((role) => [`toolrunner/${role}`, [role]])),
+    });
+    const token = { iss: cognito.issuer, sub: 'agent-client', client_id: 'agent-client', token_use: 'access', exp };
+    expect(tokenRefusal(token, cognito, resource)).toBeUndefined();
+    expect(principalForClaims({ principals: [] }, cognito, { ...token, scope: 'toolrunner/agent' })).toEqual({
+      id: 'oauth:agent-client',
+      roles: ['agent'],
+      tools: [],
+    });
+    // Roles merge from scopes: a token holding every scope (one client allowed all four) was admin.
+    const all = 'toolrunner/agent toolrunner/approver toolrunner/reviewer toolrunner/admin';
+    expect(principalForClaims({ principals: [] }, cognito, { ...token, scope: all })?.roles).toEqual([
+      'agent',
+      'approver',
+      'reviewer',
+      'admin',
+    ]);
+  });
+
   it('reaches the very principal object a key reaches: id, roles, tools and attributes', () => {
     const document = {
       principals: [
