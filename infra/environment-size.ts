@@ -29,6 +29,8 @@ const REF_MAX: Record<string, number> = {
   'AWS::DynamoDB::Table': 255,
   'AWS::S3::Bucket': 63,
   'AWS::Lambda::Function': 64,
+  // A version's Ref is its qualified ARN: the function's and `:<version number>` (at most 10 digits).
+  'AWS::Lambda::Version': ARN_FIXED + 'lambda:function:'.length + 64 + 1 + 10,
   'AWS::SNS::Topic': ARN_FIXED + 'sns:'.length + 256,
   'AWS::SecretsManager::Secret': ARN_FIXED + 'secretsmanager:secret:'.length + 512 + '-XXXXXX'.length,
   'AWS::StepFunctions::StateMachine': ARN_FIXED + 'states:stateMachine:'.length + 80,

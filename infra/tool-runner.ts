@@ -705,7 +705,7 @@ export class ToolRunner extends Construct {
               ? {
                   ...resolved.toolsEnvironment,
                   ...environment,
-                  ...(invokesTools ? { TOOLS_FUNCTION_NAME: made.Tools.functionName } : {}),
+                  ...(invokesTools ? { TOOLS_FUNCTION_NAME: made.Tools.currentVersion.functionArn } : {}),
                   ...(name === 'Api' ? { TOOLRUNNER_MAX_WAIT_SECONDS: String(resolved.longestWait) } : {}),
                   ...(name === 'Api' && resolved.maxWaitingPolls !== undefined
                     ? { TOOLRUNNER_MAX_WAITING_POLLS: String(resolved.maxWaitingPolls) }
@@ -721,12 +721,16 @@ export class ToolRunner extends Construct {
         ...(name === 'Tools' || name === 'Api' ? { systemLogLevelV2: lambda.SystemLogLevel.WARN } : {}),
         bundling: cdkBundling(resolved.toolsEntry, resolved.bundleTarget, resolved.policiesFile),
         reservedConcurrentExecutions: reservedFor(name),
+        // Callers invoke the version of Tools deployed with them (TOOLS_FUNCTION_NAME below): CloudFormation
+        // updates Tools before them, and an older caller still running must not meet a newer tools module.
+        // Old versions are kept, as an invocation of an old caller may outlast the deploy's cleanup.
+        ...(name === 'Tools' ? { currentVersionOptions: { removalPolicy: RemovalPolicy.RETAIN } } : {}),
       });
       this.grantPorts(fn, spec.tables, ports, {
         stateMachineArn: names.stateMachineArn,
         expressStateMachineArn: names.expressStateMachineArn,
         executionsArn: names.executionsArn,
-        toolsArn: made.Tools?.functionArn,
+        toolsArn: invokesTools ? made.Tools.currentVersion.functionArn : undefined,
       });
       made[name] = fn;
     }
@@ -928,7 +932,7 @@ export class ToolRunner extends Construct {
     on('notifyLinks', [this.approvalTopic.topicArn]);
     on('notifyNotices', [this.noticesTopic.topicArn]);
     on('blobs', [this.blobBucket.arnForObjects('*')]);
-    // The unqualified function only (what the caller invokes), not `<arn>:*` as `grantInvoke` would add.
+    // The version the caller invokes only, not `<arn>:*` (every version) as `grantInvoke` would add.
     if (arns.toolsArn) on('invokeTools', [arns.toolsArn]);
   }
 

@@ -1,5 +1,6 @@
 import { InvokeCommand, type InvokeCommandOutput, type LambdaClient } from '@aws-sdk/client-lambda';
-import { RunnerError, TransportError } from '../core/errors';
+import { MalformedAnswerError, RunnerError, ToolRefusedError, TransportError } from '../core/errors';
+import { describeBytes, RESULT_LIMITS } from '../core/result-record';
 import type { ToolHost } from '../core/ports';
 import { restoreError, ToolAnswerSchema, type ToolInvocation } from '../core/tool-invocation';
 
@@ -13,7 +14,10 @@ export class ToolFunctionError extends RunnerError {
  * counts decides whether a write may be sent again, so they are kept apart:
  * - Lambda refused the invocation (throttled, denied, too large): the tool never ran, `TransportError` not sent;
  * - the function failed as a whole: the tool may have acted, an unexpected error (a write's outcome is unknown);
+ * - the function refused before any tool code ran (its tools module lacks the tool, its schema refuses the
+ *   arguments): `ToolRefusedError`, a definite failure, never "may have acted";
  * - the tool threw: its own error, rebuilt with its name and fields, classified as if thrown here;
+ * - the tool's result is over the 5 MiB the runner records (`result_omitted`): `invalid_output`;
  * - no answer came (the attempt's deadline aborted the wait, the connection broke): sent, outcome unknown.
  * The client makes one attempt only: retries belong to the runner's policy, not to the SDK.
  */
@@ -45,9 +49,17 @@ export function lambdaToolHost(client: LambdaClient, functionName: string, toolN
       if (reply.FunctionError) throw new ToolFunctionError(`the tools function failed: ${text.slice(0, 500)}`);
       const answer = ToolAnswerSchema.safeParse(parsedOrUndefined(text));
       if (!answer.success) throw new ToolFunctionError('the tools function answered in an unknown shape');
-      if (answer.data.upstreamStatus !== undefined) ctx.onUpstreamStatus(answer.data.upstreamStatus);
-      if (!answer.data.ok) throw restoreError(answer.data.error);
-      return answer.data.value;
+      const data = answer.data;
+      if ('refused' in data)
+        throw new ToolRefusedError(data.refused.reason, `the tools function refused the call before running it: ${data.refused.message}`);
+      if (data.upstreamStatus !== undefined) ctx.onUpstreamStatus(data.upstreamStatus);
+      if ('error' in data) throw restoreError(data.error);
+      // The tool ran and answered, but more than the runner records: its output is unusable (`invalid_output`).
+      if ('result_omitted' in data)
+        throw new MalformedAnswerError(
+          `the tool's output cannot be recorded: it is larger than ${describeBytes(RESULT_LIMITS.maxRecordedBytes)} (${data.result_omitted.bytes} bytes, ${data.result_omitted.sha256})`,
+        );
+      return data.value;
     },
   };
 }

@@ -1,4 +1,4 @@
-import { ensureError, isMalformedAnswer, isTransportError, isUpstreamHttpError } from './errors';
+import { ensureError, isMalformedAnswer, isTransportError, isUpstreamHttpError, ToolRefusedError } from './errors';
 import type { Outcome } from './model';
 import { replaySafe } from './record-predicates';
 import { serializeBounded } from './result-record';
@@ -51,6 +51,8 @@ export function classifyAttempt(spec: ToolSpec, attempt: { ok: true; value: unkn
       upstreamStatus,
     };
   }
+  // Refused before any tool code ran: nothing was sent, and sending it again to the same function changes nothing.
+  if (error instanceof ToolRefusedError) return { kind: 'failed_permanent', code: 'permanent_failure', message: error.message };
   if (isMalformedAnswer(error)) return invalidOutput(spec, error.message);
   if (isTransportError(error)) {
     if (!error.requestSent) {

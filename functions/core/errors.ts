@@ -72,6 +72,23 @@ export function isMalformedAnswer(error: Error): error is MalformedAnswerError {
 }
 
 /**
+ * The `Tools` function refused the invocation before any tool code ran (a tool its module lacks, arguments its
+ * schema refuses): the call was sent nowhere, so it failed for certain. Made by the caller's side from the
+ * function's refusal (adapters/tool-function.ts), recognized by class only: an error a tool throws with
+ * this name is the tool's own, and must never pass for "not run".
+ */
+export class ToolRefusedError extends RunnerError {
+  override name = 'ToolRefusedError' as const;
+  constructor(
+    readonly reason: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/**
  * Recognizes the transport errors by name and shape as well as by class: a user's tools module may load its
  * own copy of this module (a second install of the package, or a loader that namespaces modules), and its
  * classes are then not ours.

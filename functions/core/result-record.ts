@@ -54,13 +54,47 @@ function sortedKeys(value: object): string[] {
  */
 export function serializeBounded(value: unknown, maxBytes: number = RESULT_LIMITS.maxRecordedBytes): Serialized {
   const out: string[] = [];
+  const failed = walkCanonical(value, maxBytes, (text) => out.push(text));
+  if (failed) return failed;
+  const json = out.join('');
+  const bytes = Buffer.byteLength(json);
+  if (bytes > maxBytes) return { ok: false, message: `the tool's output cannot be recorded: it is larger than ${describeBytes(maxBytes)}` };
+  return { ok: true, json, bytes, sha256: `sha256:${createHash('sha256').update(json).digest('hex')}` };
+}
+
+/**
+ * The size and hash of the canonical JSON `serializeBounded` would make, without holding it: for a result
+ * too large to carry whole, whose `{ bytes, sha256 }` are still told (the `Tools` function's
+ * `result_omitted`). Memory stays that of the walk, whatever the size, up to `maxBytes`.
+ */
+export function measureSerialized(
+  value: unknown,
+  maxBytes: number,
+): { ok: true; bytes: number; sha256: string } | { ok: false; message: string } {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const failed = walkCanonical(value, maxBytes, (text) => {
+    bytes += Buffer.byteLength(text);
+    hash.update(text);
+  });
+  if (failed) return failed;
+  if (bytes > maxBytes) return { ok: false, message: `the tool's output cannot be recorded: it is larger than ${describeBytes(maxBytes)}` };
+  return { ok: true, bytes, sha256: `sha256:${hash.digest('hex')}` };
+}
+
+/** The walk of `serializeBounded`, handing each piece of text to `sink` in order; the failure, if any. */
+function walkCanonical(value: unknown, maxBytes: number, sink: (text: string) => void): { ok: false; message: string } | undefined {
   let length = 0;
   const stack: Frame[] = [];
   const onPath = new Set<object>();
+  // An object's `"key":` waits for its value's first piece: a value the object leaves out emits nothing.
+  let pendingKey = '';
   const emit = (text: string) => {
-    length += text.length;
+    length += pendingKey.length + text.length;
     if (length > maxBytes) throw new Unserializable(`it is larger than ${describeBytes(maxBytes)}`);
-    out.push(text);
+    if (pendingKey) sink(pendingKey);
+    pendingKey = '';
+    sink(text);
   };
   /** Writes a primitive, or opens a container; returns false for a value an object leaves out. */
   const write = (raw: unknown, key: string, depth: number, inArray: boolean): boolean => {
@@ -103,16 +137,9 @@ export function serializeBounded(value: unknown, maxBytes: number = RESULT_LIMIT
       } else {
         if (top.index < top.keys.length) {
           const key = top.keys[top.index++];
-          const prefix = `${top.wrote ? ',' : ''}${JSON.stringify(key)}:`;
-          // Emitted only once the value is known to be kept; its own output follows.
-          const mark = out.length;
-          const markLength = length;
-          emit(prefix);
+          pendingKey = `${top.wrote ? ',' : ''}${JSON.stringify(key)}:`;
           if (write(top.value[key], key, top.depth, false)) top.wrote = true;
-          else {
-            out.length = mark;
-            length = markLength;
-          }
+          pendingKey = '';
           continue;
         }
         emit('}');
@@ -124,10 +151,7 @@ export function serializeBounded(value: unknown, maxBytes: number = RESULT_LIMIT
     const why = error instanceof Unserializable ? error.message : `reading it failed (${(error as Error)?.name ?? 'error'})`;
     return { ok: false, message: `the tool's output cannot be recorded: ${why}` };
   }
-  const json = out.join('');
-  const bytes = Buffer.byteLength(json);
-  if (bytes > maxBytes) return { ok: false, message: `the tool's output cannot be recorded: it is larger than ${describeBytes(maxBytes)}` };
-  return { ok: true, json, bytes, sha256: `sha256:${createHash('sha256').update(json).digest('hex')}` };
+  return undefined;
 }
 
 /** `5 MiB`, `256 KiB`, `100 bytes`. */

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { MalformedAnswerError } from './errors';
+import { measureSerialized, RESULT_LIMITS, serializeBounded } from './result-record';
 
 /**
  * What crosses between the runner's functions and the `Tools` function, which runs tool code without the
@@ -29,11 +31,49 @@ export const CrossedErrorSchema = z.object({
 });
 export type CrossedError = z.infer<typeof CrossedErrorSchema>;
 
-export const ToolAnswerSchema = z.discriminatedUnion('ok', [
+/** Why the `Tools` function refused an invocation before any tool code ran. */
+export const RefusalReasonSchema = z.enum(['invalid_invocation', 'unknown_tool', 'no_reconcile', 'invalid_arguments']);
+export type RefusalReason = z.infer<typeof RefusalReasonSchema>;
+
+/** The size and hash of a result too large to carry whole (the record's `{ bytes, sha256 }`). */
+export const OmittedResultSchema = z.object({ bytes: z.number().int().positive(), sha256: z.string().regex(/^sha256:[0-9a-f]{64}$/) });
+
+// Tried in order: an answer with `result_omitted` or `refused` is never read as one with a value or an error.
+export const ToolAnswerSchema = z.union([
+  z.object({ ok: z.literal(true), result_omitted: OmittedResultSchema, upstreamStatus: z.number().int().optional() }),
   z.object({ ok: z.literal(true), value: z.unknown(), upstreamStatus: z.number().int().optional() }),
+  /** Refused before any tool code ran (the caller's and this function's tools differ): nothing was sent anywhere. */
+  z.object({ ok: z.literal(false), refused: z.object({ reason: RefusalReasonSchema, message: z.string() }) }),
   z.object({ ok: z.literal(false), error: CrossedErrorSchema, upstreamStatus: z.number().int().optional() }),
 ]);
 export type ToolAnswer = z.infer<typeof ToolAnswerSchema>;
+
+/**
+ * The most bytes of canonical JSON a result of the `Tools` function is measured to (size and hash) when it is
+ * too large to carry: far above what the runner records, so an oversized result is told by its hash.
+ */
+export const MEASURED_RESULT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * What the `Tools` function answers for a value its tool returned: the value whole up to the 5 MiB the runner
+ * records (as canonical JSON, so what crosses is what was measured, within Lambda's 6 MB response), its
+ * `{ bytes, sha256 }` above that, and a `MalformedAnswerError` (the caller's `invalid_output`) for a value
+ * JSON cannot carry. Without this an oversized result failed the function as a whole: "may have acted".
+ */
+export function answerOfValue(value: unknown, upstreamStatus: number | undefined): ToolAnswer {
+  const whole = serializeBounded(value, RESULT_LIMITS.maxRecordedBytes);
+  if (whole.ok) return { ok: true, value: JSON.parse(whole.json), upstreamStatus };
+  const measured = measureSerialized(value, MEASURED_RESULT_BYTES);
+  if (measured.ok && measured.bytes > RESULT_LIMITS.maxRecordedBytes)
+    return { ok: true, result_omitted: { bytes: measured.bytes, sha256: measured.sha256 }, upstreamStatus };
+  const message = measured.ok ? whole.message : measured.message;
+  return { ok: false, error: crossError(new MalformedAnswerError(message)), upstreamStatus };
+}
+
+/** A refusal before any tool code ran. */
+export function refusal(reason: RefusalReason, message: string): ToolAnswer {
+  return { ok: false, refused: { reason, message } };
+}
 
 /** Fields an error carries that never cross: the stack (it stays in the Tools function's log) and causes. */
 const KEPT_BACK = new Set(['name', 'message', 'stack', 'cause']);

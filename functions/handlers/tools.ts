@@ -1,7 +1,7 @@
 import tools from 'toolrunner-user-tools';
 import { deepFreeze } from '../core/canonical';
 import { makeRegistry } from '../core/tool-spec';
-import { crossError, type ToolAnswer, ToolInvocationSchema } from '../core/tool-invocation';
+import { answerOfValue, crossError, refusal, type ToolAnswer, ToolInvocationSchema } from '../core/tool-invocation';
 import { callTool } from '../steps/tool-call';
 import { guardProcess } from './process-guard';
 
@@ -16,11 +16,18 @@ const registry = makeRegistry(tools);
 
 export async function handler(event: unknown): Promise<ToolAnswer> {
   guardProcess();
-  const invocation = ToolInvocationSchema.parse(event);
+  // What this function refuses before any tool code runs is answered as a refusal, never thrown: a throw fails
+  // the function as a whole, which the caller must take as "may have acted" (its tools and these may differ).
+  const parsed = ToolInvocationSchema.safeParse(event);
+  if (!parsed.success) return refusal('invalid_invocation', 'the tools function cannot read this invocation');
+  const invocation = parsed.data;
   const tool = registry.get(invocation.tool);
-  if (!tool) throw new Error(`tool ${invocation.tool} is not in this function's tools module`);
-  if (invocation.action === 'reconcile' && !tool.reconcile) throw new Error(`tool ${invocation.tool} has no reconcile`);
-  const input = deepFreeze(tool.inputSchema.parse(JSON.parse(invocation.arguments)));
+  if (!tool) return refusal('unknown_tool', `tool ${invocation.tool} is not in this function's tools module`);
+  if (invocation.action === 'reconcile' && !tool.reconcile) return refusal('no_reconcile', `tool ${invocation.tool} has no reconcile`);
+  const args = parsedOrUndefined(invocation.arguments);
+  const checked = args === undefined ? undefined : tool.inputSchema.safeParse(args);
+  if (!checked?.success) return refusal('invalid_arguments', `the arguments do not match ${invocation.tool}'s input schema here`);
+  const input = deepFreeze(checked.data);
   const call = await callTool(
     { now: Date.now },
     invocation.operationId,
@@ -28,6 +35,14 @@ export async function handler(event: unknown): Promise<ToolAnswer> {
     (ctx) => (invocation.action === 'execute' ? tool.execute(ctx, input) : tool.reconcile!(ctx, input)),
   );
   return call.ok
-    ? { ok: true, value: call.value, upstreamStatus: call.upstreamStatus }
+    ? answerOfValue(call.value, call.upstreamStatus)
     : { ok: false, error: crossError(call.thrown), upstreamStatus: call.upstreamStatus };
+}
+
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

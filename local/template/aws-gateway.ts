@@ -58,8 +58,11 @@ export interface Backends {
   s3: string;
   secretsmanager(target: string, body: Record<string, unknown>): Promise<ServiceReply>;
   sns(form: URLSearchParams): ServiceReply;
-  /** The function's ARN for a name, partial or full ARN as `FunctionName` takes it; undefined when no function has it. */
-  lambdaArn(functionName: string): string | undefined;
+  /**
+   * What `FunctionName` (a name, partial or full ARN, qualified or not) invokes: the ARN IAM checks, the
+   * function that runs and its version; undefined when no function or version has it.
+   */
+  lambdaTarget(functionName: string): { arn: string; functionArn: string; version: string } | undefined;
   /** A synchronous invocation of the local function (lambda-pool.ts), answered as Lambda's Invoke API answers. */
   lambdaInvoke(functionArn: string, payload: Buffer): Promise<LambdaInvokeReply>;
 }
@@ -270,18 +273,22 @@ export async function startAwsGateway(options: {
     const type = String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse');
     if (type !== 'RequestResponse') return restError(400, 'InvalidParameterValueException', `invocation type ${type} is not served here`);
     const name = decodeURIComponent(match[1]);
-    const arn = backends.lambdaArn(name);
-    const check = { action: 'lambda:InvokeFunction', resource: arn ?? `arn:aws:lambda:${arns.region}:${arns.account}:function:${name}` };
+    const target = backends.lambdaTarget(name);
+    const arn = target?.arn;
+    const check = {
+      action: 'lambda:InvokeFunction',
+      resource: arn ?? (name.startsWith('arn:') ? name : `arn:aws:lambda:${arns.region}:${arns.account}:function:${name}`),
+    };
     const decision = await iam.authorize(caller, check.action, check.resource);
     if (!decision.allowed) return restError(403, 'AccessDeniedException', deny(caller, check, decision.message));
     if (!arn) return restError(404, 'ResourceNotFoundException', `Function not found: ${check.resource}`);
     if (options.throttles?.()) return restError(429, 'TooManyRequestsException', 'Rate Exceeded.');
     options.onCall?.({ service: 'lambda', operation: 'Invoke', session: caller.session, requestBytes: body.length, resources: [arn] });
-    const reply = await backends.lambdaInvoke(arn, body);
+    const reply = await backends.lambdaInvoke(target!.functionArn, body);
     if (!reply.ran) return restError(reply.status, reply.type, reply.message);
     res.writeHead(200, {
       'content-type': 'application/json',
-      'x-amz-executed-version': '$LATEST',
+      'x-amz-executed-version': target!.version,
       'x-amzn-requestid': crypto.randomUUID(),
       ...(reply.functionError ? { 'x-amz-function-error': reply.functionError } : {}),
     });

@@ -38,6 +38,15 @@ export interface FunctionModel {
   reservedConcurrency?: number;
 }
 
+/** An `AWS::Lambda::Version`: a qualified ARN that invokes its function as that version. */
+export interface VersionModel {
+  logicalId: string;
+  /** `arn:aws:lambda:<region>:<account>:function:<name>:<version>`. */
+  arn: string;
+  functionArn: string;
+  version: string;
+}
+
 export interface TableModel {
   logicalId: string;
   name: string;
@@ -92,6 +101,8 @@ export interface StackModel {
   account: string;
   api?: { id: string; url: string };
   functions: FunctionModel[];
+  /** Published versions of the functions: what a caller given a qualified ARN invokes. */
+  versions: VersionModel[];
   tables: TableModel[];
   machines: MachineModel[];
   routes: RouteModel[];
@@ -202,6 +213,14 @@ function physicalOf(
   }
 }
 
+/**
+ * A version's number here: from its logical id (CDK names each version of a function's code anew), so the
+ * versions of two assemblies of one stack never share a number, and each number stays the same across starts.
+ */
+function versionNumber(stackName: string, logicalId: string): string {
+  return String((Number.parseInt(hash(stackName, logicalId).slice(0, 8), 16) % 999_999_999) + 1);
+}
+
 const PSEUDO = (stackName: string, region: string, account: string): Record<string, string> => ({
   'AWS::Region': region,
   'AWS::AccountId': account,
@@ -223,6 +242,14 @@ export class Intrinsics {
     this.pseudo = PSEUDO(ctx.stackName, ctx.region, ctx.account);
     const literal = (value: unknown) => (typeof value === 'string' ? value : undefined);
     for (const [id, resource] of Object.entries(resources)) this.physical.set(id, physicalOf(id, resource, { ...ctx, literal }));
+    // A version's ARN is its function's (resolved now that every function has its name) and its number.
+    for (const [id, resource] of Object.entries(resources))
+      if (resource.Type === 'AWS::Lambda::Version') {
+        const fn = this.string(resource.Properties?.FunctionName, `${id}.FunctionName`);
+        const functionArn = fn.startsWith('arn:') ? fn : `arn:aws:lambda:${ctx.region}:${ctx.account}:function:${fn}`;
+        const version = versionNumber(ctx.stackName, id);
+        this.physical.set(id, { ref: `${functionArn}:${version}`, attrs: { FunctionArn: `${functionArn}:${version}`, Version: version } });
+      }
   }
 
   /** The value with every intrinsic resolved; `where` names it in errors. */
@@ -327,6 +354,27 @@ const ScheduleProperties = z.object({
   Target: z.object({ Arn: z.string(), RoleArn: z.string(), Input: z.string().optional() }),
 });
 
+/**
+ * What Lambda's Invoke runs for a `FunctionName` (a name, a partial or a full ARN, each with or without a
+ * qualifier): the ARN IAM checks (qualified when the caller qualified it, as on AWS) and the function that
+ * runs. Undefined for what Lambda answers ResourceNotFound to: no such function, or no such version.
+ */
+export function invokeTarget(
+  model: Pick<StackModel, 'functions' | 'versions'>,
+  functionName: string,
+): { arn: string; functionArn: string; version: string } | undefined {
+  const fn = model.functions.find((f) => f.name === functionName || f.arn === functionName);
+  if (fn) return { arn: fn.arn, functionArn: fn.arn, version: '$LATEST' };
+  const qualified = /^(.*):([^:]+)$/.exec(functionName);
+  if (!qualified) return undefined;
+  const [, unqualified, qualifier] = qualified;
+  const base = model.functions.find((f) => f.name === unqualified || f.arn === unqualified);
+  if (!base) return undefined;
+  if (qualifier === '$LATEST') return { arn: `${base.arn}:$LATEST`, functionArn: base.arn, version: '$LATEST' };
+  const version = model.versions.find((v) => v.functionArn === base.arn && v.version === qualifier);
+  return version && { arn: version.arn, functionArn: base.arn, version: version.version };
+}
+
 /** `rate(1 minute)` → 60000; other expressions (cron, at) are not run locally. */
 function rateMs(expression: string): number | undefined {
   const m = /^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$/.exec(expression.trim());
@@ -387,6 +435,13 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
       systemLogLevel: systemLogLevel === 'DEBUG' || systemLogLevel === 'WARN' ? systemLogLevel : 'INFO',
       ...(p.ReservedConcurrentExecutions === undefined ? {} : { reservedConcurrency: Number(p.ReservedConcurrentExecutions) }),
     };
+  });
+
+  const versions: VersionModel[] = of('AWS::Lambda::Version').map(([id]) => {
+    const arn = ref(id);
+    const functionArn = arn.replace(/:[^:]+$/, '');
+    if (!functions.some((f) => f.arn === functionArn)) throw new Error(`${id}: a version of ${functionArn}, which is not in the template`);
+    return { logicalId: id, arn, functionArn, version: attr(id, 'Version') };
   });
 
   const tables: TableModel[] = of('AWS::DynamoDB::Table').map(([id, r]) => {
@@ -513,6 +568,7 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
     account,
     api: apis.length ? { id: ref(apis[0][0]), url: placement.apiUrl } : undefined,
     functions,
+    versions,
     tables,
     machines,
     routes,

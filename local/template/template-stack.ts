@@ -33,7 +33,7 @@ import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
 import { secretsManager, snsTopics } from './local-services';
 import { startCloudWatch } from './cloudwatch';
 import { EmailOutbox } from './email-outbox';
-import { bindStack, type FunctionModel, type RoleModel } from './stack-model';
+import { bindStack, type FunctionModel, invokeTarget, type RoleModel } from './stack-model';
 import { lambdaBundle } from '../bundles';
 import { FUNCTIONS, type FunctionName } from '../../infra/functions';
 
@@ -197,8 +197,8 @@ export async function startTemplateParts(options: StackOptions, started: Started
       s3: s3Endpoint ?? 'http://127.0.0.1:9',
       secretsmanager: (t, b) => secrets.handle(t, b),
       sns: (f) => topics.handle(f),
-      lambdaArn: (name) => model.functions.find((f) => f.name === name || f.arn === name)?.arn,
-      lambdaInvoke: (arn, payload) => invokeAsLambdaApi(functions.get(arn)!, payload),
+      lambdaTarget: (name) => invokeTarget(model, name),
+      lambdaInvoke: (functionArn, payload) => invokeAsLambdaApi(functions.get(functionArn)!, payload),
     },
     arns: { region: model.region, account: model.account, secretArn: (id) => secrets.find(id)?.arn },
     onDenied: (d) => console.error(`iam: ${d.session} (role ${d.role}) may not ${d.action} on ${d.resource}: AccessDenied`),

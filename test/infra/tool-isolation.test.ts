@@ -36,13 +36,19 @@ function synth(props: Partial<ToolRunnerProps> = {}, more?: (runner: ToolRunner,
       managed,
     };
   };
-  return { runner, of };
+  return { runner, of, resources: json.Resources as Record<string, Resource & { DeletionPolicy?: string; UpdateReplacePolicy?: string }> };
 }
 
 describe('tool code without the runner’s privileges (toolIsolation)', () => {
   it('by default runs tool code in Tools, whose role and environment hold nothing of the runner’s', () => {
-    const { of } = synth();
+    const { of, resources } = synth();
     const tools = of('Tools')!;
+    // One version of Tools, deployed with its callers, kept when a later deploy makes another.
+    const versions = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::Lambda::Version');
+    expect(versions.map(([, r]) => [r.Properties.FunctionName, r.DeletionPolicy, r.UpdateReplacePolicy])).toEqual([
+      [{ Ref: tools.id }, 'Retain', 'Retain'],
+    ]);
+    const version = { Ref: versions[0][0] };
     // Its own log group and X-Ray (which CDK grants every traced function), nothing else: no table, secret,
     // topic, state machine, bucket or function.
     expect([...new Set(tools.actions)].sort()).toEqual([
@@ -53,7 +59,8 @@ describe('tool code without the runner’s privileges (toolIsolation)', () => {
     ]);
     expect(tools.managed).toEqual([]);
     expect(Object.keys(tools.env).sort()).toEqual(['CRM_URL', 'NODE_OPTIONS', 'POWERTOOLS_LOG_LEVEL', 'POWERTOOLS_SERVICE_NAME']);
-    // The functions making attempts invoke it, the unqualified function only; no other function may.
+    // The functions making attempts invoke that version (never the unqualified function, which a deploy
+    // updates before them), and that version only; no other function may.
     for (const name of ['Api', 'Execute', 'Reconcile', 'Report', 'Validate', 'RequestApproval', 'ExpireApproval', 'Handoff', 'Sweeper']) {
       const fn = of(name)!;
       const invokes = fn.statements.filter((s) => [s.Action].flat().includes('lambda:InvokeFunction'));
@@ -61,8 +68,8 @@ describe('tool code without the runner’s privileges (toolIsolation)', () => {
         expect(
           invokes.map((s) => s.Resource),
           name,
-        ).toEqual([{ 'Fn::GetAtt': [tools.id, 'Arn'] }]);
-        expect(fn.env.TOOLS_FUNCTION_NAME, name).toEqual({ Ref: tools.id });
+        ).toEqual([version]);
+        expect(fn.env.TOOLS_FUNCTION_NAME, name).toEqual(version);
       } else {
         expect(invokes, name).toEqual([]);
         expect(fn.env.TOOLS_FUNCTION_NAME, name).toBeUndefined();

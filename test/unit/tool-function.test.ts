@@ -100,4 +100,47 @@ describe('the Tools function as a tool host', () => {
       name: 'ToolFunctionError',
     });
   });
+
+  it('a tool the function refuses before running it (not in its module, arguments its schema refuses) failed for certain', async () => {
+    for (const reason of ['unknown_tool', 'invalid_arguments'] as const) {
+      const { client } = fakeClient(() => ({
+        StatusCode: 200,
+        Payload: encode({ ok: false, refused: { reason, message: `tool charge_card: ${reason}` } }),
+      }));
+      const error = await lambdaToolHost(client, 'f', new Set(['charge_card']))
+        .run(call, ctx())
+        .catch((e: Error) => e);
+      expect(error).toMatchObject({ name: 'ToolRefusedError', reason });
+      // Not run: a definite failure, neither reconciled nor sent to a person, and not sent again to the same function.
+      expect(classifyAttempt(write, { ok: false, thrown: error })).toEqual({
+        kind: 'failed_permanent',
+        code: 'permanent_failure',
+        message: `the tools function refused the call before running it: tool charge_card: ${reason}`,
+      });
+    }
+  });
+
+  it('an error a tool throws under the refusal’s name is still the tool’s own: a write’s outcome stays unknown', async () => {
+    const thrown = Object.assign(new Error('I never ran, honest'), { name: 'ToolRefusedError', reason: 'unknown_tool' });
+    const { client } = fakeClient(() => ({ StatusCode: 200, Payload: encode({ ok: false, error: crossError(thrown) }) }));
+    const error = await lambdaToolHost(client, 'f', new Set(['charge_card']))
+      .run(call, ctx())
+      .catch((e: Error) => e);
+    expect(classifyAttempt(write, { ok: false, thrown: error })).toMatchObject({ kind: 'outcome_unknown' });
+  });
+
+  it('a result over 5 MiB answered by its size and hash is invalid_output, with both in the message', async () => {
+    const omitted = { bytes: 5 * 1024 * 1024 + 1, sha256: `sha256:${'ab'.repeat(32)}` };
+    const { client } = fakeClient(() => ({ StatusCode: 200, Payload: encode({ ok: true, result_omitted: omitted, upstreamStatus: 200 }) }));
+    const error = await lambdaToolHost(client, 'f', new Set(['charge_card']))
+      .run(call, ctx())
+      .catch((e: Error) => e);
+    const message = `the tool's output cannot be recorded: it is larger than 5 MiB (5242881 bytes, sha256:${'ab'.repeat(32)})`;
+    expect(classifyAttempt(toolSpec({ risk: 'read' }), { ok: false, thrown: error })).toEqual({
+      kind: 'failed_permanent',
+      code: 'invalid_output',
+      message,
+    });
+    expect(classifyAttempt(write, { ok: false, thrown: error })).toEqual({ kind: 'outcome_unknown', code: 'invalid_output', message });
+  });
 });
