@@ -48,7 +48,10 @@ export interface TestStack
  * tables and sandbox state; with TARGET=localstack|aws, the deployed stack named by the environment.
  */
 export async function startTestStack(
-  options: { seed?: number; handlers?: HandlerMode } & Pick<StackOptions, 'editTemplate' | 'tools' | 'toolsEntry' | 'alarmTimeScale'> = {},
+  options: { seed?: number; handlers?: HandlerMode } & Pick<
+    StackOptions,
+    'editTemplate' | 'tools' | 'toolsEntry' | 'alarmTimeScale' | 'assemblyDir' | 'onDeploy' | 'deploySeed'
+  > = {},
 ): Promise<TestStack> {
   if (!isEmbedded) {
     const target = deployedTarget();
@@ -92,6 +95,9 @@ export async function startTestStack(
     editTemplate: options.editTemplate,
     toolsEntry: options.toolsEntry,
     alarmTimeScale: options.alarmTimeScale,
+    assemblyDir: options.assemblyDir,
+    onDeploy: options.onDeploy,
+    deploySeed: options.deploySeed,
     // A tools module of the test's own instead of the demo tools (then no sandbox starts).
     tools: options.tools,
   };
