@@ -476,7 +476,8 @@ export async function startTemplateParts(options: StackOptions, started: Started
     let deploying = Promise.resolve();
     const onSighup = () => {
       deploying = deploying.then(() =>
-        redeploy(say).catch((error: Error) => say(`deploy: failed, the stack runs on as it was: ${error.message}`)),
+        // No rollback here (CloudFormation would roll back): what switched before the failure stays switched.
+        redeploy(say).catch((error: Error) => say(`deploy: failed: ${error.message}`)),
       );
     };
     process.on('SIGHUP', onSighup);
