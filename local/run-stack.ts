@@ -77,6 +77,8 @@ export async function runEmbeddedStack(command: string, options: { tools?: ToolS
       handlers: knobs.TOOLRUNNER_HANDLERS,
       dynamoEndpoint: knobs.TOOLRUNNER_DYNAMODB_ENDPOINT,
       onProgress: (line) => console.log(`  ${line}`),
+      // Template mode applies the app as it is now over the running stack on SIGHUP (`kill -HUP <pid>`).
+      ...(knobs.TOOLRUNNER_HANDLERS === 'template' ? { onDeploy: (line: string) => console.log(line) } : {}),
     });
   } catch (error) {
     console.error(`${command} failed: ${(error as Error).message}`);

@@ -168,13 +168,19 @@ export class LocalStepFunctions {
     private readonly expressTaskDelivered?: (fn: LocalFunction, payload: unknown) => void,
     private readonly historyEventQuota = HISTORY_EVENT_QUOTA,
   ) {
-    for (const m of machines) {
-      const definition = JSON.parse(m.definition);
-      const machine = new StateMachine(definition as never, { validationOptions: { checkArn: true, checkPaths: true } });
-      enforcePayloadLimit(machine, (arn, cause) => this.failDataLimit(arn, cause));
-      this.machines.set(m.arn ?? this.arnOf(m.name), { machine, definition, type: m.type });
-    }
+    for (const m of machines) this.define(m);
     this.stateMachineArn = machines[0].arn ?? this.arnOf(machines[0].name);
+  }
+
+  /**
+   * A machine's (new) definition, as UpdateStateMachine sets it: executions started from now on run it, and
+   * each running one keeps the definition it started with (its run holds its own compiled machine).
+   */
+  define(m: LocalMachine): void {
+    const definition = JSON.parse(m.definition);
+    const machine = new StateMachine(definition as never, { validationOptions: { checkArn: true, checkPaths: true } });
+    enforcePayloadLimit(machine, (arn, cause) => this.failDataLimit(arn, cause));
+    this.machines.set(m.arn ?? this.arnOf(m.name), { machine, definition, type: m.type });
   }
 
   /** Ends a running execution as AWS does when a payload is over the quota: FAILED, States.DataLimitExceeded. */

@@ -64,6 +64,18 @@ export interface StackOptions {
    * from the synthesized cloud assembly (local/template/); default `source`.
    */
   handlers?: HandlerMode;
+  /**
+   * Template mode: a cloud assembly already synthesized (as `cdk deploy --app <dir>` takes one), read as it is
+   * at start and at each update, instead of synthesizing the app `cdk.json` names into `cdk.out`.
+   */
+  assemblyDir?: string;
+  /**
+   * Template mode: on SIGHUP, the assembly is read again (synthesized first when stale) and applied over the
+   * running stack as a CloudFormation update; told each line (`deploy: <logical id> switched`, ...).
+   */
+  onDeploy?(line: string): void;
+  /** Template mode: the seed of the order in which an update switches functions that do not depend on each other (default random, printed). */
+  deploySeed?: number;
   /** Template mode: changes a copy of the synthesized template before the stack is built from it (tests). */
   editTemplate?(template: CfnTemplate): void;
   /**

@@ -1,6 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { appendFileSync, cpSync, existsSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { TABLE_ENV, type TableNames } from '../../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../../functions/handlers/runtime';
 import { sweep } from '../../functions/steps/resume';
@@ -33,7 +33,9 @@ import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
 import { secretsManager, snsTopics } from './local-services';
 import { startCloudWatch } from './cloudwatch';
 import { EmailOutbox } from './email-outbox';
-import { bindStack, type FunctionModel, invokeTarget, type RoleModel } from './stack-model';
+import { bindStack, type FunctionModel, Intrinsics, invokeTarget, type RoleModel } from './stack-model';
+import { functionChanges, generatedSecretValue, machineChanges, regeneratedSecrets, updateOrder } from './redeploy';
+import { seeded } from '../seeded';
 import { lambdaBundle } from '../bundles';
 import { FUNCTIONS, type FunctionName } from '../../infra/functions';
 
@@ -70,9 +72,14 @@ export async function startTemplateParts(options: StackOptions, started: Started
   ensureConfig(options.configPath);
   await loadIamSimulator();
 
-  const { dir, synthesizedMs } = await ensureAssembly({ onProgress: progress });
-  progress(synthesizedMs ? `synthesized the CDK app in ${(synthesizedMs / 1000).toFixed(1)} s` : `cloud assembly ${dir} is current`);
-  const assembly = readAssembly(dir);
+  const assemblyDir = async () => {
+    if (options.assemblyDir) return resolve(options.assemblyDir);
+    const { dir, synthesizedMs } = await ensureAssembly({ onProgress: progress });
+    progress(synthesizedMs ? `synthesized the CDK app in ${(synthesizedMs / 1000).toFixed(1)} s` : `cloud assembly ${dir} is current`);
+    return dir;
+  };
+  const dir = await assemblyDir();
+  let assembly = readAssembly(dir);
   if (options.editTemplate) {
     assembly.template = structuredClone(assembly.template);
     options.editTemplate(assembly.template);
@@ -92,7 +99,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
   const apiPort = await serveApiPart((request) => serve(request), options.port ?? 0, started);
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const placement = { tablePrefix: options.tablePrefix ?? 'toolrunner', apiUrl, sandboxUrl };
-  const model = bindStack(assembly, placement);
+  let model = bindStack(assembly, placement);
   if (options.toolsEntry) await useToolsModule(model.functions, options.toolsEntry);
   progress(
     `template of stack ${model.stackName}: ${model.functions.length} functions, ${model.machines.length} state machines, ${model.tables.length} tables, ${model.routes.length} routes`,
@@ -133,24 +140,24 @@ export async function startTemplateParts(options: StackOptions, started: Started
   };
 
   const machineCallers = new Map(model.machines.map((m) => [m.arn, { role: role(m.roleArn), session: m.name }]));
+  const taskTarget = (arn: string) => async (payload: unknown) => {
+    try {
+      // The `throttle` fault: Lambda's API refuses Step Functions' call before the function runs.
+      if (faults.throttles()) throw new LambdaError('TooManyRequestsException', 'Rate Exceeded.', false);
+      const fn = functions.get(arn);
+      if (!fn) throw new LambdaError('ResourceNotFoundException', `Function not found: ${arn}`, false);
+      return await fn.invoke(payload);
+    } catch (error) {
+      // Lambda's own refusals reach Step Functions as Lambda.<Exception>; function errors by their errorType.
+      if (error instanceof LambdaError && !error.functionError) error.name = `Lambda.${error.name}`;
+      throw error;
+    }
+  };
+  // By ARN, looked up at each task: an update adds functions here and switches those it changes.
+  const taskTargets = Object.fromEntries(model.functions.map((f) => [f.arn, taskTarget(f.arn)]));
   const engine = new LocalStepFunctions(
     model.machines.map((m) => ({ name: m.name, arn: m.arn, definition: m.definition, type: m.type })),
-    Object.fromEntries(
-      model.functions.map((f) => [
-        f.arn,
-        async (payload: unknown) => {
-          try {
-            // The `throttle` fault: Lambda's API refuses Step Functions' call before the function runs.
-            if (faults.throttles()) throw new LambdaError('TooManyRequestsException', 'Rate Exceeded.', false);
-            return await functions.get(f.arn)!.invoke(payload);
-          } catch (error) {
-            // Lambda's own refusals reach Step Functions as Lambda.<Exception>; function errors by their errorType.
-            if (error instanceof LambdaError && !error.functionError) error.name = `Lambda.${error.name}`;
-            throw error;
-          }
-        },
-      ]),
-    ),
+    taskTargets,
     options.meter?.executed,
     (machineArn, functionArn) => invokeAs(machineCallers.get(machineArn)!)(functionArn),
     (fn, payload) => faults.deliverAgain('an Express task', () => fn(payload)),
@@ -218,9 +225,12 @@ export async function startTemplateParts(options: StackOptions, started: Started
   const runtimes = [...new Set(model.functions.map((f) => f.runtime))];
   const nodes = new Map(runtimes.map((r) => [r, lambdaNode(r)]));
   for (const node of nodes.values()) if (node.note) console.error(`warning: ${node.note}`);
-  const processes = new Map(
-    model.functions.map((f) => [f.arn, new FunctionProcess(nodes.get(f.runtime)!.binary, f.logicalId, (line) => console.error(line))]),
-  );
+  const nodeOf = (runtime: string) => {
+    if (!nodes.has(runtime)) nodes.set(runtime, lambdaNode(runtime));
+    return nodes.get(runtime)!;
+  };
+  const processOf = (f: FunctionModel) => new FunctionProcess(nodeOf(f.runtime).binary, f.logicalId, (line) => console.error(line));
+  const processes = new Map(model.functions.map((f) => [f.arn, processOf(f)]));
   started.push(async () => {
     await Promise.all([...processes.values()].map((p) => p.close()));
   });
@@ -229,7 +239,18 @@ export async function startTemplateParts(options: StackOptions, started: Started
 
   const instance = randomBytes(8).toString('hex');
   const logDir = join(options.dataDir, 'logs');
-  for (const f of model.functions) {
+  /**
+   * With updates on: the function's bundle copied under the data directory, since an update replaces the
+   * assembly (and its asset directories) while the switched-out environments may still start new ones.
+   */
+  const pinned = (codeDir: string) => {
+    const copy = join(options.dataDir, 'code', `${basename(codeDir)}-${createHash('sha256').update(codeDir).digest('hex').slice(0, 8)}`);
+    if (!existsSync(copy)) cpSync(codeDir, copy, { recursive: true });
+    return copy;
+  };
+  // In-flight invocations of each function object: a switched-out one closes once its last one ends.
+  const inFlight = new Map<LambdaFunction, { count: number; drained?: () => void }>();
+  const build = (f: FunctionModel): LambdaFunction => {
     const keyId = `ASIA${createHash('sha256').update(`${instance}/${f.logicalId}`).digest('hex').slice(0, 16).toUpperCase()}`;
     callers.set(keyId, { role: role(f.roleArn), session: f.name });
     const added: Record<(typeof ADDED_VARIABLES)[number], string> = {
@@ -254,6 +275,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
     };
     const fn = new LambdaFunction({
       ...f,
+      codeDir: options.onDeploy ? pinned(f.codeDir) : f.codeDir,
       environment: { ...f.environment, ...added },
       logFile: join(logDir, `${f.logicalId}.log`),
       concurrency: account.of(f.logicalId),
@@ -270,8 +292,11 @@ export async function startTemplateParts(options: StackOptions, started: Started
     });
     // Lambda's own per-function metrics, whoever invokes (the API, a state machine, a schedule, another function).
     const invoke = fn.invoke.bind(fn);
+    const flight: { count: number; drained?: () => void } = { count: 0 };
+    inFlight.set(fn, flight);
     fn.invoke = async (event: unknown) => {
       const began = Date.now();
+      flight.count += 1;
       try {
         const result = await invoke(event);
         cloudwatch.invoked(f.name, 'ok', Date.now() - began, began);
@@ -280,12 +305,18 @@ export async function startTemplateParts(options: StackOptions, started: Started
         const refused = error instanceof LambdaError && !error.functionError;
         cloudwatch.invoked(f.name, refused && error.name === 'TooManyRequestsException' ? 'throttled' : 'error', Date.now() - began, began);
         throw error;
+      } finally {
+        flight.count -= 1;
+        if (flight.count === 0) flight.drained?.();
       }
     };
-    functions.set(f.arn, fn);
-  }
+    return fn;
+  };
+  for (const f of model.functions) functions.set(f.arn, build(f));
+  // Switched out by an update and still finishing their invocations: closed with the stack if not before.
+  const retired = new Set<LambdaFunction>();
   started.push(async () => {
-    await Promise.all([...functions.values()].map((fn) => fn.close()));
+    await Promise.all([...functions.values(), ...retired].map((fn) => fn.close()));
   });
   progress(`starting ${PREWARMED} execution environments per function (bundles in ${dir}, logs in ${logDir})…`);
   await Promise.all([...functions.values()].map((fn) => fn.prewarm(1)));
@@ -321,8 +352,7 @@ export async function startTemplateParts(options: StackOptions, started: Started
   const stopping = new AbortController();
   started.push(async () => stopping.abort());
   for (const schedule of model.schedules) {
-    const target = functions.get(schedule.targetArn);
-    if (!target) continue;
+    if (!functions.has(schedule.targetArn)) continue;
     const mayInvoke = invokeAs({ role: role(schedule.roleArn), session: schedule.logicalId });
     const event = schedule.input ? JSON.parse(schedule.input) : {};
     const log = (line: string) => console.error(`schedule ${schedule.logicalId}: ${line}`);
@@ -332,6 +362,9 @@ export async function startTemplateParts(options: StackOptions, started: Started
     const deliver = async () => {
       queued += 1;
       try {
+        // The function as it is now: an update may have switched it since the schedule started.
+        const target = functions.get(schedule.targetArn);
+        if (!target) return;
         const outcome = await invokeAsync(() => target.invoke(event), stopping.signal, log);
         if (outcome.result !== 'ran' && !stopping.signal.aborted) cloudwatch.asyncDropped(target.spec.name);
         return outcome;
@@ -354,6 +387,106 @@ export async function startTemplateParts(options: StackOptions, started: Started
   }
   recordAwsActivity(join(logDir, 'aws.jsonl'), faults, account, started);
   progress(`API listening on ${apiUrl} (routes of the template)`);
+
+  /**
+   * Applies the cloud assembly as it is now over this running stack, as a CloudFormation update would: the
+   * roles' policies first, then each changed function in the template's dependency order (independent ones
+   * in a seeded random order), each switched once its new environments are warm, its old ones finishing the
+   * invocations they have; then the changed state machines (running executions keep their definition) and
+   * the routes. Tables, topics, schedules and alarms stay as the first assembly made them.
+   */
+  const redeploy = async (say: (line: string) => void): Promise<void> => {
+    const next = readAssembly(await assemblyDir());
+    const nextModel = bindStack(next, placement);
+    if (options.toolsEntry) await useToolsModule(nextModel.functions, options.toolsEntry);
+    const seed = options.deploySeed ?? randomInt(2 ** 31);
+    const { changed, added, removed } = functionChanges(model.functions, nextModel.functions);
+    const machines = machineChanges(model.machines, nextModel.machines);
+    const secrets = regeneratedSecrets(assembly.template, next.template);
+    say(
+      `deploy: applying ${next.dir} (seed ${seed}): ${changed.length} functions changed, ${added.length} added, ${removed.length} removed, ${machines.length} state machines changed`,
+    );
+    const cfn = new Intrinsics(next.template.Resources, { ...nextModel, placement });
+    for (const id of secrets) {
+      if (!configSecrets.has(cfn.string({ Ref: id }, id))) continue;
+      // The config secret's value is the local principals file: CloudFormation's new value replaces it.
+      const value = generatedSecretValue(cfn.resolve(next.template.Resources[id].Properties, id) as Record<string, unknown>);
+      writeFileSync(options.configPath, value, { mode: 0o600 });
+      say(`deploy: ${id} regenerated (its GenerateSecretString changed; links, sessions and keys made with the old value stop working)`);
+    }
+    // Policies first: a switched function may need what only the new template grants it.
+    model.roles.clear();
+    for (const [arn, r] of nextModel.roles) model.roles.set(arn, r);
+    for (const [key, caller] of callers) callers.set(key, { ...caller, role: nextModel.roles.get(caller.role.arn) ?? caller.role });
+    for (const [arn, caller] of machineCallers)
+      machineCallers.set(arn, { ...caller, role: nextModel.roles.get(caller.role.arn) ?? caller.role });
+    model.resourcePolicies.clear();
+    for (const [arn, d] of nextModel.resourcePolicies) model.resourcePolicies.set(arn, d);
+
+    const byId = new Map(nextModel.functions.map((f) => [f.logicalId, f]));
+    const gone = model.functions.filter((f) => removed.includes(f.logicalId));
+    for (const id of updateOrder(next.template, [...added, ...changed], seeded(seed))) {
+      const f = byId.get(id)!;
+      const old = functions.get(f.arn);
+      const oldProcess = processes.get(f.arn);
+      const runtimeChanged = !oldProcess || model.functions.find((m) => m.arn === f.arn)?.runtime !== f.runtime;
+      if (runtimeChanged) processes.set(f.arn, processOf(f));
+      const fn = build(f);
+      await fn.prewarm(1);
+      functions.set(f.arn, fn);
+      taskTargets[f.arn] ??= taskTarget(f.arn);
+      if (old) retire(old, runtimeChanged ? oldProcess : undefined);
+      say(`deploy: ${id} switched`);
+    }
+    for (const m of machines) {
+      engine.define({ name: m.name, arn: m.arn, definition: m.definition, type: m.type });
+      say(`deploy: ${m.logicalId} switched`);
+    }
+    model = { ...nextModel, roles: model.roles, resourcePolicies: model.resourcePolicies };
+    assembly = next;
+    serve = httpApi(model, functions, (line) => console.error(`api gateway: ${line}`), options.meter?.apiRequest);
+    // Removed last, as CloudFormation deletes in its cleanup phase, once nothing new refers to them.
+    for (const f of gone) {
+      const fn = functions.get(f.arn);
+      if (!fn) continue;
+      functions.delete(f.arn);
+      retire(fn, processes.get(f.arn));
+      processes.delete(f.arn);
+      say(`deploy: ${f.logicalId} deleted`);
+    }
+    say('deploy: done');
+  };
+  /** Closes a switched-out function (and the process it ran in, if no longer used) once its invocations end. */
+  const retire = (fn: LambdaFunction, process?: FunctionProcess) => {
+    retired.add(fn);
+    const flight = inFlight.get(fn)!;
+    const closed = new Promise<void>((done) => {
+      if (flight.count === 0) done();
+      else flight.drained = done;
+    }).then(async () => {
+      await fn.close();
+      await process?.close();
+      retired.delete(fn);
+      inFlight.delete(fn);
+    });
+    void closed.catch((error: Error) => console.error(`deploy: closing a switched-out function failed: ${error.message}`));
+  };
+  if (options.onDeploy) {
+    const say = options.onDeploy;
+    // One update at a time, as CloudFormation runs one per stack: a SIGHUP during one applies after it.
+    let deploying = Promise.resolve();
+    const onSighup = () => {
+      deploying = deploying.then(() =>
+        // No rollback here (CloudFormation would roll back): what switched before the failure stays switched.
+        redeploy(say).catch((error: Error) => say(`deploy: failed: ${error.message}`)),
+      );
+    };
+    process.on('SIGHUP', onSighup);
+    started.push(async () => {
+      process.off('SIGHUP', onSighup);
+      await deploying;
+    });
+  }
 
   return {
     apiUrl,

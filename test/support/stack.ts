@@ -50,7 +50,7 @@ export interface TestStack
 export async function startTestStack(
   options: { seed?: number; handlers?: HandlerMode } & Pick<
     StackOptions,
-    'editTemplate' | 'tools' | 'toolsEntry' | 'alarmTimeScale' | 'meter'
+    'editTemplate' | 'tools' | 'toolsEntry' | 'alarmTimeScale' | 'meter' | 'assemblyDir' | 'onDeploy' | 'deploySeed'
   > = {},
 ): Promise<TestStack> {
   if (!isEmbedded) {
@@ -96,6 +96,9 @@ export async function startTestStack(
     toolsEntry: options.toolsEntry,
     alarmTimeScale: options.alarmTimeScale,
     meter: options.meter,
+    assemblyDir: options.assemblyDir,
+    onDeploy: options.onDeploy,
+    deploySeed: options.deploySeed,
     // A tools module of the test's own instead of the demo tools (then no sandbox starts).
     tools: options.tools,
   };
