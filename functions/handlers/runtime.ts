@@ -121,14 +121,14 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
         })
       : undefined;
   // Retries are the runner's (its attempt policy), so the client makes one attempt.
-  const lambda = env.TOOLS_FUNCTION_NAME ? tracer.captureAWSv3Client(new LambdaClient({ maxAttempts: 1 })) : undefined;
+  const toolsFunction = env.TOOLS_FUNCTION_NAME;
+  const lambda = toolsFunction ? tracer.captureAWSv3Client(new LambdaClient({ maxAttempts: 1 })) : undefined;
   // With a `Tools` function this process never loads the tools module: it knows the tools from their description
   // (asked once per process) and each call's hooks from the check at validation, stored with the operation.
-  const toolDirectory = lambda && env.TOOLS_FUNCTION_NAME ? lambdaToolDirectory(lambda, env.TOOLS_FUNCTION_NAME) : undefined;
-  const toolHost =
-    lambda && env.TOOLS_FUNCTION_NAME && toolDirectory
-      ? lambdaToolHost(lambda, env.TOOLS_FUNCTION_NAME, { has: (name: string) => toolDirectory.hosts(name) } as ReadonlySet<string>)
-      : undefined;
+  const toolDirectory = toolsFunction && lambda ? lambdaToolDirectory(lambda, toolsFunction) : undefined;
+  // The host runs what the description named (filled on the registry's first refresh).
+  const described: Pick<ReadonlySet<string>, 'has'> = { has: (name) => toolDirectory?.hosts(name) ?? false };
+  const toolHost = toolsFunction && lambda ? lambdaToolHost(lambda, toolsFunction, described as ReadonlySet<string>) : undefined;
   const notifier = makeNotifier([webhookChannel({ config }), sns ?? consoleChannel()], { metrics });
   const base = toolDirectory ? describedRegistry(() => toolDirectory.describe()) : makeRegistry(tools ?? []);
   // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
