@@ -42,6 +42,14 @@ export const BUNDLED_POLICIES_FILE = 'policies.cedar';
 /** The bare import under which the tools-running Lambda entries import the user's tools module. */
 export const USER_TOOLS_MODULE = 'toolrunner-user-tools';
 
+/**
+ * The tools module one function's bundle gets: with tool isolation only `Tools` loads the user's module (and its
+ * dependencies); every other function, which holds the runner's keys, gets an empty one and asks `Tools` instead.
+ */
+export function toolsEntryFor(name: string, toolsEntry: string, isolated: boolean): string {
+  return isolated && name !== 'Tools' ? runnerFile('functions/handlers/no-user-tools') : toolsEntry;
+}
+
 /** The `NodejsFunction` bundling props for one Lambda whose entry may import the user's tools. */
 export function cdkBundling(toolsEntry: string, target: string = LAMBDA_BUNDLING.target, policiesFile?: string): BundlingOptions {
   const b = LAMBDA_BUNDLING;

@@ -29,7 +29,7 @@ import {
   readDefinition,
   readExpressDefinition,
 } from '../statemachines/definition';
-import { BUNDLED_POLICIES_FILE, cdkBundling, runnerFile } from './bundling';
+import { BUNDLED_POLICIES_FILE, cdkBundling, runnerFile, toolsEntryFor } from './bundling';
 import { environmentSizeErrors } from './environment-size';
 import { API_ROUTES, FUNCTIONS, type FunctionName, RUNS_TOOL_CODE } from './functions';
 import { type AlarmTier, RunnerMonitoring, type RunnerAlarm } from './monitoring';
@@ -703,7 +703,8 @@ export class ToolRunner extends Construct {
             ? toolsEnvironment
             : spec.tools
               ? {
-                  ...resolved.toolsEnvironment,
+                  // Only a function that loads the tools module sees its variables: with isolation, Tools alone.
+                  ...(isolated ? {} : resolved.toolsEnvironment),
                   ...environment,
                   ...(invokesTools ? { TOOLS_FUNCTION_NAME: made.Tools.currentVersion.functionArn } : {}),
                   ...(name === 'Api' ? { TOOLRUNNER_MAX_WAIT_SECONDS: String(resolved.longestWait) } : {}),
@@ -719,7 +720,7 @@ export class ToolRunner extends Construct {
         // per million calls each in ingestion); Lambda's Duration, Errors and Throttles metrics and the spans
         // tell their time. Their own log lines still pass, as do Lambda's warnings and errors (a timeout).
         ...(name === 'Tools' || name === 'Api' ? { systemLogLevelV2: lambda.SystemLogLevel.WARN } : {}),
-        bundling: cdkBundling(resolved.toolsEntry, resolved.bundleTarget, resolved.policiesFile),
+        bundling: cdkBundling(toolsEntryFor(name, resolved.toolsEntry, isolated), resolved.bundleTarget, resolved.policiesFile),
         reservedConcurrentExecutions: reservedFor(name),
         // Callers invoke the version of Tools deployed with them (TOOLS_FUNCTION_NAME below): CloudFormation
         // updates Tools before them, and an older caller still running must not meet a newer tools module.

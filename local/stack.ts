@@ -3,6 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { TABLE_ENV, type TableNames } from '../functions/adapters/tables';
 import { depsFromEnv, parseEnv } from '../functions/handlers/runtime';
 import type { ToolSpec } from '../functions/core/tool-spec';
+import { makeDemoTools } from '../functions/tools/demo-tools';
 import type { Deps } from '../functions/core/ports';
 import { sweep } from '../functions/steps/resume';
 import {
@@ -226,7 +227,8 @@ async function startParts(
   };
   const env = parseEnv(lambdaEnv);
   deps = depsFromEnv(env, {
-    tools: options.tools,
+    // Without tools of its own the stack runs the demo tools against its sandbox.
+    tools: options.tools ?? (sandboxUrl ? makeDemoTools(sandboxUrl) : undefined),
     abortSignalFor: engine.abortSignalFor,
     dynamoClient: options.dynamoClient,
     inProcessSteps: handlers.mode === 'source',

@@ -8,6 +8,9 @@ import { LONGEST_WAIT_SECONDS } from '../http/wait';
 import { requireRoles } from './access';
 import { ApiError } from './api-error';
 import { logOf } from '../core/log';
+import { ToolsUnavailableError } from '../core/errors';
+
+const TOOLS_UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 import { directoryHandlers } from './directory-routes';
 import { operationHandlers } from './operation-routes';
 import { publicHandlers } from './public-routes';
@@ -33,6 +36,11 @@ export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): 
       return c.json({ error: { code: error.code, message: error.message } }, 401, { 'WWW-Authenticate': challenge });
     }
     if (error instanceof ApiError) return c.json({ error: { code: error.code, message: error.message } }, error.status);
+    // Nothing was decided or run: the agent sends the same call again (same callId) a little later.
+    if (error instanceof ToolsUnavailableError)
+      return c.json({ error: { code: 'tools_unavailable', message: error.message } }, 503, {
+        'Retry-After': String(TOOLS_UNAVAILABLE_RETRY_AFTER_SECONDS),
+      });
     logOf(deps).error('unhandled API error', { error: error.name, detail: error.message });
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
   });

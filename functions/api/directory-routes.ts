@@ -49,6 +49,7 @@ export const directoryHandlers = {
         requestedBy: requesterOf(op),
         expiresAt: op.approval!.expiresAt,
         ...(op.policies ? { policies: op.policies } : {}),
+        ...(op.approvalLines?.length ? { summary: op.approvalLines } : {}),
         url: approvalUrl(deps, config.approvalSecret, op, principal),
       })),
       nextCursor: page.nextKey ? encodeCursor(page.nextKey as Parameters<typeof encodeCursor>[0]) : undefined,

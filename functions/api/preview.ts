@@ -4,6 +4,7 @@ import type { Principal, RunRecord } from '../core/model';
 import { decidingPrincipal } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { toolsReady } from '../tools/mcp-upstream';
+import { checkCallArguments } from '../commands/argument-check';
 import type { PreviewSchema } from '../http/schemas';
 import type { z } from 'zod';
 
@@ -12,7 +13,7 @@ import type { z } from 'zod';
  * from the same pure function, with no operation, no attempt and no budget used.
  */
 export async function previewToolCall(
-  deps: Pick<Deps, 'config' | 'tools' | 'policies' | 'now'>,
+  deps: Pick<Deps, 'config' | 'tools' | 'policies' | 'now' | 'toolDirectory'>,
   run: RunRecord,
   caller: Principal,
   body: z.infer<typeof PreviewSchema>,
@@ -21,12 +22,16 @@ export async function previewToolCall(
   const policy = await deps.policies?.(config);
   const parsed = parseArguments(body.arguments);
   const inputHash = argumentsHash(parsed, body.arguments);
+  const tool = deps.tools.get(body.name);
+  // The caller is the principal submission checks (an admin may submit into another principal's run), as
+  // submission decides with it: a token principal as it authenticated.
+  const principal = decidingPrincipal(config, caller.id, caller);
   const decision = previewCall({
-    tool: deps.tools.get(body.name),
+    tool,
     toolName: body.name,
-    // The caller is the principal submission checks (an admin may submit into another principal's run), as
-    // submission decides with it: a token principal as it authenticated.
-    principal: decidingPrincipal(config, caller.id, caller),
+    principal,
+    // The same question submission asks the tool's code, so both decide alike.
+    checked: await checkCallArguments(deps, tool, principal, parsed),
     arguments: parsed,
     approvalTtlSeconds: config.approvalTtlSeconds,
     policy,

@@ -203,6 +203,12 @@ export const ROUTE_TABLE = {
           'Retry-After': 'seconds to wait before sending the call again: to the next UTC minute for `perMinute`, 1 for `concurrent`',
         },
       },
+      503: {
+        ...error(
+          '`tools_unavailable`: the tools function could not check the arguments (throttled, failing); nothing was created or run',
+        ),
+        headers: { 'Retry-After': 'seconds to wait before sending the same call again' },
+      },
     },
   },
   getTrace: {

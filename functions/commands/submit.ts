@@ -18,13 +18,14 @@ import {
   type WithStore,
 } from '../core/ports';
 import { decidingPrincipal, requesterGrantOf } from '../core/policy';
-import type { ToolSpec } from '../core/tool-spec';
+import { type ToolSpec, toolsReady } from '../core/tool-spec';
 import type { NewTraceEvent } from '../core/trace';
 import { jitter } from '../steps/advance';
 import { countTrace } from '../steps/metrics';
 import { executionNameOf } from '../steps/deps';
 import { executeAttempt } from '../steps/execute';
 import { rateGate, type Throttled } from './rate-limit-gate';
+import { checkCallArguments } from './argument-check';
 import { defaultLog } from '../core/log';
 
 /** How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured. */
@@ -108,9 +109,13 @@ export async function submitToolCall(
   const parsed = parseArguments(call.arguments);
   const inputHash = argumentsHash(parsed, call.arguments);
   const operationId = operationIdFor(run.runId, call.callId);
-  const config = await deps.config();
+  // The registry first: the policies' schema is built from the tools it holds.
+  const [config] = await Promise.all([deps.config(), toolsReady(deps.tools)]);
   const policy = await deps.policies?.(config);
   const tool = deps.tools.get(call.name);
+  const principal = decidingPrincipal(config, caller.id, caller);
+  // The tool's own answers (arguments, cost, approval, lock, approval lines): asked once, kept with the operation.
+  const checked = await checkCallArguments(deps, tool, principal, parsed);
   let current = run;
   const rate = rateGate(deps, config.rateLimits, { tool: call.name, principal: caller.id }, operationId);
   // No read first: the conditional create says whether the operation exists, and hands it back if so.
@@ -122,12 +127,13 @@ export async function submitToolCall(
       decideCall({
         toolName: call.name,
         tool,
-        principal: decidingPrincipal(config, caller.id, caller),
+        principal,
         arguments: parsed,
         approvalTtlSeconds: config.approvalTtlSeconds,
         now,
         policy,
         run: current,
+        checked,
       }),
     );
     const allowed = validation.decision === 'allow' ? validation : undefined;

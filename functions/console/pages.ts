@@ -117,7 +117,7 @@ export function approvalsPage(viewer: Viewer, approvals: Approval[], tools: (nam
   const mayReadOthersRuns = hasRole(viewer.principal, 'reviewer');
   const cards = approvals.map((a) => {
     const tool = tools(a.toolName);
-    const summary = summaryLines(tool, a.arguments);
+    const summary = summaryLines(tool, a.arguments, a.summary);
     const risk = tool?.risk;
     return html`<article class="card approval" id="${a.operationId}" data-operation-id="${a.operationId}">
 <h2>Approve <code>${visible(a.toolName)}</code>?${risk ? html` <span class="risk">${visible(risk)}</span>` : ''}</h2>

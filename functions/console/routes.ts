@@ -10,7 +10,7 @@ import { createClient, ToolRunnerError, type ToolRunnerClient } from '../client'
 import { isSaneId } from '../core/json-bounds';
 import { hasRole } from '../core/policy';
 import type { ConfigSource } from '../core/ports';
-import type { ToolRegistry } from '../core/tool-spec';
+import { type ToolRegistry, toolsReady } from '../core/tool-spec';
 import {
   approvalsPage,
   type Banner,
@@ -227,6 +227,7 @@ export function consoleRoutes(options: ConsoleOptions): Hono {
     if (!hasRole(who.viewer.principal, 'approver'))
       return c.html(messagePage('Approvals', 'Your key has no approver role.', who.viewer), 403);
     const list = await who.client.listApprovals();
+    await toolsReady(options.tools);
     return c.html(
       approvalsPage(who.viewer, list, (name) => options.tools.get(name), note),
       status,

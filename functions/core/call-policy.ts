@@ -23,6 +23,10 @@ export type CallDecision =
       costCents: number;
       approvalRequired: boolean;
       risk: ToolSpec['risk'];
+      /** The resource lock the call takes (`<tool>:<lockKey>`), answered with the arguments' check. */
+      lockKey?: string;
+      /** The tool's `describeForApproval` lines for these arguments. */
+      approvalLines: string[];
       /** When the whole operation must end: its tool's deadline, plus the approval's time to live if it needs one. */
       deadlineAt: string;
       /** Where configured policies decided: the determining policy ids of each action. */
@@ -44,6 +48,45 @@ export interface CallPolicyInput {
   policy?: PolicyEvaluator;
   /** The run before this call (`context.run`); a preview or submission always has it. */
   run?: Pick<RunRecord, 'usage' | 'createdAt'>;
+  /**
+   * The tool's own answers for these arguments, asked where the tool's code runs (the `Tools` function);
+   * without it they are computed here from the tool's hooks (tools in this process).
+   */
+  checked?: ArgumentsCheck;
+}
+
+/**
+ * What a tool's own code says about one call's arguments: parsed by its schema, then its hooks (`costCents`,
+ * `approval`, `lockKey`, `describeForApproval`). Asked once, at validation, and stored with the operation:
+ * where tools are isolated this runs in the `Tools` function, never with the runner's keys.
+ */
+export type ArgumentsCheck =
+  | { ok: true; value: unknown; costCents: number; approval: boolean; lockKey?: string; approvalLines: string[] }
+  | { ok: false; message: string };
+
+export function checkArguments(tool: ToolSpec, value: unknown): ArgumentsCheck {
+  // A strict-mode model sends null for an optional field it leaves out; that null means "absent".
+  const checked = tool.inputSchema.safeParse(dropNullOptionals(tool.inputSchema, value));
+  if (!checked.success) return { ok: false, message: describeIssues(checked.error.issues) };
+  const input = checked.data;
+  return {
+    ok: true,
+    value: input,
+    costCents: tool.costCents?.(input) ?? 0,
+    approval: needsApproval(tool, input),
+    ...(tool.lockKey ? { lockKey: `${tool.name}:${tool.lockKey(input)}` } : {}),
+    approvalLines: approvalLinesOf(tool, input),
+  };
+}
+
+/** `describeForApproval`'s lines; a failing hook shows none rather than refusing the call. */
+function approvalLinesOf(tool: ToolSpec, input: unknown): string[] {
+  if (!tool.describeForApproval) return [];
+  try {
+    return tool.describeForApproval(input).map(String);
+  } catch {
+    return [];
+  }
 }
 
 /**
@@ -65,15 +108,14 @@ export function decideCall(input: CallPolicyInput): CallDecision {
   // The roles and tool list stay the outer bound: policies decide within them, never beyond.
   if (!mayCallTool(principal, tool.name)) return reject('forbidden', `this principal may not call ${tool.name}`);
   if (!parsed.ok) return reject('invalid_arguments', parsed.message);
-  // A strict-mode model sends null for an optional field it leaves out; that null means "absent".
-  const checked = tool.inputSchema.safeParse(dropNullOptionals(tool.inputSchema, parsed.value));
-  if (!checked.success) return reject('invalid_arguments', describeIssues(checked.error.issues));
-  const frozenArguments = canonicalJson(checked.data);
+  const checked = input.checked ?? checkArguments(tool, parsed.value);
+  if (!checked.ok) return reject('invalid_arguments', checked.message);
+  const frozenArguments = canonicalJson(checked.value);
   if (Buffer.byteLength(frozenArguments) > MAX_FROZEN_BYTES) return reject('invalid_arguments', 'arguments are larger than 128 KiB');
-  const specApproval = needsApproval(tool, checked.data);
+  const specApproval = checked.approval;
   const ruled =
     input.policy && principal
-      ? applyPolicies(input.policy, { principal, tool, input: checked.data, run: runFactsOf(input.run, now), now }, specApproval)
+      ? applyPolicies(input.policy, { principal, tool, input: checked.value, run: runFactsOf(input.run, now), now }, specApproval)
       : undefined;
   if (ruled) {
     // A value the policies cannot see exactly is the arguments' fault (the unattended action sees the same input).
@@ -92,11 +134,13 @@ export function decideCall(input: CallPolicyInput): CallDecision {
   return {
     decision: approvalRequired ? 'require_approval' : 'allow',
     message: approvalRequired ? `a person must approve this ${tool.name} call before it runs` : `${tool.name} may run with these arguments`,
-    value: deepFreeze(checked.data),
+    value: deepFreeze(checked.value),
     frozenArguments,
-    costCents: tool.costCents?.(checked.data) ?? 0,
+    costCents: checked.costCents,
     approvalRequired,
     risk: tool.risk,
+    ...(checked.lockKey === undefined ? {} : { lockKey: checked.lockKey }),
+    approvalLines: checked.approvalLines,
     deadlineAt: new Date(now + deadlineMs).toISOString(),
     ...(ruled ? { policies: ruled.ids } : {}),
     ...(ruled?.shadow ? { shadow: ruled.shadow } : {}),
@@ -184,7 +228,7 @@ export function validationOf(decision: CallDecision): Validation {
   const ruled = { ...named, ...(decision.shadow ? { shadow: decision.shadow } : {}) };
   if (decision.decision === 'deny')
     return { decision: 'deny', outcome: decision.outcome, detail: { decision: 'deny', code: decision.code, ...named }, ...ruled };
-  const { risk, frozenArguments, costCents, approvalRequired, deadlineAt } = decision;
+  const { risk, frozenArguments, costCents, approvalRequired, deadlineAt, lockKey, approvalLines } = decision;
   return {
     decision: 'allow',
     risk,
@@ -192,6 +236,8 @@ export function validationOf(decision: CallDecision): Validation {
     costCents,
     approvalRequired,
     deadlineAt,
+    ...(lockKey === undefined ? {} : { lockKey }),
+    approvalLines,
     detail: {
       decision: 'allow',
       approval: approvalRequired ? 'required' : 'not_required',

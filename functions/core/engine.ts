@@ -111,6 +111,9 @@ const validate: Handler<'validate'> = (op, event, { ids }) => {
     costCents: v.costCents,
     approvalRequired: v.approvalRequired,
     deadlineAt: v.deadlineAt,
+    // The tool's answers at validation: nothing later asks its code again (locks, the approval page).
+    ...(v.lockKey === undefined ? {} : { lockKey: v.lockKey }),
+    ...(v.approvalLines === undefined ? {} : { approvalLines: v.approvalLines }),
     leaseUntil: event.leaseUntil,
     plan: { next: v.approvalRequired ? 'await_approval' : 'execute' },
     ...(v.policies ? { policies: v.policies } : {}),

@@ -77,6 +77,14 @@ export function isMalformedAnswer(error: Error): error is MalformedAnswerError {
  * function's refusal (adapters/tool-function.ts), recognized by class only: an error a tool throws with
  * this name is the tool's own, and must never pass for "not run".
  */
+/**
+ * The tools function could not answer what only the tools module knows (the tools' description, a call's check at
+ * validation): nothing was decided and nothing ran, so the request is refused for now, to be sent again.
+ */
+export class ToolsUnavailableError extends RunnerError {
+  override name = 'ToolsUnavailableError' as const;
+}
+
 export class ToolRefusedError extends RunnerError {
   override name = 'ToolRefusedError' as const;
   constructor(

@@ -11,6 +11,8 @@ export type Validation =
       costCents: number;
       approvalRequired: boolean;
       deadlineAt: string;
+      lockKey?: string;
+      approvalLines?: string[];
       detail: Record<string, unknown>;
       policies?: PolicyIds;
       shadow?: ShadowDecision;

@@ -171,6 +171,10 @@ export interface OperationRecord {
   /** When the whole operation must end, set at validation. */
   deadlineAt?: string;
   approvalRequired?: boolean;
+  /** The resource lock the call takes (`<tool>:<key>`), from the tool's `lockKey` at validation. */
+  lockKey?: string;
+  /** The tool's `describeForApproval` lines at validation (absent on operations validated before they were kept). */
+  approvalLines?: string[];
   /** Where configured policies decided the call: their determining ids (the approval page and console show them). */
   policies?: PolicyIds;
   approval?: ApprovalInfo;

@@ -7,6 +7,8 @@ import type { ToolContext, ToolRegistry } from './tool-spec';
 import type { NewTraceEvent, TraceEvent } from './trace';
 import { RunnerError } from './errors';
 import type { Log } from './log';
+import type { ArgumentsCheck } from './call-policy';
+import type { ToolDescription } from './tool-invocation';
 
 /**
  * The ports of the core: what the steps need from the world. Adapters (DynamoDB, Step Functions, SNS,
@@ -333,6 +335,16 @@ export interface ToolHost {
   run(call: { action: ToolAction; tool: string; operationId: string; arguments: string }, ctx: ToolContext): Promise<unknown>;
 }
 
+/**
+ * Where the tools module is loaded instead of here (`Tools`): the tools' static description, and what a tool's
+ * own code says of one call's arguments (asked once, at validation; the operation keeps the answer).
+ */
+export interface ToolDirectory {
+  hosts(toolName: string): boolean;
+  describe(): Promise<ToolDescription[]>;
+  check(toolName: string, value: unknown): Promise<ArgumentsCheck>;
+}
+
 /** One sweeper invocation's share of the watch list: part `part` (from 0) of `parts`, each owning a range of its shards. */
 export interface WatchPass {
   /** Entries due up to this time are visited. */
@@ -390,6 +402,8 @@ export interface Deps {
   policies?: (config: PolicyConfig) => Promise<PolicyEvaluator | undefined>;
   /** Where tool code runs instead of this process (a deployment that isolates tools); absent: here. */
   toolHost?: ToolHost;
+  /** With `toolHost`: where the tools' description and each call's check come from. */
+  toolDirectory?: ToolDirectory;
   /** The bound on idle waits across processes (`TOOLRUNNER_MAX_WAITING_POLLS`); absent: every wait is made. */
   waitingPolls?: WaitingPolls;
   /** Where the runner's own lines go (core/log.ts); absent: the process's log. */

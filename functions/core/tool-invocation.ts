@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MalformedAnswerError } from './errors';
 import { measureSerialized, RESULT_LIMITS, serializeBounded } from './result-record';
+import type { ToolSpec } from './tool-spec';
 
 /**
  * What crosses between the runner's functions and the `Tools` function, which runs tool code without the
@@ -95,4 +96,86 @@ export function restoreError(crossed: CrossedError): Error {
   Object.assign(error, crossed.fields);
   Object.defineProperty(error, 'name', { value: crossed.name, enumerable: false, writable: true, configurable: true });
   return error;
+}
+
+/**
+ * The other questions the runner's functions put to `Tools`, whose module they never load: the tools' static
+ * description (once per process) and, once per call at validation, what the tool's own code says of its
+ * arguments (`checkArguments`: parsed arguments, cost, approval, lock key, approval lines).
+ */
+export const ToolsQuestionSchema = z.discriminatedUnion('action', [
+  z.object({ action: z.literal('describe') }).strict(),
+  z.object({ action: z.literal('check'), tool: z.string().min(1).max(64), arguments: z.string() }).strict(),
+]);
+export type ToolsQuestion = z.infer<typeof ToolsQuestionSchema>;
+
+const JsonSchemaObject = z.record(z.string(), z.unknown());
+
+/** One tool as the runner's functions know it without its code: every static field, each hook as "present". */
+export const ToolDescriptionSchema = z
+  .object({
+    name: z.string().min(1).max(64),
+    description: z.string(),
+    inputSchema: JsonSchemaObject,
+    outputSchema: JsonSchemaObject,
+    risk: z.enum(['read', 'reversible_write', 'irreversible_write']),
+    timeoutMs: z.number().positive(),
+    maxAttempts: z.number().int().positive(),
+    supportsIdempotency: z.boolean(),
+    maxResultBytes: z.number().int().positive().optional(),
+    deadlineSeconds: z.number().positive().optional(),
+    backoff: z.object({ baseSeconds: z.number(), capSeconds: z.number() }).optional(),
+    mcpClientCapabilities: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+    approval: z.enum(['never', 'always', 'predicate']),
+    reconcile: z.boolean(),
+    lockKey: z.boolean(),
+    costCents: z.boolean(),
+    describeForApproval: z.boolean(),
+  })
+  .strict();
+export type ToolDescription = z.infer<typeof ToolDescriptionSchema>;
+
+export const ToolsDescriptionSchema = z.object({ tools: z.array(ToolDescriptionSchema) });
+
+export const ArgumentsCheckSchema = z.discriminatedUnion('ok', [
+  z.object({
+    ok: z.literal(true),
+    value: z.unknown(),
+    costCents: z.number().finite(),
+    approval: z.boolean(),
+    lockKey: z.string().optional(),
+    approvalLines: z.array(z.string()),
+  }),
+  z.object({ ok: z.literal(false), message: z.string() }),
+]);
+
+/** The static description of a tool, as `Tools` answers `describe`. */
+export function describeTool(spec: ToolSpec): ToolDescription {
+  const json = (schema: z.ZodType, io: 'input' | 'output') => {
+    const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<
+      string,
+      unknown
+    >;
+    return rest;
+  };
+  return {
+    name: spec.name,
+    description: spec.description,
+    inputSchema: json(spec.inputSchema, 'input'),
+    // The caller checks what the tool returned, before any transform: the input side of the output schema.
+    outputSchema: json(spec.outputSchema, 'input'),
+    risk: spec.risk,
+    timeoutMs: spec.timeoutMs,
+    maxAttempts: spec.maxAttempts,
+    supportsIdempotency: spec.supportsIdempotency,
+    ...(spec.maxResultBytes === undefined ? {} : { maxResultBytes: spec.maxResultBytes }),
+    ...(spec.deadlineSeconds === undefined ? {} : { deadlineSeconds: spec.deadlineSeconds }),
+    ...(spec.backoff === undefined ? {} : { backoff: spec.backoff }),
+    ...(spec.mcpClientCapabilities === undefined ? {} : { mcpClientCapabilities: spec.mcpClientCapabilities }),
+    approval: typeof spec.approval === 'function' ? 'predicate' : spec.approval,
+    reconcile: Boolean(spec.reconcile),
+    lockKey: Boolean(spec.lockKey),
+    costCents: Boolean(spec.costCents),
+    describeForApproval: Boolean(spec.describeForApproval),
+  };
 }

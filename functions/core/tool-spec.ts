@@ -192,6 +192,11 @@ export function makeRegistry(specs: ToolSpec[]): ToolRegistry {
   return map;
 }
 
+/** Waits for a live registry's tools (described by `Tools`, or an MCP upstream's); a plain registry is always ready. */
+export async function toolsReady(registry: ToolRegistry): Promise<void> {
+  await (registry as { refresh?: () => Promise<void> }).refresh?.();
+}
+
 export type { ToolFormat } from './provider-shapes';
 
 /** Tool definitions in one provider's shape (see provider-shapes.ts), from the one zod schema. */

@@ -16,7 +16,7 @@ import { powertoolsOnceGuard } from '../adapters/submission-guard';
 import { TABLE_ENV } from '../adapters/tables';
 import { makeRegistry, type ToolSpec } from '../core/tool-spec';
 import type { Deps } from '../core/ports';
-import { makeDemoTools } from '../tools/demo-tools';
+import { describedRegistry } from '../tools/described-tools';
 import { withMcpUpstreams } from '../tools/mcp-upstream';
 import { otelTelemetry } from '../adapters/otel';
 import { guardProcess } from './process-guard';
@@ -27,6 +27,7 @@ import { runnerLog, tracer } from './observability';
 import { bothTelemetries, xrayTelemetry } from './xray-telemetry';
 import { recentRuns } from '../steps/recent-runs';
 import { lambdaToolHost } from '../adapters/tool-function';
+import { lambdaToolDirectory } from '../adapters/tools-directory';
 
 /** Environment, parsed once with zod: the same variables on AWS, LocalStack and the embedded stack. */
 const EnvSchema = z
@@ -119,18 +120,19 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
           noticesTopicArn: env.NOTICES_TOPIC_ARN,
         })
       : undefined;
-  const userTools = tools ?? (env.SANDBOX_URL ? makeDemoTools(env.SANDBOX_URL) : []);
   // Retries are the runner's (its attempt policy), so the client makes one attempt.
-  const toolHost = env.TOOLS_FUNCTION_NAME
-    ? lambdaToolHost(
-        tracer.captureAWSv3Client(new LambdaClient({ maxAttempts: 1 })),
-        env.TOOLS_FUNCTION_NAME,
-        new Set(userTools.map((t) => t.name)),
-      )
-    : undefined;
+  const toolsFunction = env.TOOLS_FUNCTION_NAME;
+  const lambda = toolsFunction ? tracer.captureAWSv3Client(new LambdaClient({ maxAttempts: 1 })) : undefined;
+  // With a `Tools` function this process never loads the tools module: it knows the tools from their description
+  // (asked once per process) and each call's hooks from the check at validation, stored with the operation.
+  const toolDirectory = toolsFunction && lambda ? lambdaToolDirectory(lambda, toolsFunction) : undefined;
+  // The host runs what the description named (filled on the registry's first refresh).
+  const described: Pick<ReadonlySet<string>, 'has'> = { has: (name) => toolDirectory?.hosts(name) ?? false };
+  const toolHost = toolsFunction && lambda ? lambdaToolHost(lambda, toolsFunction, described as ReadonlySet<string>) : undefined;
   const notifier = makeNotifier([webhookChannel({ config }), sns ?? consoleChannel()], { metrics });
+  const base = toolDirectory ? describedRegistry(() => toolDirectory.describe()) : makeRegistry(tools ?? []);
   // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
-  const registry = withMcpUpstreams(makeRegistry(userTools), config);
+  const registry = withMcpUpstreams(base, config);
   // A policiesFile is relative to the configuration file's folder locally, to the functions' asset on Lambda.
   const baseDir = env.TOOLRUNNER_CONFIG && !env.CONFIG_SECRET_ARN ? dirname(resolvePath(env.TOOLRUNNER_CONFIG)) : process.cwd();
   return {
@@ -144,6 +146,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
       deployedFile: env.TOOLRUNNER_POLICIES_FILE && resolvePath(import.meta.dirname, env.TOOLRUNNER_POLICIES_FILE),
     }),
     toolHost,
+    ...(toolDirectory ? { toolDirectory } : {}),
     config,
     lifecycle: sfnLifecycle(
       tracer.captureAWSv3Client(new SFNClient(sfnClientConfig())),

@@ -1,9 +1,21 @@
 import tools from 'toolrunner-user-tools';
+import { checkArguments } from '../core/call-policy';
 import { deepFreeze } from '../core/canonical';
 import { makeRegistry } from '../core/tool-spec';
-import { answerOfValue, crossError, refusal, type ToolAnswer, ToolInvocationSchema } from '../core/tool-invocation';
+import {
+  answerOfValue,
+  type ArgumentsCheckSchema,
+  crossError,
+  describeTool,
+  refusal,
+  type ToolAnswer,
+  type ToolDescription,
+  ToolInvocationSchema,
+  ToolsQuestionSchema,
+} from '../core/tool-invocation';
 import { callTool } from '../steps/tool-call';
 import { guardProcess } from './process-guard';
+import type { z } from 'zod';
 
 /**
  * The `Tools` Lambda: runs one tool's `execute` or `reconcile` for the function making the attempt, and
@@ -11,11 +23,20 @@ import { guardProcess } from './process-guard';
  * bucket; only what `toolPolicies` grants), and imports none of the runner's adapters: a compromised tool
  * dependency here can neither decide an approval nor rewrite a record. The attempt's deadline holds here as in
  * the caller (the same `callTool`), so a tool that ignores its signal still answers a timeout.
+ * It is also the only function that loads the tools module: the others ask it for the tools' description
+ * (once per process) and, at validation, for what each tool's hooks say of a call's arguments.
  */
 const registry = makeRegistry(tools);
 
-export async function handler(event: unknown): Promise<ToolAnswer> {
+export async function handler(event: unknown): Promise<ToolAnswer | { tools: ToolDescription[] } | z.infer<typeof ArgumentsCheckSchema>> {
   guardProcess();
+  const question = ToolsQuestionSchema.safeParse(event);
+  if (question.success) {
+    if (question.data.action === 'describe') return { tools: [...registry.values()].map(describeTool) };
+    const tool = registry.get(question.data.tool);
+    if (!tool) throw new Error(`tool ${question.data.tool} is not in this function's tools module`);
+    return checkArguments(tool, JSON.parse(question.data.arguments));
+  }
   // What this function refuses before any tool code runs is answered as a refusal, never thrown: a throw fails
   // the function as a whole, which the caller must take as "may have acted" (its tools and these may differ).
   const parsed = ToolInvocationSchema.safeParse(event);

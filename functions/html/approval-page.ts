@@ -34,10 +34,12 @@ export function policiesLine(policies: PolicyIds): string {
 }
 
 /**
- * The tool's own summary for people (`describeForApproval`: amounts in their currency), if it has one; a
- * failing hook must not take the page down. The approval page and the console show the same lines.
+ * The tool's own summary for people (`describeForApproval`: amounts in their currency), if it has one: the
+ * lines its code gave at validation (`stored`); an operation validated before they were kept asks the hook here,
+ * and a failing hook must not take the page down. The approval page and the console show the same lines.
  */
-export function summaryLines(tool: ToolSpec | undefined, args: unknown): string[] {
+export function summaryLines(tool: ToolSpec | undefined, args: unknown, stored?: string[]): string[] {
+  if (stored) return stored;
   if (!tool?.describeForApproval) return [];
   try {
     const parsed = tool.inputSchema.safeParse(args);
@@ -67,7 +69,7 @@ export function approvalPage(op: OperationRecord, approverId: string, sig: strin
   const approval = op.approval!;
   const pending = op.state === 'awaiting_approval' && approval.state === 'pending';
   const risk = op.risk ?? tool?.risk;
-  const summary = summaryLines(tool, parsedArgs);
+  const summary = summaryLines(tool, parsedArgs, op.approvalLines);
   const decided =
     approval.decidedBy || approval.decidedAt
       ? html`<p id="decision">Decided (${visible(approval.state)}) by <strong>${visible(approval.decidedBy ?? 'unknown')}</strong> at <time datetime="${approval.decidedAt ?? ''}">${visible(approval.decidedAt ?? 'an unknown time')}</time>.</p>`

@@ -209,6 +209,8 @@ export const ApprovalSchema = z.looseObject({
   expiresAt: z.string(),
   /** Where configured policies decided the call: their determining ids. */
   policies: PolicyIdsSchema.optional(),
+  /** The tool's `describeForApproval` lines for these arguments, as the approval page shows them. */
+  summary: z.array(z.string()).optional(),
   url: z.string(),
 });
 export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema), nextCursor: z.string().optional() });

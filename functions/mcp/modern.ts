@@ -13,7 +13,7 @@ import { type Operation, type Run, ToolRunnerError, type ToolRunnerClient } from
 import { AGENT_RUN_MAX_IDENTICAL_CALLS } from '../core/budgets';
 import { canonicalJson, sha256 } from '../core/canonical';
 import type { McpRunStore } from '../core/ports';
-import type { ToolRegistry } from '../core/tool-spec';
+import { type ToolRegistry, toolsReady } from '../core/tool-spec';
 import { MAX_BODY_BYTES } from '../http/schemas';
 import {
   CHECK_OPERATION,
@@ -166,6 +166,8 @@ async function callTool(
     const runId = await startRun(context);
     return { content: [{ type: 'text', text: JSON.stringify({ runId }) }], structuredContent: { runId }, _meta: { [RUN_META]: runId } };
   }
+  // A registry described by Tools is filled on first use.
+  await toolsReady(context.tools);
   const missing = missingCapabilities(context.tools.get(params.name)?.mcpClientCapabilities, ctx);
   if (missing) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: missing });
   const run = await runOf(context, ctx);

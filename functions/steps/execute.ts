@@ -1,5 +1,4 @@
 import { finishAttemptEvents, lockWaitEvents, outlastsExecution, planAttempt, withoutToolEvents } from '../core/attempt-protocol';
-import { deepFreeze } from '../core/canonical';
 import { classifyAttempt } from '../core/classify';
 import { readyToAttempt } from '../core/transition-table';
 import { waitOutput } from '../core/next-step';
@@ -15,7 +14,7 @@ import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
 import { leftAt, type StepResult } from './step-result';
 import { tracedAttempt } from './telemetry';
 import { placeResult } from './results';
-import { callTool, toolCode } from './tool-call';
+import { callTool, frozenInput, toolCode } from './tool-call';
 
 /** The store roles an attempt uses: the operation, its run (the re-check), the tool's lock, the rate slots it frees. */
 export type ExecuteDeps = WithStore<OperationStore & RunStore & LockStore & RateLimitStore>;
@@ -41,8 +40,8 @@ export async function executeAttempt(
   const first = known?.operationId === operationId ? known : await mustGet(deps, operationId);
   const tool = deps.tools.get(first.toolName);
   if (!tool || !first.frozenArguments) return refuseWithoutTool(deps, first);
-  const input = deepFreeze(tool.inputSchema.parse(JSON.parse(first.frozenArguments)));
-  const lockKey = lockKeyOf(tool, input);
+  const input = frozenInput(deps, tool, first.frozenArguments);
+  const lockKey = lockKeyOf(first, tool);
 
   if (lockKey && !(await renewLock(deps, lockKey, operationId, attemptLockMs(tool.timeoutMs)))) {
     const busy = await advance(deps, first, (op) => ({ value: undefined, events: lockWaitEvents(tool, op, deps.now()) }));

@@ -7,8 +7,13 @@ import type { ToolSpec } from '../core/tool-spec';
  * continues the operation, and released only once its outcome is settled (recorded, failed, cancelled or
  * handed to a person), so a retried write can never land after a later write to the same resource.
  */
-export function lockKeyOf(tool: ToolSpec, input: unknown): string | undefined {
-  return tool.lockKey ? `${tool.name}:${tool.lockKey(input)}` : undefined;
+export function lockKeyOf(
+  op: Pick<OperationRecord, 'lockKey' | 'approvalLines' | 'frozenArguments'>,
+  tool: ToolSpec | undefined,
+): string | undefined {
+  // The key the tool's code answered at validation; an operation validated before keys were kept computes it here.
+  if (op.approvalLines !== undefined || op.lockKey !== undefined) return op.lockKey;
+  return tool?.lockKey && op.frozenArguments ? `${tool.name}:${tool.lockKey(JSON.parse(op.frozenArguments))}` : undefined;
 }
 
 export function renewLock(

@@ -1,5 +1,4 @@
 import { finishReconcileEvents, type Lookup, reconcilePlanOf, reconcileStart, type ReconcilePlan } from '../core/attempt-protocol';
-import { deepFreeze } from '../core/canonical';
 import { waitOutput } from '../core/next-step';
 import { RECONCILE_LEASE_MS } from '../core/leases';
 import { checkOutput } from '../core/classify';
@@ -10,7 +9,7 @@ import { advance, mustGet } from './advance';
 import { lockKeyOf, releaseLockIfSettled, renewLock } from './locks';
 import { placeResult } from './results';
 import { leftAt, type StepResult } from './step-result';
-import { callTool, toolCode } from './tool-call';
+import { callTool, frozenInput, toolCode } from './tool-call';
 
 /**
  * Reconcile's Lambda: settles an outcome_unknown by the tool's policy: a status lookup by idempotency key, a
@@ -30,8 +29,8 @@ export async function reconcileOutcome(
 
   let lookup: Lookup | undefined;
   if (plan === 'lookup' && tool) {
-    const input = deepFreeze(tool.inputSchema.parse(JSON.parse(first.frozenArguments!)));
-    const key = lockKeyOf(tool, input);
+    const input = frozenInput(deps, tool, first.frozenArguments!);
+    const key = lockKeyOf(first, tool);
     if (key) await renewLock(deps, key, operationId, RECONCILE_LEASE_MS);
     const call = await callTool(
       deps,
@@ -45,7 +44,7 @@ export async function reconcileOutcome(
     value: undefined,
     events: finishReconcileEvents(tool, op, plan, lookup, deps.now(), deps.random),
   }));
-  if (tool && done.op.frozenArguments) await releaseLockIfSettled(deps, lockKeyOf(tool, JSON.parse(done.op.frozenArguments)), done.op);
+  await releaseLockIfSettled(deps, lockKeyOf(done.op, tool), done.op);
   return leftAt(done.op, deps.now());
 }
 

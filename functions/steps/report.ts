@@ -10,7 +10,6 @@ export async function reportEnvelope(
   operationId: string,
 ): Promise<StepResult> {
   const out = await advance(deps, operationId, (op) => ({ value: undefined, events: accepts(op, 'report') ? [{ type: 'report' }] : [] }));
-  const tool = deps.tools.get(out.op.toolName);
-  if (tool && out.op.frozenArguments) await releaseLockIfSettled(deps, lockKeyOf(tool, JSON.parse(out.op.frozenArguments)), out.op);
+  await releaseLockIfSettled(deps, lockKeyOf(out.op, deps.tools.get(out.op.toolName)), out.op);
   return leftAt(out.op, deps.now());
 }

@@ -1,3 +1,4 @@
+import { deepFreeze } from '../core/canonical';
 import { ensureError, TransportError } from '../core/errors';
 import type { ToolAction } from '../core/ports';
 import type { ToolContext, ToolSpec } from '../core/tool-spec';
@@ -79,4 +80,13 @@ export function toolCode(
   if (host?.hosts(tool.name))
     return (ctx) => host.run({ action, tool: tool.name, operationId: call.operationId, arguments: call.frozenArguments }, ctx);
   return action === 'execute' ? (ctx) => tool.execute(ctx, call.input) : (ctx) => tool.reconcile!(ctx, call.input);
+}
+
+/**
+ * The recorded arguments as the tool's code takes them: parsed by its schema here where the tool runs here;
+ * where `Tools` hosts it, as recorded (they were parsed there at validation, and `Tools` parses them again).
+ */
+export function frozenInput(deps: Pick<Deps, 'toolHost'>, tool: ToolSpec, frozenArguments: string): unknown {
+  const value: unknown = JSON.parse(frozenArguments);
+  return deepFreeze(deps.toolHost?.hosts(tool.name) ? value : tool.inputSchema.parse(value));
 }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { McpUpstream, RunnerConfig, UpstreamToolPolicy } from '../core/config';
 import { isMalformedAnswer, MalformedAnswerError, TransportError, UpstreamHttpError } from '../core/errors';
 import { describeBytes, RESULT_LIMITS } from '../core/result-record';
-import { checkToolSpec, type ToolContext, type ToolRegistry, type ToolSpec } from '../core/tool-spec';
+import { checkToolSpec, type ToolContext, type ToolRegistry, type ToolSpec, toolsReady } from '../core/tool-spec';
 import { connectModern, modernAttemptError, speaksModern, type UpstreamClient } from './mcp-upstream-2026';
 import { defaultLog } from '../core/log';
 
@@ -329,6 +329,9 @@ export function withMcpUpstreams(
   }
 
   registry.refresh = async () => {
+    // A base that is itself filled later (the tools described by `Tools`) is brought in first.
+    await toolsReady(base);
+    for (const [name, spec] of base) if (!registry.has(name)) registry.set(name, spec);
     const upstreams = (await config()).mcpUpstreams ?? [];
     const signature = JSON.stringify(upstreams);
     if (signature === loadedFor && Date.now() < retryAt) return;
@@ -340,7 +343,4 @@ export function withMcpUpstreams(
   return registry;
 }
 
-/** Waits for a live registry's upstream tools; a plain registry is always ready. */
-export async function toolsReady(registry: ToolRegistry): Promise<void> {
-  await (registry as Partial<LiveToolRegistry>).refresh?.();
-}
+export { toolsReady };

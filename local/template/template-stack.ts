@@ -38,6 +38,7 @@ import { functionChanges, generatedSecretValue, machineChanges, regeneratedSecre
 import { seeded } from '../seeded';
 import { lambdaBundle } from '../bundles';
 import { FUNCTIONS, type FunctionName } from '../../infra/functions';
+import { toolsEntryFor } from '../../infra/bundling';
 
 /**
  * The variables the local stack adds to a function's own (the template's): where AWS is (the region and the
@@ -565,10 +566,13 @@ async function invokeAsLambdaApi(fn: LambdaFunction, payload: Buffer): Promise<L
 
 /** Points each function that bundles the tools module (by its construct name) at a bundle of `toolsEntry`. */
 async function useToolsModule(functions: FunctionModel[], toolsEntry: string): Promise<void> {
+  const find = (name: FunctionName) => functions.find((f) => new RegExp(`${name}Function[0-9A-F]{8}$`).test(f.logicalId));
+  // As the construct bundles: with a Tools function, it alone gets the tools module.
+  const isolated = find('Tools') !== undefined;
   for (const name of Object.keys(FUNCTIONS) as FunctionName[]) {
     if (!FUNCTIONS[name].tools) continue;
-    const fn = functions.find((f) => new RegExp(`${name}Function[0-9A-F]{8}$`).test(f.logicalId));
-    if (fn) fn.codeDir = dirname(await lambdaBundle(name, { toolsEntry }));
+    const fn = find(name);
+    if (fn) fn.codeDir = dirname(await lambdaBundle(name, { toolsEntry: toolsEntryFor(name, toolsEntry, isolated) }));
   }
 }
 
