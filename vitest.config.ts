@@ -36,6 +36,7 @@ const INTEGRATION_WITHOUT_DYNAMODB = [
   'mcp-answers.test.ts',
   'otlp-export.test.ts',
   'sandbox-state.test.ts',
+  'signing-key-seed.test.ts',
 ];
 
 /**

@@ -1,5 +1,6 @@
 import { CfnResource, Stack } from 'aws-cdk-lib';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { CfnSecret } from 'aws-cdk-lib/aws-secretsmanager';
 
 /** Lambda's limit on a function's environment: the keys and values of every variable together. */
 export const LAMBDA_ENVIRONMENT_LIMIT_BYTES = 4096;
@@ -68,10 +69,18 @@ const ATT_MAX: Record<string, number> = {
 type Bound = { bytes: number; unbounded: string[] };
 
 /**
+ * A secret CloudFormation names itself is named `<logical id>-<12 characters>`
+ * (https://docs.aws.amazon.com/secretsmanager/latest/userguide/cfn-example_secret.html): its ARN's longest,
+ * far below a declared name's 512.
+ */
+const generatedSecretArn = (logicalId: string) =>
+  ARN_FIXED + 'secretsmanager:secret:'.length + logicalId.length + '-XXXXXXXXXXXX'.length + '-XXXXXX'.length;
+
+/**
  * The longest an environment value can be once deployed: literal text as it is, each intrinsic at the longest
  * value its resource type allows; what cannot be bounded (an imported value, a parameter) at the whole limit.
  */
-function longest(value: unknown, typeOf: (logicalId: string) => string | undefined): Bound {
+function longest(value: unknown, typeOf: (logicalId: string) => string | undefined, exact = new Map<string, number>()): Bound {
   if (typeof value === 'string') return { bytes: Buffer.byteLength(value), unbounded: [] };
   if (typeof value === 'number' || typeof value === 'boolean') return { bytes: String(value).length, unbounded: [] };
   const unbounded = (what: string): Bound => ({ bytes: LAMBDA_ENVIRONMENT_LIMIT_BYTES, unbounded: [what] });
@@ -80,15 +89,15 @@ function longest(value: unknown, typeOf: (logicalId: string) => string | undefin
   if (entries.length !== 1) return unbounded(JSON.stringify(value));
   const [fn, arg] = entries[0] as [string, unknown];
   if (fn === 'Ref' && typeof arg === 'string') {
-    const max = PSEUDO_MAX[arg] ?? REF_MAX[typeOf(arg) ?? ''];
+    const max = PSEUDO_MAX[arg] ?? exact.get(arg) ?? REF_MAX[typeOf(arg) ?? ''];
     return max === undefined ? unbounded(`Ref ${arg}`) : { bytes: max, unbounded: [] };
   }
   if (fn === 'Fn::GetAtt' && Array.isArray(arg)) {
-    const max = ATT_MAX[`${typeOf(String(arg[0])) ?? ''}.${arg[1]}`];
+    const max = (arg[1] === 'Id' ? exact.get(String(arg[0])) : undefined) ?? ATT_MAX[`${typeOf(String(arg[0])) ?? ''}.${arg[1]}`];
     return max === undefined ? unbounded(`Fn::GetAtt ${arg.join('.')}`) : { bytes: max, unbounded: [] };
   }
   if (fn === 'Fn::Join' && Array.isArray(arg) && Array.isArray(arg[1])) {
-    const parts = (arg[1] as unknown[]).map((p) => longest(p, typeOf));
+    const parts = (arg[1] as unknown[]).map((p) => longest(p, typeOf, exact));
     const separators = Buffer.byteLength(String(arg[0])) * Math.max(0, parts.length - 1);
     return { bytes: parts.reduce((a, p) => a + p.bytes, separators), unbounded: parts.flatMap((p) => p.unbounded) };
   }
@@ -96,7 +105,7 @@ function longest(value: unknown, typeOf: (logicalId: string) => string | undefin
   if (fn === 'Fn::Select' && Array.isArray(arg)) {
     const from = arg[1] as Record<string, unknown>;
     const split = from && typeof from === 'object' ? (from['Fn::Split'] as unknown[] | undefined) : undefined;
-    return split ? longest(split[1], typeOf) : unbounded(JSON.stringify(value));
+    return split ? longest(split[1], typeOf, exact) : unbounded(JSON.stringify(value));
   }
   return unbounded(fn);
 }
@@ -108,11 +117,16 @@ function longest(value: unknown, typeOf: (logicalId: string) => string | undefin
 export function environmentSizeErrors(name: string, fn: CfnFunction): string[] {
   const stack = Stack.of(fn);
   const types = new Map<string, string>();
+  const exact = new Map<string, number>();
   for (const child of stack.node.findAll())
-    if (child instanceof CfnResource) types.set(stack.resolve(child.logicalId) as string, child.cfnResourceType);
+    if (child instanceof CfnResource) {
+      const id = stack.resolve(child.logicalId) as string;
+      types.set(id, child.cfnResourceType);
+      if (child instanceof CfnSecret && stack.resolve(child.name) === undefined) exact.set(id, generatedSecretArn(id));
+    }
   const environment = stack.resolve(fn.environment) as { variables?: Record<string, unknown> } | undefined;
   const variables = Object.entries(environment?.variables ?? {});
-  const bounds = variables.map(([key, value]) => ({ key, ...longest(value, (id) => types.get(id)) }));
+  const bounds = variables.map(([key, value]) => ({ key, ...longest(value, (id) => types.get(id), exact) }));
   const total = bounds.reduce((sum, b) => sum + Buffer.byteLength(b.key) + b.bytes, 0);
   if (total <= LAMBDA_ENVIRONMENT_LIMIT_BYTES) return [];
   const largest = [...bounds]

@@ -27,6 +27,7 @@ export const COMMAND_ACTIONS = {
   SendTaskSuccessCommand: ['states:SendTaskSuccess'],
   SendTaskFailureCommand: ['states:SendTaskFailure'],
   GetSecretValueCommand: ['secretsmanager:GetSecretValue'],
+  PutSecretValueCommand: ['secretsmanager:PutSecretValue'],
   PublishCommand: ['sns:Publish'],
   PutObjectCommand: ['s3:PutObject'],
   GetObjectCommand: ['s3:GetObject'],
@@ -41,8 +42,10 @@ export const PORT_COMMANDS = {
   store: ['GetCommand', 'BatchGetCommand', 'PutCommand', 'DeleteCommand', 'QueryCommand', 'TransactWriteCommand', 'UpdateCommand'],
   /** `submission-guard.ts`: Powertools idempotency's DynamoDB persistence layer, on the idempotency table. */
   onceGuard: ['GetItemCommand', 'PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'],
-  /** `config-source.ts`: the principals document in Secrets Manager. */
+  /** `config-source.ts`: the principals document and the signing key in Secrets Manager. */
   config: ['GetSecretValueCommand'],
+  /** `handlers/seed-signing-key.ts` (the signing key's custom resource, not a runner function): the old key copied once. */
+  seedSigningKey: ['GetSecretValueCommand', 'PutSecretValueCommand'],
   /** `sfn-lifecycle.ts`: starting an execution (submission, resumption). */
   startExecution: ['StartExecutionCommand'],
   /** `sfn-lifecycle.ts`: a synchronous Express execution (a call that needs no person, answered when it ends). */

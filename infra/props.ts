@@ -75,10 +75,15 @@ export interface ResolvedToolRunnerProps {
   readonly removalPolicy: RemovalPolicy;
   readonly xrayTracing: boolean;
   readonly logRetention: logs.RetentionDays;
-  /** The user's secret; without it, `secretTemplate` is what the construct's own secret starts with. */
+  /** The user's secret (its `approvalSecret` signs); without it, the construct creates the document and a signing key. */
   readonly configSecret?: secrets.ISecret;
-  /** The construct's own secret's document (the `approvalSecret` is generated): hashed principals and the TTL. */
-  readonly secretTemplate?: { readonly principals: unknown[]; readonly approvalTtlSeconds: number };
+  /**
+   * The principals document the construct owns and writes whole on every deploy (the `principals` prop, keys
+   * hashed); none: the construct creates the document once and the operator owns it.
+   */
+  readonly ownedPrincipals?: { readonly principals: unknown[] };
+  /** The `approvalTtlSeconds` prop: it reaches the functions as a variable and wins over the document's. */
+  readonly approvalTtlSeconds?: number;
   readonly apiMemoryMb: number;
   readonly toolMemoryMb: number;
   readonly runtime: lambda.Runtime;
@@ -199,9 +204,7 @@ export function resolveToolRunnerProps(props: ToolRunnerProps): ResolvedToolRunn
   const blobRetentionDays = props.blobRetentionDays ?? 31;
   if (!Number.isInteger(blobRetentionDays) || blobRetentionDays < 1)
     throw new Error('ToolRunner: blobRetentionDays must be a positive integer');
-  const secretTemplate = props.configSecret
-    ? undefined
-    : { principals: hashedPrincipals(props.principals ?? []), approvalTtlSeconds: props.approvalTtlSeconds ?? 86400 };
+  const ownedPrincipals = props.principals ? { principals: hashedPrincipals(props.principals) } : undefined;
   const approvers = props.approvers ?? [];
   approvers.forEach(checkApprover);
   const { stateMachineNamePrefix } = props;
@@ -227,7 +230,8 @@ export function resolveToolRunnerProps(props: ToolRunnerProps): ResolvedToolRunn
     xrayTracing: props.xrayTracing ?? false,
     logRetention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
     configSecret: props.configSecret,
-    secretTemplate,
+    ownedPrincipals,
+    approvalTtlSeconds: props.approvalTtlSeconds,
     apiMemoryMb,
     toolMemoryMb,
     runtime,

@@ -1,4 +1,4 @@
-import { Annotations, ArnFormat, Duration, Names, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, Duration, Names, RemovalPolicy, SecretValue, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -35,6 +35,7 @@ import { API_ROUTES, FUNCTIONS, type FunctionName, RUNS_TOOL_CODE } from './func
 import { type AlarmTier, RunnerMonitoring, type RunnerAlarm } from './monitoring';
 import { RunnerOAuth, type ToolRunnerOAuth } from './oauth';
 import { actionsOf, type Port } from './permissions';
+import { RunnerSigningKey } from './signing-key';
 import {
   BASE_NAME_MAX,
   EXPRESS_SUFFIX,
@@ -137,22 +138,24 @@ export interface ToolRunnerProps {
   readonly tools: ToolRunnerTools;
   /**
    * An existing secret holding the principals document (`{ principals, approvalSecret, approvalTtlSeconds? }`,
-   * see the README).
-   * @default - a new secret with no principals and a random `approvalSecret`
+   * see the README); its `approvalSecret` signs links. You own it: no deploy writes it.
+   * @default - a new principals secret, and the signing key in a secret of its own (`signingKey`)
    */
   readonly configSecret?: secrets.ISecret;
   /**
-   * Seconds an approval request stays open, written into the secret the construct creates (not allowed with
-   * `configSecret`); 1 to 604800 (7 days).
-   * @default 86400
+   * Seconds an approval request stays open (not allowed with `configSecret`); 1 to 604800 (7 days). It reaches
+   * the functions as a variable and wins over the document's `approvalTtlSeconds`.
+   * @default - the document's, else 86400
    */
   readonly approvalTtlSeconds?: number;
   /**
-   * The principals written into the secret the construct creates (not allowed with `configSecret`), in the
-   * principals document's shape. A `key` is replaced by its `keySha256` at synth: the template, the cloud
-   * assembly and the secret hold hashes only, so a leaked secret authenticates no one (`toolrunner keys
-   * hash` converts a document for a secret of your own). Keep the keys themselves out of source control.
-   * @default - none: add them to the secret after deploying
+   * The principals, in the principals document's shape (not allowed with `configSecret`). Given, the construct
+   * owns the document: every deploy writes it whole, so edits made by hand are overwritten. Without it the
+   * operator owns the document: the construct creates it once and no deploy writes it again. A `key` is
+   * replaced by its `keySha256` at synth: the template, the cloud assembly and the secret hold hashes only, so
+   * a leaked secret authenticates no one (`toolrunner keys hash` converts a document for a secret of your own).
+   * Keep the keys themselves out of source control.
+   * @default - none: the operator adds them to the secret after deploying
    */
   readonly principals?: readonly RunnerConfig['principals'][number][];
   /**
@@ -380,6 +383,18 @@ const NOT_RECOVERED = {
  * One JSON line per request, never a body or a header value (they carry keys, arguments and approval links).
  * Variables an HTTP API supports; `requestId` first, as API Gateway requires it.
  */
+/**
+ * The generation template of the principals document the operator owns: fixed (any change to it would make
+ * CloudFormation generate the document anew, erasing what operators added), and the same as the template every
+ * stack had before the signing key moved out, when neither `principals` nor `approvalTtlSeconds` was given.
+ */
+const OPERATOR_DOCUMENT_GENERATION = {
+  secretStringTemplate: JSON.stringify({ principals: [], approvalTtlSeconds: 86400 }),
+  generateStringKey: 'approvalSecret',
+  excludePunctuation: true,
+  passwordLength: 48,
+} as const satisfies secrets.SecretStringGenerator;
+
 const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
   JSON.stringify({
     requestId: '$context.requestId',
@@ -429,6 +444,12 @@ export class ToolRunner extends Construct {
    */
   readonly noticesTopic: sns.Topic;
   readonly configSecret: secrets.ISecret;
+  /**
+   * The secret holding the key that signs approval links, MCP session ids and console sessions
+   * (`{ "approvalSecret": … }`), when the construct created the principals document (none with `configSecret`).
+   * Its generation template never changes, so no deploy replaces the key; rotate it by storing a new value.
+   */
+  readonly signingKey?: secrets.ISecret;
   /** Every function; `Tools` only with `toolIsolation: "function"`. */
   readonly functions: Record<Exclude<FunctionName, 'Tools'>, NodejsFunction> & { readonly Tools?: NodejsFunction };
   /** The functions whose roles tool code runs with: `Tools`, or (without isolation) Api, Execute and Reconcile. */
@@ -457,6 +478,7 @@ export class ToolRunner extends Construct {
   private readonly xrayTracing: boolean;
   private readonly sweepScheduleRole: iam.Role;
   private readonly apiRoutes: apigw.HttpRoute[];
+  private readonly signingKeySeed?: RunnerSigningKey;
 
   constructor(scope: Construct, id: string, props: ToolRunnerProps) {
     // Every prop checked, and its default filled in, before the construct joins the user's tree: a bad prop
@@ -469,6 +491,17 @@ export class ToolRunner extends Construct {
     this.tables = this.buildTables(resolved.removalPolicy);
     this.blobBucket = this.buildBlobBucket(resolved);
     this.configSecret = resolved.configSecret ?? this.buildConfigSecret(resolved);
+    const signingKey = resolved.configSecret
+      ? undefined
+      : new RunnerSigningKey(this, 'SigningKey', {
+          configSecret: this.configSecret,
+          removalPolicy: resolved.removalPolicy,
+          runtime: resolved.runtime,
+          bundleTarget: resolved.bundleTarget,
+          logRetention: resolved.logRetention,
+        });
+    this.signingKey = signingKey?.secret;
+    this.signingKeySeed = signingKey;
     const topics = this.buildApproverTopics(resolved.approvers);
     this.approvalTopic = topics.approvalTopic;
     this.noticesTopic = topics.noticesTopic;
@@ -553,17 +586,29 @@ export class ToolRunner extends Construct {
     });
   }
 
-  /** The principals secret when the user brings none: the props' principals (hashed) and TTL, a random `approvalSecret`. */
+  /**
+   * The principals document when the user brings none. With the `principals` prop the construct owns it and
+   * writes it whole (`SecretString`: a deploy overwrites hand edits). Without, the operator owns it: a generation
+   * template that never changes, so no deploy writes it again (CloudFormation generates a new value only when
+   * `GenerateSecretString` changes:
+   * https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-secretsmanager-secret.html).
+   * That template is the one stacks deployed before the signing key had without the two props, so their
+   * documents, hand edits and all, are not touched by the update; its generated `approvalSecret` only seeds the
+   * signing key.
+   */
   private buildConfigSecret(resolved: ResolvedToolRunnerProps): secrets.Secret {
+    const description = 'Tool runner principals, keys and approval settings';
+    if (resolved.ownedPrincipals)
+      return new secrets.Secret(this, 'Config', {
+        description,
+        removalPolicy: resolved.removalPolicy,
+        // Hashes only (infra/props.ts): nothing in it authenticates anyone.
+        secretStringValue: SecretValue.unsafePlainText(JSON.stringify(resolved.ownedPrincipals)),
+      });
     return new secrets.Secret(this, 'Config', {
-      description: 'Tool runner principals, keys and approval settings',
+      description,
       removalPolicy: resolved.removalPolicy,
-      generateSecretString: {
-        secretStringTemplate: JSON.stringify(resolved.secretTemplate),
-        generateStringKey: 'approvalSecret',
-        excludePunctuation: true,
-        passwordLength: 48,
-      },
+      generateSecretString: { ...OPERATOR_DOCUMENT_GENERATION },
     });
   }
 
@@ -635,6 +680,8 @@ export class ToolRunner extends Construct {
       EXPRESS_STATE_MACHINE_ARN: names.expressStateMachineArn,
       PUBLIC_BASE_URL: resolved.publicBaseUrl ?? this.apiUrl,
       CONFIG_SECRET_ARN: this.configSecret.secretArn,
+      ...(this.signingKey ? { SIGNING_KEY_SECRET_ARN: this.signingKey.secretArn } : {}),
+      ...(resolved.approvalTtlSeconds !== undefined ? { TOOLRUNNER_APPROVAL_TTL_SECONDS: String(resolved.approvalTtlSeconds) } : {}),
       APPROVAL_TOPIC_ARN: this.approvalTopic.topicArn,
       NOTICES_TOPIC_ARN: this.noticesTopic.topicArn,
       BLOB_BUCKET: this.blobBucket.bucketName,
@@ -919,7 +966,9 @@ export class ToolRunner extends Construct {
     const on = (port: Port, resources: string[]) => {
       if (ports.includes(port)) fn.addToRolePolicy(new iam.PolicyStatement({ actions: actionsOf([port]), resources }));
     };
-    on('config', [this.configSecret.secretArn]);
+    on('config', this.signingKey ? [this.configSecret.secretArn, this.signingKey.secretArn] : [this.configSecret.secretArn]);
+    // Nothing signs or verifies before the key holds the one the links in flight were signed with.
+    if (ports.includes('config') && this.signingKeySeed) fn.node.addDependency(this.signingKeySeed.seeded);
     // The API starts either machine; everyone else (the sweeper, a handoff) only the Standard one.
     on(
       'startExecution',
@@ -1044,9 +1093,15 @@ export class ToolRunner extends Construct {
       ack(
         this.configSecret,
         'AwsSolutions-SMG4',
-        'The secret is the principals document (API keys edited by operators) and the approval-link signing key; a rotation Lambda cannot invent keys that agents hold. Rotate by editing the document: the runner re-reads it within 30 s.',
+        'The secret is the principals document (API keys edited by operators or written by the construct); a rotation Lambda cannot invent keys that agents hold. Rotate by editing the document: the runner re-reads it within 30 s.',
       );
     }
+    if (this.signingKeySeed)
+      ack(
+        this.signingKeySeed.secret,
+        'AwsSolutions-SMG4',
+        'The signing key of approval links, MCP session ids and console sessions: rotating it ends every link and session in flight, so it is rotated by hand (store a new value); the runner re-reads it within 30 s.',
+      );
     ack(
       this.sweepScheduleRole,
       `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(this.functions.Sweeper.node.defaultChild as lambda.CfnFunction)}.Arn>:*]`,

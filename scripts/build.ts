@@ -26,6 +26,8 @@ const entries: Record<string, string> = {
 // The Lambda entries the construct bundles in the user's app (infra/bundling.ts runnerFile finds them at
 // dist/functions/handlers/*.js); `toolrunner-user-tools` stays a bare import, aliased to the user's module then.
 for (const spec of Object.values(FUNCTIONS)) entries[`functions/handlers/${spec.entry}`] = `functions/handlers/${spec.entry}.ts`;
+// The signing key's seed (infra/signing-key.ts), a custom resource's function rather than a runner function.
+entries['functions/handlers/seed-signing-key'] = 'functions/handlers/seed-signing-key.ts';
 
 rmSync(dist, { recursive: true, force: true });
 

@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
 import { RunnerConfigSchema, type RunnerConfig } from '../core/config';
 import { defaultLog, jsonLines } from '../core/log';
 
@@ -24,11 +25,21 @@ function oauthOverride(): unknown {
   }
 }
 
-function resolve(raw: unknown, origin: string, secret: 'required' | 'per-process'): ResolvedConfig {
-  const override = oauthOverride();
-  const parsed = RunnerConfigSchema.safeParse(override && raw && typeof raw === 'object' ? { ...raw, oauth: override } : raw);
+/**
+ * The construct's `approvalTtlSeconds` prop reaches the functions as `TOOLRUNNER_APPROVAL_TTL_SECONDS` and wins
+ * over the document's: a document the operator owns is never written by a deploy, so the prop cannot live in it.
+ */
+function overrides(): Record<string, unknown> {
+  const oauth = oauthOverride();
+  const ttl = process.env.TOOLRUNNER_APPROVAL_TTL_SECONDS;
+  return { ...(oauth ? { oauth } : {}), ...(ttl ? { approvalTtlSeconds: Number(ttl) } : {}) };
+}
+
+function resolve(raw: unknown, origin: string, secret: 'required' | 'per-process', signingKey?: string): ResolvedConfig {
+  const parsed = RunnerConfigSchema.safeParse(raw && typeof raw === 'object' ? { ...raw, ...overrides() } : raw);
   if (!parsed.success)
     throw new Error(`${origin}: invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (signingKey) return { ...parsed.data, approvalSecret: signingKey };
   if (parsed.data.approvalSecret) return { ...parsed.data, approvalSecret: parsed.data.approvalSecret };
   // Every Lambda container must sign and verify approval links, MCP sessions and console cookies with the same
   // key: a per-container one would make each of them fail on the next container, so refuse rather than drift.
@@ -101,16 +112,27 @@ export function fileConfigSource(path: string, log?: (line: string) => void): Co
   };
 }
 
+const SigningKeySchema = z.object({ approvalSecret: z.string().min(16) });
+
 /**
  * On AWS: the same document in a Secrets Manager secret, cached briefly so revocations apply within a minute.
- * Its `approvalSecret` is required (the construct's own secret generates one).
+ * With `signingKeyId` (the construct's own document) the key that signs links and sessions is that secret's
+ * `approvalSecret`, and the document's is not read; without (a document the user brings) the document's
+ * `approvalSecret` is required.
  */
-export function secretConfigSource(client: SecretsManagerClient, secretId: string, maxAgeMs = 30_000): ConfigSource {
+export function secretConfigSource(client: SecretsManagerClient, secretId: string, maxAgeMs = 30_000, signingKeyId?: string): ConfigSource {
   let cached: { at: number; config: ResolvedConfig } | undefined;
+  const read = async (id: string) => JSON.parse((await client.send(new GetSecretValueCommand({ SecretId: id }))).SecretString ?? '{}');
   return async () => {
     if (!cached || Date.now() - cached.at > maxAgeMs) {
-      const out = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
-      cached = { at: Date.now(), config: resolve(JSON.parse(out.SecretString ?? '{}'), secretId, 'required') };
+      const [document, key] = await Promise.all([read(secretId), signingKeyId ? read(signingKeyId) : undefined]);
+      let approvalSecret: string | undefined;
+      if (signingKeyId) {
+        const parsed = SigningKeySchema.safeParse(key);
+        if (!parsed.success) throw new Error(`${signingKeyId}: the signing key holds no approvalSecret of at least 16 characters`);
+        approvalSecret = parsed.data.approvalSecret;
+      }
+      cached = { at: Date.now(), config: resolve(document, secretId, 'required', approvalSecret) };
     }
     return cached.config;
   };

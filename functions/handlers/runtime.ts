@@ -48,6 +48,8 @@ const EnvSchema = z
     /** The construct's `policiesFile`, beside the bundle: it wins over the configuration's policies. */
     TOOLRUNNER_POLICIES_FILE: z.string().min(1).optional(),
     CONFIG_SECRET_ARN: z.string().min(1).optional(),
+    /** The construct's signing key (links, MCP session ids, console sessions), apart from the principals document. */
+    SIGNING_KEY_SECRET_ARN: z.string().min(1).optional(),
     /** The approval links topic: only the construct's `approvers` subscribe, each filtered on `approverId`. */
     APPROVAL_TOPIC_ARN: z.string().min(1).optional(),
     /** The link-free notices topic (approvals requested and decided, reviews needed): anyone may subscribe. */
@@ -107,7 +109,12 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
   // their commits; elsewhere (Lambda, the deployed bundles) it learns from the execution's end or by polling.
   const { store, watch } = inProcessSteps ? watchedStore(dynamoStore) : { store: dynamoStore, watch: undefined };
   const config = env.CONFIG_SECRET_ARN
-    ? secretConfigSource(tracer.captureAWSv3Client(new SecretsManagerClient({})), env.CONFIG_SECRET_ARN)
+    ? secretConfigSource(
+        tracer.captureAWSv3Client(new SecretsManagerClient({})),
+        env.CONFIG_SECRET_ARN,
+        undefined,
+        env.SIGNING_KEY_SECRET_ARN,
+      )
     : fileConfigSource(env.TOOLRUNNER_CONFIG!);
   // EMF lines in the log wherever the deployment names the metrics namespace (the construct does, so on AWS
   // and in the stack built from its template, whose logs then hold what CloudWatch would ingest); else counters.

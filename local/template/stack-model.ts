@@ -4,6 +4,7 @@ import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { z } from 'zod';
 import type { CfnResource, StackAssembly } from './assembly';
 import type { SubscriptionModel } from './email-outbox';
+import type { LocalSecret, SecretGenerator } from './local-services';
 
 /** Where the local stack puts what the template declares. */
 export interface LocalPlacement {
@@ -53,6 +54,16 @@ export interface TableModel {
   arn: string;
   create: CreateTableCommandInput;
   ttlAttribute?: string;
+}
+
+export interface CustomResourceModel {
+  logicalId: string;
+  /** `AWS::CloudFormation::CustomResource` or `Custom::…`. */
+  type: string;
+  /** The `ServiceToken`: the ARN of the function that answers. */
+  serviceToken: string;
+  /** The resource's properties, every intrinsic resolved (`ServiceToken` included, as CloudFormation sends them). */
+  properties: Record<string, unknown>;
 }
 
 export interface MachineModel {
@@ -112,7 +123,10 @@ export interface StackModel {
   roles: Map<string, RoleModel>;
   /** Resource policies by resource ARN (SNS topic policies, secret policies). */
   resourcePolicies: Map<string, PolicyDocument>;
-  secrets: { arn: string; name: string }[];
+  /** Each secret, and the `GenerateSecretString` CloudFormation fills it with when it creates it. */
+  secrets: LocalSecret[];
+  /** Custom resources backed by a function of the template: what CloudFormation asks that function to create. */
+  customResources: CustomResourceModel[];
   /** Each topic and the key it is encrypted with (`KmsMasterKeyId` resolved: a key ARN, an alias or its ARN). */
   topics: { arn: string; name: string; kmsMasterKeyId?: string }[];
   /** The template's `AWS::SNS::Subscription`s (email ones deliver to the data directory's outbox). */
@@ -229,6 +243,11 @@ const PSEUDO = (stackName: string, region: string, account: string): Record<stri
   'AWS::StackName': stackName,
   'AWS::StackId': `arn:aws:cloudformation:${region}:${account}:stack/${stackName}/${hash(stackName).slice(0, 8)}`,
 });
+
+/** The stack's `AWS::StackId`, as the template's intrinsics resolve it. */
+export function stackIdOf(model: Pick<StackModel, 'stackName' | 'region' | 'account'>): string {
+  return PSEUDO(model.stackName, model.region, model.account)['AWS::StackId'];
+}
 
 /** Resolves CloudFormation intrinsics (Ref, Fn::GetAtt, Fn::Join, Fn::Sub, Fn::Select, Fn::Split) against local resources. */
 export class Intrinsics {
@@ -576,10 +595,20 @@ export function bindStack(assembly: StackAssembly, placement: LocalPlacement): S
     schedules,
     roles,
     resourcePolicies,
-    secrets: of('AWS::SecretsManager::Secret').map(([id]) => ({
-      arn: ref(id),
-      name: ref(id).replace(/^.*:secret:(.*)-[0-9a-f]{6}$/, '$1'),
-    })),
+    secrets: of('AWS::SecretsManager::Secret').map(([id, r]) => {
+      const generate = props(r).GenerateSecretString;
+      return {
+        arn: ref(id),
+        name: ref(id).replace(/^.*:secret:(.*)-[0-9a-f]{6}$/, '$1'),
+        ...(generate ? { generate: cfn.resolve(generate, `${id}.GenerateSecretString`) as SecretGenerator } : {}),
+      };
+    }),
+    customResources: Object.entries(resources)
+      .filter(([, r]) => r.Type === 'AWS::CloudFormation::CustomResource' || r.Type.startsWith('Custom::'))
+      .map(([id, r]) => {
+        const properties = cfn.resolve(props(r), id) as Record<string, unknown>;
+        return { logicalId: id, type: r.Type, serviceToken: String(properties.ServiceToken), properties };
+      }),
     topics: of('AWS::SNS::Topic').map(([id, r]) => {
       const key = props(r).KmsMasterKeyId;
       return {

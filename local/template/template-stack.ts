@@ -33,9 +33,10 @@ import { LambdaError, LambdaFunction, PREWARMED } from './lambda-pool';
 import { secretsManager, snsTopics } from './local-services';
 import { startCloudWatch } from './cloudwatch';
 import { EmailOutbox } from './email-outbox';
-import { bindStack, type FunctionModel, Intrinsics, invokeTarget, type RoleModel } from './stack-model';
+import { bindStack, type FunctionModel, Intrinsics, invokeTarget, type RoleModel, stackIdOf } from './stack-model';
 import { functionChanges, generatedSecretValue, machineChanges, regeneratedSecrets, updateOrder } from './redeploy';
 import { seeded } from '../seeded';
+import { createCustomResources } from './custom-resources';
 import { lambdaBundle } from '../bundles';
 import { FUNCTIONS, type FunctionName } from '../../infra/functions';
 import { toolsEntryFor } from '../../infra/bundling';
@@ -167,10 +168,11 @@ export async function startTemplateParts(options: StackOptions, started: Started
   started.push(() => engine.close());
 
   const configSecrets = new Set(model.functions.map((f) => f.environment.CONFIG_SECRET_ARN).filter(Boolean));
-  const secrets = secretsManager(
-    model.secrets.filter((s) => configSecrets.has(s.arn)),
-    options.configPath,
-  );
+  // The principals documents are the local principals file; the signing key is kept in the data directory.
+  const secrets = secretsManager(model.secrets, options.configPath, {
+    fileBacked: configSecrets,
+    storeDir: join(options.dataDir, 'secrets'),
+  });
   // Email subscriptions deliver to files: the confirmation request first, nothing before it is confirmed.
   const outbox = new EmailOutbox(
     join(options.dataDir, 'outbox'),
@@ -324,6 +326,15 @@ export async function startTemplateParts(options: StackOptions, started: Started
   // The second ones start while the stack already serves: they compete for the CPU but delay nothing.
   void Promise.all([...functions.values()].map((fn) => fn.prewarm(PREWARMED)));
   progress(`functions ready; their AWS calls go through the IAM check at ${gateway.url}`);
+  // Before anything is served, as CloudFormation creates them before the resources that depend on them (the
+  // signing key's seed before the functions that sign).
+  await createCustomResources({
+    resources: model.customResources,
+    stackId: stackIdOf(model),
+    file: join(options.dataDir, 'custom-resources.json'),
+    invoke: (arn, event) => functions.get(arn)?.invoke(event),
+    log: progress,
+  });
 
   serve = httpApi(model, functions, (line) => console.error(`api gateway: ${line}`), options.meter?.apiRequest);
 

@@ -56,8 +56,10 @@ describe('the construct’s props, checked before anything is built', () => {
       blobRetentionDays: 31,
       isolated: true,
       actionsEnabled: true,
-      secretTemplate: { principals: [], approvalTtlSeconds: 86400 },
     });
+    // No principals prop: the operator owns the document; no TTL prop: the document's (or its default) decides.
+    expect(resolved.ownedPrincipals).toBeUndefined();
+    expect(resolved.approvalTtlSeconds).toBeUndefined();
     expect(resolved.warnings.map((w) => w.id)).toEqual(['toolrunner:alarms-reach-nobody']);
   });
 });

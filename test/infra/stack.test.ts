@@ -67,8 +67,8 @@ describe('CDK stack', () => {
 
   it('runs every Lambda on Node.js 24 by default, arm64, X-Ray tracing only where the caller samples (xrayTracing off)', () => {
     const fns = Object.values(resources('AWS::Lambda::Function'));
-    // The lifecycle steps, the API, the sweeper, and Tools (toolIsolation "function", the default).
-    expect(fns.length).toBe(LIFECYCLE_FUNCTIONS.length + 3);
+    // The lifecycle steps, the API, the sweeper, Tools (toolIsolation "function", the default) and the signing key's seed.
+    expect(fns.length).toBe(LIFECYCLE_FUNCTIONS.length + 4);
     for (const fn of fns) {
       expect(fn.Properties.Runtime).toBe('nodejs24.x');
       expect(fn.Properties.Architectures).toEqual(['arm64']);
