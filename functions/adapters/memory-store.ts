@@ -21,7 +21,7 @@ import {
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 
 /** The maps behind the in-memory store, shared by its roles; tests read them to check what was written. */
-interface MemoryState {
+export interface MemoryState {
   runs: Map<string, RunRecord>;
   ops: Map<string, OperationRecord>;
   events: Map<string, TraceEvent[]>;
