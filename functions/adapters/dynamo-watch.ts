@@ -84,7 +84,7 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
     await doc.send(
       new PutCommand({
         TableName: table,
-        // The key names the operation; an attribute saying it again would only add bytes held for 30 days.
+        // The key names the operation; an attribute saying it again would only add bytes held for the retention.
         Item: { shard: shardOf(operationId), watchKey: `${time}#${operationId}`, expiresAtEpoch: epoch },
       }),
     );

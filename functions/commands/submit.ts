@@ -28,8 +28,12 @@ import { rateGate, type Throttled } from './rate-limit-gate';
 import { checkCallArguments } from './argument-check';
 import { defaultLog } from '../core/log';
 
-/** How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured. */
-export const DEFAULT_RETENTION_DAYS = 30;
+/**
+ * How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured: two
+ * weeks, which holds the default bill at most $10 per million calls (`npm run cost`; each day more adds about
+ * $0.04); `retentionDays` keeps them longer.
+ */
+export const DEFAULT_RETENTION_DAYS = 14;
 
 export async function createRun(
   deps: WithStore<RunStore>,
