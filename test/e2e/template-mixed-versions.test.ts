@@ -35,34 +35,32 @@ describe.runIf(handlerMode === 'template')('mixed versions: what Tools refuses o
     expect(stack.denials).toEqual([]);
   });
 
-  it('a tool the Tools module no longer has: a definite failure, not run, with no reconciliation and no person', async () => {
+  it('a tool the Tools module no longer has: refused at validation, never run, with no reconciliation and no person', async () => {
+    // Callers learn the tools from the Tools version deployed with them (its description), and ask it at
+    // validation: a tool its module lacks is refused there, before any attempt (the attempt-time refusal of an
+    // older caller is in test/unit/tool-function.test.ts).
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent);
     const reply = await api.call(keys.agent, runId, { callId: 'call_retired', name: 'retired_charge', arguments: { amount: 5 } });
     expect(reply.status).toBe(200);
-    expect(reply.body).toMatchObject({
-      status: 'failed',
-      code: 'permanent_failure',
-      message: expect.stringContaining('refused the call before running it: tool retired_charge is not in this function'),
-    });
-    const op = await api.operation(keys.admin, reply.body.logical_operation_id);
-    expect(op).toMatchObject({ state: 'reported', attempts: 1 });
+    expect(reply.body).toMatchObject({ status: 'rejected', code: 'unknown_tool', message: 'there is no tool named retired_charge' });
     const types = lifecycle(await api.trace(keys.agent, runId), reply.body.logical_operation_id);
-    expect(types).toContain('attempt.finished');
+    expect(types).not.toContain('attempt.started');
     expect(types).not.toContain('reconcile.started');
-    expect(types).not.toContain('reconcile.finished');
   });
 
-  it('arguments the Tools module’s tightened schema refuses: the same definite not-run failure', async () => {
+  it('arguments the Tools module’s tightened schema refuses: refused at validation, never run', async () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent);
     const reply = await api.call(keys.agent, runId, { callId: 'call_capped', name: 'capped_charge', arguments: { amount: 50 } });
+    // The tightened schema is the one Tools validates with: refused at validation, never run.
     expect(reply.body).toMatchObject({
-      status: 'failed',
-      code: 'permanent_failure',
-      message: expect.stringContaining("the arguments do not match capped_charge's input schema here"),
+      status: 'rejected',
+      code: 'invalid_arguments',
+      message: 'amount: Too big: expected number to be <=10',
     });
     const types = lifecycle(await api.trace(keys.agent, runId), reply.body.logical_operation_id);
+    expect(types).not.toContain('attempt.started');
     expect(types).not.toContain('reconcile.started');
     // Within both schemas it runs as ever.
     const ok = await api.call(keys.agent, runId, { callId: 'call_capped_ok', name: 'capped_charge', arguments: { amount: 7 } });
