@@ -93,7 +93,14 @@ export const ErrorSchema = z.looseObject({ error: z.looseObject({ code: z.string
 
 export const HealthSchema = z.looseObject({ status: z.literal('ok') });
 
-const UsageSchema = z.looseObject({ turns: z.number(), toolCalls: z.number(), spendCents: z.number(), wallClockSeconds: z.number() });
+const UsageSchema = z.looseObject({
+  turns: z.number(),
+  toolCalls: z.number(),
+  spendCents: z.number(),
+  modelSpendCents: z.number(),
+  toolSpendCents: z.number(),
+  wallClockSeconds: z.number(),
+});
 
 export const RunSchema = z.looseObject({
   runId: z.string(),
