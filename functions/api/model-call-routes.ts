@@ -18,6 +18,10 @@ export const modelCallHandlers = {
         throw new ApiError(409, 'request_id_conflict', 'this requestId was already used with another body');
       case 'run_closed':
         throw new ApiError(409, 'run_closed', 'the run was cancelled');
+      case 'throttled':
+        return call.c.json({ error: { code: 'throttled', message: result.message } }, 429, {
+          'Retry-After': String(result.retryAfterSeconds),
+        });
       case 'refused':
         return call.c.json(result.refusal, 200);
       case 'reserved':

@@ -236,6 +236,10 @@ export const ROUTE_TABLE = {
       400: error('malformed body, or a model with no price (config `modelPrices`) or, without inputTokens, no known context window'),
       404: error('no such run'),
       409: error('`request_id_conflict` (the requestId was used with another body) or `run_closed` (the run was cancelled)'),
+      429: {
+        ...error('`throttled`: over a `rateLimits` entry that names the model; nothing was reserved'),
+        headers: { 'Retry-After': 'seconds to the next UTC minute' },
+      },
     },
   },
   settleModelCall: {

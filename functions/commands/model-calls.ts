@@ -16,12 +16,14 @@ import {
   ModelCallExistsError,
   type ModelCallStore,
   RunChangedError,
+  type RateLimitStore,
   type RunStore,
   type WithStore,
 } from '../core/ports';
+import { modelRateTakes, secondsToNextMinute } from '../core/rate-limits';
 import { centsOfMicros } from '../core/spend';
 
-type ModelCallDeps = WithStore<ModelCallStore & Pick<RunStore, 'getRun'>>;
+type ModelCallDeps = WithStore<ModelCallStore & Pick<RunStore, 'getRun'> & Pick<RateLimitStore, 'takeRateCount' | 'giveBackRateCount'>>;
 
 export type ReserveResult =
   | { kind: 'reserved'; modelCallId: string; reservedCents: number; replayed: boolean }
@@ -30,7 +32,9 @@ export type ReserveResult =
   | { kind: 'invalid'; message: string }
   /** The same requestId came with another body. */
   | { kind: 'conflict' }
-  | { kind: 'run_closed' };
+  | { kind: 'run_closed' }
+  /** Over a `rateLimits` entry that names the model: nothing reserved. */
+  | { kind: 'throttled'; message: string; retryAfterSeconds: number };
 
 const reservedAnswer = (call: ModelCallRecord, replayed: boolean): ReserveResult => ({
   kind: 'reserved',
@@ -44,6 +48,19 @@ const reservedAnswer = (call: ModelCallRecord, replayed: boolean): ReserveResult
  * conditional write with the run's spend fields, decided again whenever the run moved meanwhile.
  */
 export async function reserveModelCall(deps: ModelCallDeps, run: RunRecord, request: ModelCallRequest): Promise<ReserveResult> {
+  const counted: string[] = [];
+  try {
+    const result = await reserveCounted(deps, run, request, counted);
+    // Only a reservation made keeps its counts: a refused or throttled one gives them back.
+    if (result.kind !== 'reserved' || result.replayed) await Promise.all(counted.map((key) => deps.store.giveBackRateCount(key)));
+    return result;
+  } catch (error) {
+    await Promise.all(counted.map((key) => deps.store.giveBackRateCount(key)));
+    throw error;
+  }
+}
+
+async function reserveCounted(deps: ModelCallDeps, run: RunRecord, request: ModelCallRequest, counted: string[]): Promise<ReserveResult> {
   const config = await deps.config();
   const modelCallId = modelCallIdFor(run.runId, request.requestId);
   const replay = (existing: ModelCallRecord): ReserveResult =>
@@ -66,6 +83,20 @@ export async function reserveModelCall(deps: ModelCallDeps, run: RunRecord, requ
     if (decision.kind === 'unpriceable') return { kind: 'invalid', message: decision.message };
     if (decision.kind === 'run_closed') return { kind: 'run_closed' };
     if (decision.kind === 'refused') return decision;
+    // Counted once, for a reservation that would be made; a decision taken again keeps the counts taken.
+    if (!counted.length) {
+      for (const take of modelRateTakes(config.rateLimits, { model: request.model, principal: run.principalId }, now)) {
+        if (!(await deps.store.takeRateCount(take.counterKey, take.limit, take.expiresAtEpoch))) {
+          const retryAfterSeconds = secondsToNextMinute(now);
+          return {
+            kind: 'throttled',
+            retryAfterSeconds,
+            message: `throttled: model calls to ${request.model} for ${run.principalId} are over their rate limit (at most ${take.limit} a minute); retry in ${retryAfterSeconds} s`,
+          };
+        }
+        counted.push(take.counterKey);
+      }
+    }
     try {
       return reservedAnswer(await deps.store.reserveModelCall({ run: current, call: decision.call, events: decision.events }), false);
     } catch (error) {

@@ -116,6 +116,8 @@ export const McpUpstreamSchema = z.strictObject({
 export const RateLimitSchema = z
   .strictObject({
     tool: z.string().min(1).max(200).optional(),
+    /** Model calls (`<provider>/<model>` as reserved, or `"*"` each model on its own): the entry counts model calls only. */
+    model: z.string().min(1).max(300).optional(),
     principal: z.string().min(1).max(1000).optional(),
     /** Calls admitted per UTC minute. */
     perMinute: z.number().int().min(1).max(1_000_000).optional(),
@@ -124,7 +126,10 @@ export const RateLimitSchema = z
   })
   .refine((l) => l.perMinute !== undefined || l.concurrent !== undefined, {
     message: 'a rate limit needs perMinute, concurrent or both',
-  });
+  })
+  .refine((l) => l.model === undefined || l.tool === undefined, { message: 'a rate limit names a tool or a model, not both' })
+  // Why: a model call holds no slot to free (its settlement may never come); its lease already bounds it.
+  .refine((l) => l.model === undefined || l.concurrent === undefined, { message: 'a rate limit on model calls takes perMinute only' });
 
 /** A model's price set by config, per million tokens in cents; cached input tokens are part of input tokens. */
 export const ModelPriceSchema = z.strictObject({
@@ -202,7 +207,7 @@ export const RunnerConfigSchema = z
     // One entry per scope: two would share a counter (core/rate-limits.ts `scopeOf`) and count each call twice.
     const scopes = new Set<string>();
     for (const [index, limit] of (config.rateLimits ?? []).entries()) {
-      const scope = JSON.stringify([limit.tool ?? null, limit.principal ?? null]);
+      const scope = JSON.stringify([limit.tool ?? null, limit.model ?? null, limit.principal ?? null]);
       if (scopes.has(scope))
         ctx.addIssue({
           code: 'custom',

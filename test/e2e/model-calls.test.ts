@@ -12,7 +12,13 @@ beforeAll(async () => {
       'acme/tiny': { inputPerMillionCents: 1_000, outputPerMillionCents: 3_000, cachedInputPerMillionCents: 100 },
       // 1 cent per thousand output tokens.
       'acme/flat': { inputPerMillionCents: 0, outputPerMillionCents: 1_000 },
+      'acme/limited': { inputPerMillionCents: 0, outputPerMillionCents: 1_000 },
     };
+    // Model calls count only against entries that name a model; the tool entry never counts them.
+    c.rateLimits = [
+      { model: 'acme/limited', perMinute: 2 },
+      { tool: '*', principal: 'agent', perMinute: 1000 },
+    ];
     c.modelCallLeaseSeconds = 30;
   });
 });
@@ -199,5 +205,21 @@ describe('model calls', () => {
       model: 'acme/tiny',
       chargedCents: 4,
     });
+  });
+
+  it('counts model calls against rateLimits entries that name the model: over one, 429 throttled and nothing reserved', async () => {
+    const { api, keys } = stack;
+    const runId = await api.createRun(keys.agent);
+    const limited = (requestId: string) => reserve(runId, { requestId, model: 'acme/limited', inputTokens: 0, maxOutputTokens: 1000 });
+    expect((await limited('l1')).status).toBe(201);
+    // A replay is never counted again.
+    expect((await limited('l1')).status).toBe(201);
+    expect((await limited('l2')).status).toBe(201);
+    const third = await limited('l3');
+    expect([third.status, third.body.error.code]).toEqual([429, 'throttled']);
+    expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // Another model is not limited, and nothing was reserved for the throttled one.
+    expect((await reserve(runId, { requestId: 'f1', model: 'acme/flat', inputTokens: 0, maxOutputTokens: 1000 })).status).toBe(201);
+    expect((await modelEvents(runId)).filter((e) => e.type === 'model_call.reserved')).toHaveLength(3);
   });
 });

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { RateLimitSchema, RunnerConfigSchema } from '../../../functions/core/config';
+import { modelRateTakes, rateTakes } from '../../../functions/core/rate-limits';
 import { modelPricing } from '../../../functions/core/model-prices';
 import { centsOfMicros, heldMicrosOf, microsOfCents, spendView, wholeCentsOfMicros } from '../../../functions/core/spend';
 
@@ -59,5 +61,25 @@ describe('model prices', () => {
     const unknown = modelPricing('acme/tiny', undefined, now);
     expect(unknown).toMatchObject({ ok: false, message: expect.stringContaining('modelPrices') });
     expect(modelPricing('gpt-4o', undefined, now)).toMatchObject({ ok: false, message: expect.stringContaining('<provider>/<model>') });
+  });
+});
+
+describe('rate limits on model calls', () => {
+  it('count model calls only against entries naming a model, and tool calls never against them', () => {
+    const limits = [RateLimitSchema.parse({ model: '*', perMinute: 5 }), RateLimitSchema.parse({ principal: '*', perMinute: 9 })];
+    expect(modelRateTakes(limits, { model: 'acme/tiny', principal: 'a' }, now)).toEqual([
+      expect.objectContaining({ limit: 5, scope: 'model.each=acme%2Ftiny|principal.all' }),
+    ]);
+    expect(rateTakes(limits, { tool: 't', principal: 'a' }, now)).toEqual([expect.objectContaining({ limit: 9 })]);
+  });
+
+  it('refuses at load an entry naming a tool and a model, or a model with concurrent', () => {
+    expect(RateLimitSchema.safeParse({ model: 'a/b', tool: 't', perMinute: 1 }).success).toBe(false);
+    expect(RateLimitSchema.safeParse({ model: 'a/b', concurrent: 1 }).success).toBe(false);
+    expect(
+      RunnerConfigSchema.safeParse({ principals: [], modelPrices: { nope: { inputPerMillionCents: 1, outputPerMillionCents: 1 } } })
+        .success,
+    ).toBe(false);
+    expect(RunnerConfigSchema.safeParse({ principals: [], modelCallLeaseSeconds: 10 }).success).toBe(false);
   });
 });
