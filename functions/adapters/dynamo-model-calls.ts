@@ -2,7 +2,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ModelCallRecord } from '../core/model-calls';
-import { ContentionError, ModelCallChangedError, ModelCallExistsError, type ModelCallStore, RunChangedError } from '../core/ports';
+import { ModelCallChangedError, ModelCallExistsError, type ModelCallStore, RunChangedError } from '../core/ports';
 import { microsOfCents } from '../core/spend';
 import type { TransactItem } from './dynamo-run-items';
 import type { DynamoStoreContext } from './dynamo-store-context';
@@ -88,6 +88,8 @@ export function makeDynamoModelCalls(ctx: DynamoStoreContext): ModelCallStore {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         },
       };
+      // Before the write, as for operations: a reservation is never left unwatched (an entry naming no call is dropped).
+      await ctx.watch.entryAt(call.modelCallId, call.leaseUntil);
       try {
         await transact(run.runId, run.expiresAtEpoch, [put, runUpdate], events, at);
         return call;
