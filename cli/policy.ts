@@ -1,3 +1,4 @@
+import { microsOfCents } from '../functions/core/spend';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
@@ -29,6 +30,8 @@ const CaseSchema = z.strictObject({
       turns: z.number().int().min(0).default(0),
       toolCalls: z.number().int().min(0).default(0),
       spentCents: z.number().int().min(0).default(0),
+      /** The part of `spentCents` spent on model calls (the rest on tools). */
+      modelSpentCents: z.number().int().min(0).default(0),
       elapsedSeconds: z.number().int().min(0).default(0),
     })
     .optional(),
@@ -88,7 +91,7 @@ function decide(
   const principal: Principal | undefined =
     typeof c.principal === 'string' ? principalIn(config, c.principal) : { ...c.principal, attributes: c.principal.attributes };
   const now = c.now ? Date.parse(c.now) : Date.now();
-  const facts = c.run ?? { turns: 0, toolCalls: 0, spentCents: 0, elapsedSeconds: 0 };
+  const facts = c.run ?? { turns: 0, toolCalls: 0, spentCents: 0, modelSpentCents: 0, elapsedSeconds: 0 };
   const decided = decideCall({
     tool: registry.get(c.tool),
     toolName: c.tool,
@@ -98,7 +101,12 @@ function decide(
     now,
     policy,
     run: {
-      usage: { turns: facts.turns, toolCalls: facts.toolCalls, spendCents: facts.spentCents },
+      usage: {
+        turns: facts.turns,
+        toolCalls: facts.toolCalls,
+        spendCents: Math.max(0, facts.spentCents - facts.modelSpentCents),
+        ...(facts.modelSpentCents ? { modelSpendMicros: microsOfCents(facts.modelSpentCents) } : {}),
+      },
       createdAt: new Date(now - facts.elapsedSeconds * 1000).toISOString(),
     },
   });

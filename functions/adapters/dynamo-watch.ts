@@ -57,6 +57,8 @@ export type WatchVisit = (operationId: string) => Promise<string | undefined>;
 export interface Watch {
   /** Writes the entry an operation needs after this write, if any (see above). Call it before the write. */
   entryFor(before: OperationRecord | undefined, after: OperationRecord): Promise<void>;
+  /** An entry for another record the sweeper looks at when `at` comes (a model call's lease: its id starts `mc_`). */
+  entryAt(id: string, at: string): Promise<void>;
   /** Active operations whose lease passed before `now` (every active one with `ignoreLeases`), up to `limit`. */
   due(
     now: string,
@@ -96,6 +98,7 @@ export function makeWatch(doc: DynamoDBDocumentClient, table: string, clock: () 
   }
 
   return {
+    entryAt: put,
     async entryFor(before, after) {
       if (!isActive(after)) return;
       // The entry that watches `before` comes due first and is still ahead of the cursor, unless `before` had

@@ -116,6 +116,8 @@ export const McpUpstreamSchema = z.strictObject({
 export const RateLimitSchema = z
   .strictObject({
     tool: z.string().min(1).max(200).optional(),
+    /** Model calls (`<provider>/<model>` as reserved, or `"*"` each model on its own): the entry counts model calls only. */
+    model: z.string().min(1).max(300).optional(),
     principal: z.string().min(1).max(1000).optional(),
     /** Calls admitted per UTC minute. */
     perMinute: z.number().int().min(1).max(1_000_000).optional(),
@@ -124,7 +126,20 @@ export const RateLimitSchema = z
   })
   .refine((l) => l.perMinute !== undefined || l.concurrent !== undefined, {
     message: 'a rate limit needs perMinute, concurrent or both',
-  });
+  })
+  .refine((l) => l.model === undefined || l.tool === undefined, { message: 'a rate limit names a tool or a model, not both' })
+  // Why: a model call holds no slot to free (its settlement may never come); its lease already bounds it.
+  .refine((l) => l.model === undefined || l.concurrent === undefined, { message: 'a rate limit on model calls takes perMinute only' });
+
+/** A model's price set by config, per million tokens in cents; cached input tokens are part of input tokens. */
+export const ModelPriceSchema = z.strictObject({
+  inputPerMillionCents: z.number().min(0).max(1_000_000),
+  outputPerMillionCents: z.number().min(0).max(1_000_000),
+  cachedInputPerMillionCents: z.number().min(0).max(1_000_000).optional(),
+});
+
+/** How long a model call's reservation holds before it is charged in full (seconds). */
+export const DEFAULT_MODEL_CALL_LEASE_SECONDS = 600;
 
 /**
  * The longest approval wait. An execution that waits for a person must still have time left, when the
@@ -173,6 +188,10 @@ export const RunnerConfigSchema = z
       mcpRunIdleMinutes: z.number().int().min(1).max(10080).optional(),
       oauth: OAuthSchema.optional(),
       rateLimits: z.array(RateLimitSchema).max(100).optional(),
+      /** Model prices by `<provider>/<model>`, before the prices bundled with the runner. */
+      modelPrices: z.record(z.string().regex(/^[^/\s]+\/\S+$/, 'a model is named "<provider>/<model>"'), ModelPriceSchema).optional(),
+      /** Seconds a model call's reservation holds; after it the reservation is charged in full. */
+      modelCallLeaseSeconds: z.number().int().min(30).max(3600).optional(),
       /** Cedar policies deciding who may call what and what needs a person (docs/policies.md); without them, roles and tool lists decide. */
       policies: z.string().min(1).max(1_000_000).optional(),
       /** The same, from a file (relative to the configuration file's folder; on AWS, to the functions' asset). */
@@ -188,7 +207,7 @@ export const RunnerConfigSchema = z
     // One entry per scope: two would share a counter (core/rate-limits.ts `scopeOf`) and count each call twice.
     const scopes = new Set<string>();
     for (const [index, limit] of (config.rateLimits ?? []).entries()) {
-      const scope = JSON.stringify([limit.tool ?? null, limit.principal ?? null]);
+      const scope = JSON.stringify([limit.tool ?? null, limit.model ?? null, limit.principal ?? null]);
       if (scopes.has(scope))
         ctx.addIssue({
           code: 'custom',

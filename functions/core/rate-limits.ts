@@ -43,7 +43,9 @@ function side(pattern: string | undefined, name: string): string | undefined {
  * The counter scope of a limit for this call, or undefined when the limit does not apply to it. Each pattern
  * has its own scope, so a per-tool limit and an every-tool limit never share (and never double-count) a counter.
  */
-export function scopeOf(limit: Pick<RateLimit, 'tool' | 'principal'>, subject: RateSubject): string | undefined {
+export function scopeOf(limit: Pick<RateLimit, 'tool' | 'principal' | 'model'>, subject: RateSubject): string | undefined {
+  // An entry naming a model counts model calls only (modelRateTakes).
+  if (limit.model !== undefined) return undefined;
   const tool = side(limit.tool, subject.tool);
   const principal = side(limit.principal, subject.principal);
   return tool && principal ? `tool.${tool}|principal.${principal}` : undefined;
@@ -109,6 +111,36 @@ export function rateTakes(
       const slotKeys = Array.from({ length: limit.concurrent }, (_, i) => slotKey(scope, (first + i) % limit.concurrent!));
       takes.push({ kind: 'concurrent', scope, slots: limit.concurrent, slotKeys });
     }
+  }
+  return takes;
+}
+
+/** What a model call is counted as: the model it reserves (as requested) and the principal who reserves it. */
+export interface ModelRateSubject {
+  model: string;
+  principal: string;
+}
+
+/** The perMinute counts a model call takes: only entries that name a model count model calls. */
+export function modelRateTakes(
+  limits: readonly RateLimit[] | undefined,
+  subject: ModelRateSubject,
+  now: number,
+): Extract<RateTake, { kind: 'perMinute' }>[] {
+  const takes: Extract<RateTake, { kind: 'perMinute' }>[] = [];
+  for (const limit of limits ?? []) {
+    if (limit.model === undefined || limit.perMinute === undefined) continue;
+    const model = side(limit.model, subject.model);
+    const principal = side(limit.principal, subject.principal);
+    if (!model || !principal) continue;
+    const scope = `model.${model}|principal.${principal}`;
+    takes.push({
+      kind: 'perMinute',
+      scope,
+      limit: limit.perMinute,
+      counterKey: counterKey(scope, now),
+      expiresAtEpoch: Math.floor(now / 60_000) * 60 + 60 + COUNTER_TTL_SECONDS,
+    });
   }
   return takes;
 }

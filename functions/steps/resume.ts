@@ -1,12 +1,13 @@
 import { resumeEvents } from '../core/attempt-protocol';
 import { accepts } from '../core/transition-table';
 import { isActive } from '../core/record-predicates';
-import type { OperationStore, RateLimitStore, RecoveryStore, WithStore } from '../core/ports';
+import type { ModelCallStore, OperationStore, RateLimitStore, RecoveryStore, WithStore } from '../core/ports';
 import { advance } from './advance';
 import { executionNameOf } from './deps';
+import { expireModelCallIfDue, isModelCallId } from './model-call-expiry';
 
 /** The store roles resuming uses: the operation, the rate slots a settling write frees, the sweeper's walk. */
-export type ResumeDeps = WithStore<OperationStore & RateLimitStore & RecoveryStore>;
+export type ResumeDeps = WithStore<OperationStore & RateLimitStore & RecoveryStore & Partial<ModelCallStore>>;
 
 /**
  * Starts a fresh execution for an operation whose own execution was lost (a crash, an expired lease,
@@ -90,6 +91,8 @@ export async function sweepPart(
   const walked = await deps.store.sweepWatch(
     { now, part: options.part, parts: options.parts, concurrency: options.concurrency ?? SWEEP_CONCURRENCY, more: options.more },
     async (operationId) => {
+      // A model call's lease: charged in full once it runs out unsettled.
+      if (isModelCallId(operationId)) return expireModelCallIfDue(deps, operationId, now);
       const out = await resumeIfDue(deps, operationId, now);
       if (out.resumed) resumed.push(operationId);
       return out.watchAgainAt;
