@@ -1,6 +1,7 @@
 import type { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { RunRecord } from '../core/model';
 import type { RunChange } from '../core/ports';
+import { microsOfCents } from '../core/spend';
 import type { TableNames } from './tables';
 
 /** A run as stored, and the run's part of the transactions that admit or close it. */
@@ -40,14 +41,30 @@ export function runChangeItem(tables: TableNames, run: RunRecord, change: RunCha
             values: { ':zero': 0, ':maxIdentical': b.maxIdenticalCalls ?? Number.MAX_SAFE_INTEGER },
           }
         : { set: '', cond: '', names: {} as Record<string, string>, values: {} };
+      // Spend: a run that reserved model calls holds its spend in `heldMicros` (tool and model spend and open
+      // reservations, one field a condition can compare); a tool-only run in whole cents, written as before.
+      const costMicros = microsOfCents(delta.costCents);
+      const spend =
+        run.usage.heldMicros !== undefined
+          ? {
+              set: ', #usage.heldMicros = #usage.heldMicros + :costMicros',
+              cond: ' AND #usage.heldMicros <= :heldRoom',
+              values: { ':costMicros': costMicros, ':heldRoom': microsOfCents(b.maxSpendCents) - costMicros } as Record<string, number>,
+            }
+          : {
+              set: '',
+              // A model reservation meanwhile adds `heldMicros`: this condition then fails and the caller decides again.
+              cond: ' AND #usage.spendCents <= :spendRoom AND attribute_not_exists(#usage.heldMicros)',
+              values: { ':spendRoom': b.maxSpendCents - delta.costCents } as Record<string, number>,
+            };
       return {
         Update: {
           TableName: tables.runs,
           Key: { runId: run.runId },
-          UpdateExpression: `SET #usage.toolCalls = #usage.toolCalls + :one, #usage.spendCents = #usage.spendCents + :cost, updatedAt = :at${turn.set}${loop.set}`,
+          UpdateExpression: `SET #usage.toolCalls = #usage.toolCalls + :one, #usage.spendCents = #usage.spendCents + :cost, updatedAt = :at${turn.set}${loop.set}${spend.set}`,
           // Why: the budgets' own fields, not the run's version, so concurrent calls never invalidate each other
           // (this is admissionHolds in core/budgets.ts, written as a condition).
-          ConditionExpression: `#status = :open AND deadlineAt > :now AND #usage.toolCalls < :maxCalls AND #usage.spendCents <= :spendRoom${turn.cond}${loop.cond}`,
+          ConditionExpression: `#status = :open AND deadlineAt > :now AND #usage.toolCalls < :maxCalls${spend.cond}${turn.cond}${loop.cond}`,
           ExpressionAttributeNames: { '#status': 'status', '#usage': 'usage', ...loop.names },
           ExpressionAttributeValues: {
             ':one': 1,
@@ -57,7 +74,7 @@ export function runChangeItem(tables: TableNames, run: RunRecord, change: RunCha
             ':open': 'open',
             ':now': new Date(change.now).toISOString(),
             ':maxCalls': b.maxToolCalls,
-            ':spendRoom': b.maxSpendCents - delta.costCents,
+            ...spend.values,
             ...turn.values,
             ...loop.values,
           },

@@ -3,6 +3,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { BlobStore, Store } from '../core/ports';
 import { makeDynamoLockStore } from './dynamo-lock-store';
 import { makeMcpRuns } from './dynamo-mcp-runs';
+import { makeDynamoModelCalls } from './dynamo-model-calls';
 import { makeDynamoOperationStore } from './dynamo-operation-store';
 import { makeRateLimits } from './dynamo-rate-limits';
 import { makeDynamoRecoveryStore } from './dynamo-recovery-store';
@@ -35,5 +36,6 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     ...makeDynamoLockStore(doc, tables.locks),
     ...makeRateLimits(doc, tables.watch),
     ...makeMcpRuns(doc, tables.watch),
+    ...makeDynamoModelCalls(ctx),
   };
 }

@@ -7,6 +7,9 @@ import {
   type LifecyclePort,
   type LockStore,
   type McpRunStore,
+  ModelCallChangedError,
+  ModelCallExistsError,
+  type ModelCallStore,
   OperationConflictError,
   OperationExistsError,
   type OperationStore,
@@ -19,6 +22,8 @@ import {
   type TraceStore,
 } from '../core/ports';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
+import { type ModelCallRecord, withCharge, withReservation } from '../core/model-calls';
+import { heldMicrosOf, microsOfCents } from '../core/spend';
 
 /** The maps behind the in-memory store, shared by its roles; tests read them to check what was written. */
 interface MemoryState {
@@ -29,6 +34,7 @@ interface MemoryState {
   rateCounts: Map<string, number>;
   rateSlots: Map<string, { holder: string; until: number }>;
   mcpRuns: Map<string, string>;
+  modelCalls: Map<string, ModelCallRecord>;
 }
 
 /** How every role writes a run's trace: numbered on from the run's last event, dated by the store's clock. */
@@ -55,6 +61,7 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     rateCounts: new Map(),
     rateSlots: new Map(),
     mcpRuns: new Map(),
+    modelCalls: new Map(),
   };
   const counters = new Map<string, number>();
   const trace: MemoryTrace = {
@@ -76,6 +83,49 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     ...memoryLocks(state),
     ...memoryRateLimits(state),
     ...memoryMcpRuns(state),
+    ...memoryModelCalls(state, trace, clock),
+  };
+}
+
+function memoryModelCalls({ runs, modelCalls }: MemoryState, trace: MemoryTrace, clock: () => number): ModelCallStore {
+  return {
+    async getModelCall(id) {
+      return clone(modelCalls.get(id));
+    },
+    async reserveModelCall({ run, call, events }) {
+      const existing = modelCalls.get(call.modelCallId);
+      if (existing) throw new ModelCallExistsError(clone(existing));
+      const stored = runs.get(run.runId);
+      if (!stored) throw new Error('no run');
+      const now = clock();
+      // As the DynamoDB store: conditional on the run open and its held spend leaving room, never on the whole run.
+      if (
+        stored.status !== 'open' ||
+        now >= Date.parse(stored.deadlineAt) ||
+        heldMicrosOf(stored.usage) + call.reservedMicros > microsOfCents(stored.budgets.maxSpendCents)
+      )
+        throw new RunChangedError('the run changed');
+      const at = new Date(now).toISOString();
+      runs.set(run.runId, { ...stored, usage: withReservation(stored.usage, call.reservedMicros), updatedAt: at });
+      modelCalls.set(call.modelCallId, clone(call));
+      trace.append(run.runId, trace.sequence(run.runId, events));
+      return clone(call);
+    },
+    async chargeModelCall({ before, after, events }) {
+      const current = modelCalls.get(before.modelCallId);
+      if (!current || current.state !== before.state) throw new ModelCallChangedError('the model call changed');
+      const stored = runs.get(before.runId);
+      if (!stored) throw new Error('no run');
+      const at = new Date(clock()).toISOString();
+      runs.set(before.runId, {
+        ...stored,
+        usage: withCharge(stored.usage, before.reservedMicros, after.chargedMicros ?? 0),
+        updatedAt: at,
+      });
+      modelCalls.set(before.modelCallId, clone(after));
+      trace.append(before.runId, trace.sequence(before.runId, events));
+      return clone(after);
+    },
   };
 }
 

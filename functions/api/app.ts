@@ -16,10 +16,18 @@ import type { Env, Handler, RouteCall, RouteHandlers } from './route-call';
 import { honoPath, REQUESTS, ROUTE_TABLE, type RouteName, type RouteSpec } from './route-table';
 import { runHandlers } from './run-routes';
 import { toolCallHandlers } from './tool-call-route';
+import { modelCallHandlers } from './model-call-routes';
 
 export { MAX_BODY_BYTES };
 
-const HANDLERS: RouteHandlers = { ...publicHandlers, ...runHandlers, ...toolCallHandlers, ...operationHandlers, ...directoryHandlers };
+const HANDLERS: RouteHandlers = {
+  ...publicHandlers,
+  ...runHandlers,
+  ...toolCallHandlers,
+  ...modelCallHandlers,
+  ...operationHandlers,
+  ...directoryHandlers,
+};
 
 /** The API as one Hono app: served by API Gateway + Lambda on AWS and by a Node HTTP server locally. */
 export function makeApp(deps: Deps, longestWaitSeconds = LONGEST_WAIT_SECONDS): Hono<Env> {

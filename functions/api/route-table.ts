@@ -9,6 +9,11 @@ import {
   EnvelopeSchema,
   ErrorSchema,
   HealthSchema,
+  ModelCallRefusedSchema,
+  ModelCallReservedSchema,
+  ModelCallSchema,
+  ModelCallSettledSchema,
+  ModelCallUsageSchema,
   OperationSchema,
   PendingSchema,
   PreviewResultSchema,
@@ -33,6 +38,8 @@ export const REQUESTS = {
   Resolve: ResolveSchema,
   Decision: DecisionSchema,
   ApprovalDecision: ApprovalDecisionSchema,
+  ModelCall: ModelCallSchema,
+  ModelCallUsage: ModelCallUsageSchema,
 } as const;
 export const RESPONSES = {
   Error: ErrorSchema,
@@ -49,6 +56,9 @@ export const RESPONSES = {
   DecisionResult: DecisionResultSchema,
   PreviewResult: PreviewResultSchema,
   Reviews: ReviewsSchema,
+  ModelCallReserved: ModelCallReservedSchema,
+  ModelCallRefused: ModelCallRefusedSchema,
+  ModelCallSettled: ModelCallSettledSchema,
 } as const;
 export type RequestName = keyof typeof REQUESTS;
 export type SchemaName = RequestName | keyof typeof RESPONSES;
@@ -203,6 +213,47 @@ export const ROUTE_TABLE = {
           'Retry-After': 'seconds to wait before sending the call again: to the next UTC minute for `perMinute`, 1 for `concurrent`',
         },
       },
+    },
+  },
+  reserveModelCall: {
+    method: 'post',
+    path: '/v1/runs/{runId}/model-calls',
+    summary:
+      'Reserve a model call’s most it can cost (its input tokens, or the model’s context window, and maxOutputTokens at the model’s price now) against the run’s spend budget before making it; the same (runId, requestId) is one reservation',
+    access: { roles: ['agent'], check: 'caller' },
+    body: 'ModelCall',
+    responses: {
+      200: {
+        description:
+          '`{ status: "refused", code, message }`: it does not fit (`budget_exhausted`: the run’s budget; `spend_limit`: a principal’s limit, named with when it resets); nothing was reserved and the run stays open',
+        schema: 'ModelCallRefused',
+      },
+      201: {
+        description: 'reserved: `{ modelCallId, reservedCents }`; settle it with its usage after the call',
+        schema: 'ModelCallReserved',
+        headers: { 'Idempotent-Replayed': '`true` when this (runId, requestId) was reserved before' },
+      },
+      400: error('malformed body, or a model with no price (config `modelPrices`) or, without inputTokens, no known context window'),
+      404: error('no such run'),
+      409: error('`request_id_conflict` (the requestId was used with another body) or `run_closed` (the run was cancelled)'),
+    },
+  },
+  settleModelCall: {
+    method: 'post',
+    path: '/v1/runs/{runId}/model-calls/{modelCallId}/usage',
+    summary:
+      'Settle a reserved model call at the price of what it used; above the reservation it is charged in full (`model_call.overrun`)',
+    access: { roles: ['agent'], check: 'caller' },
+    body: 'ModelCallUsage',
+    responses: {
+      200: {
+        description: 'settled: what it reserved and what it was charged (the same usage again answers the same)',
+        schema: 'ModelCallSettled',
+        headers: { 'Idempotent-Replayed': '`true` when this settlement was made before' },
+      },
+      400: error('malformed body'),
+      404: error('no such run or model call'),
+      409: error('`invalid_state`: settled before with other usage, or its lease ran out (its reservation was charged in full)'),
     },
   },
   getTrace: {

@@ -1,5 +1,6 @@
 import { withClock } from '../core/budgets';
 import type { Envelope } from '../core/envelope';
+import { spendView } from '../core/spend';
 import type { OperationRecord, RunRecord } from '../core/model';
 import { requesterOf } from '../core/record-predicates';
 import { redact } from '../core/redact';
@@ -15,7 +16,9 @@ export function runView(run: RunRecord, now: number) {
     status: clocked.status,
     budgets: run.budgets,
     usage: {
-      ...run.usage,
+      turns: run.usage.turns,
+      toolCalls: run.usage.toolCalls,
+      ...spendView(run.usage),
       wallClockSeconds: Math.max(0, Math.round((Math.min(now, Date.parse(run.deadlineAt)) - Date.parse(run.createdAt)) / 1000)),
     },
     metadata: run.metadata,

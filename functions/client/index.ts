@@ -4,6 +4,9 @@ import {
   DecisionResultSchema,
   EnvelopeSchema,
   ErrorSchema,
+  ModelCallRefusedSchema,
+  ModelCallReservedSchema,
+  ModelCallSettledSchema,
   OperationSchema,
   PendingSchema,
   PreviewResultSchema,
@@ -57,6 +60,43 @@ export interface ClientOptions {
   apiKey: string;
   /** Defaults to the global `fetch`. */
   fetch?: (url: string, init: RequestInit) => Promise<Response> | Response;
+}
+
+/** A model call to reserve before making it (`reserveModelCall`). */
+export interface ModelCallReservation {
+  /** The caller's id for this model call: the same id with the same body is the same reservation (a retry is safe). */
+  requestId: string;
+  /** `<provider>/<model>`, e.g. `openai/gpt-4o`. */
+  model: string;
+  /** The most output tokens the call may produce (reserved in full). */
+  maxOutputTokens: number;
+  /** The prompt's tokens, if known; absent, the model's whole context window is reserved. */
+  inputTokens?: number;
+}
+
+/** What a model call used, to settle it (`settleModelCall`); cached input tokens are part of input tokens. */
+export interface ModelCallUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens?: number;
+}
+
+/**
+ * What `reserveModelCall` returns: reserved (`replayed` when this requestId was reserved before), or refused
+ * (`budget_exhausted`: the run's budget; `spend_limit`: a principal's limit) with nothing reserved and the run open.
+ */
+export type ModelCallReserveResult =
+  | { status: 'reserved'; modelCallId: string; reservedCents: number; replayed: boolean }
+  | { status: 'refused'; code: 'budget_exhausted' | 'spend_limit'; message: string };
+
+/** What `settleModelCall` returns: the cents reserved and charged (`replayed` when this settlement was made before). */
+export interface ModelCallSettlement {
+  modelCallId: string;
+  status: 'settled';
+  model: string;
+  reservedCents: number;
+  chargedCents: number;
+  replayed: boolean;
 }
 
 /** One tool call as a model proposed it, submitted with `callTool`. */
@@ -243,6 +283,44 @@ export function createClient(options: ClientOptions) {
           return { kind: 'refused', status: 429, code: error.code, message: error.message, retryAfterSeconds: error.retryAfterSeconds };
         throw error;
       }
+    },
+    /**
+     * Reserves a model call's most it can cost against the run's spend budget before making it
+     * (`POST /v1/runs/{runId}/model-calls`). A refusal is a value; a model with no price throws `invalid_request`.
+     */
+    async reserveModelCall(runId: string, reservation: ModelCallReservation): Promise<ModelCallReserveResult> {
+      const res = await request('POST', `/v1/runs/${id(runId)}/model-calls`, z.union([ModelCallReservedSchema, ModelCallRefusedSchema]), {
+        body: reservation,
+      });
+      if (res.status === 200) {
+        const refused = ModelCallRefusedSchema.parse(res.body);
+        return { status: 'refused', code: refused.code, message: refused.message };
+      }
+      const reserved = ModelCallReservedSchema.parse(res.body);
+      return {
+        status: 'reserved',
+        modelCallId: reserved.modelCallId,
+        reservedCents: reserved.reservedCents,
+        replayed: res.headers.get('idempotent-replayed') === 'true',
+      };
+    },
+    /**
+     * Settles a reserved model call with what it used (`POST /v1/runs/{runId}/model-calls/{modelCallId}/usage`);
+     * throws `invalid_state` (409) when settled before with other usage or after its lease ran out.
+     */
+    async settleModelCall(runId: string, modelCallId: string, usage: ModelCallUsage): Promise<ModelCallSettlement> {
+      const res = await request('POST', `/v1/runs/${id(runId)}/model-calls/${id(modelCallId)}/usage`, ModelCallSettledSchema, {
+        body: usage,
+      });
+      const settled = res.body;
+      return {
+        modelCallId: settled.modelCallId,
+        status: 'settled',
+        model: settled.model,
+        reservedCents: settled.reservedCents,
+        chargedCents: settled.chargedCents,
+        replayed: res.headers.get('idempotent-replayed') === 'true',
+      };
     },
     /** The operation record and, once reported, its envelope (`GET /v1/operations/{operationId}`). */
     async getOperation(operationId: string): Promise<Operation> {

@@ -1,5 +1,6 @@
 import { sha256 } from './canonical';
 import type { Budgets, RunRecord } from './model';
+import { heldMicrosOf, microsOfCents } from './spend';
 
 export const DEFAULT_BUDGETS: Budgets = {
   maxTurns: 50,
@@ -84,7 +85,7 @@ export function admitCall(run: RunRecord, turn: number, costCents: number, now: 
     return exhausted(`the run reached its turn budget (${run.budgets.maxTurns})`);
   if (run.usage.toolCalls + 1 > run.budgets.maxToolCalls)
     return exhausted(`the run reached its tool-call budget (${run.budgets.maxToolCalls})`);
-  if (run.usage.spendCents + costCents > run.budgets.maxSpendCents)
+  if (!spendFits(run, microsOfCents(costCents)))
     return exhausted(`the call would exceed the run's spend budget (${run.budgets.maxSpendCents} cents)`);
   return { admitted: true, delta, run: applyAdmission(run, delta) };
 }
@@ -96,7 +97,7 @@ export function admitCall(run: RunRecord, turn: number, costCents: number, now: 
 export function admissionHolds(run: RunRecord, delta: AdmissionDelta, now: number): boolean {
   if (run.status !== 'open' || now >= Date.parse(run.deadlineAt)) return false;
   if (run.usage.toolCalls >= run.budgets.maxToolCalls) return false;
-  if (run.usage.spendCents + delta.costCents > run.budgets.maxSpendCents) return false;
+  if (!spendFits(run, microsOfCents(delta.costCents))) return false;
   if (loopRefusal(run, delta.identicalKey)) return false;
   return delta.opensTurn ? run.lastTurn < delta.turn && run.usage.turns < run.budgets.maxTurns : run.lastTurn >= delta.turn;
 }
@@ -111,8 +112,17 @@ export function applyAdmission(run: RunRecord, delta: AdmissionDelta): RunRecord
       turns: run.usage.turns + (delta.opensTurn ? 1 : 0),
       toolCalls: run.usage.toolCalls + 1,
       spendCents: run.usage.spendCents + delta.costCents,
+      ...(run.usage.modelSpendMicros !== undefined ? { modelSpendMicros: run.usage.modelSpendMicros } : {}),
+      ...(run.usage.reservedMicros !== undefined ? { reservedMicros: run.usage.reservedMicros } : {}),
+      // Kept only once the run has one (its first model reservation): tool-only runs are written as before.
+      ...(run.usage.heldMicros !== undefined ? { heldMicros: run.usage.heldMicros + microsOfCents(delta.costCents) } : {}),
     },
   };
+}
+
+/** Whether `micros` more (a tool's cost, a model reservation) stays within the run's spend cap (model and tool). */
+export function spendFits(run: RunRecord, micros: number): boolean {
+  return heldMicrosOf(run.usage) + micros <= microsOfCents(run.budgets.maxSpendCents);
 }
 
 /**

@@ -126,6 +126,16 @@ export const RateLimitSchema = z
     message: 'a rate limit needs perMinute, concurrent or both',
   });
 
+/** A model's price set by config, per million tokens in cents; cached input tokens are part of input tokens. */
+export const ModelPriceSchema = z.strictObject({
+  inputPerMillionCents: z.number().min(0).max(1_000_000),
+  outputPerMillionCents: z.number().min(0).max(1_000_000),
+  cachedInputPerMillionCents: z.number().min(0).max(1_000_000).optional(),
+});
+
+/** How long a model call's reservation holds before it is charged in full (seconds). */
+export const DEFAULT_MODEL_CALL_LEASE_SECONDS = 600;
+
 /**
  * The longest approval wait. An execution that waits for a person must still have time left, when the
  * approval comes, for the attempts, backoffs and reconciliation after it: the state machine's
@@ -173,6 +183,10 @@ export const RunnerConfigSchema = z
       mcpRunIdleMinutes: z.number().int().min(1).max(10080).optional(),
       oauth: OAuthSchema.optional(),
       rateLimits: z.array(RateLimitSchema).max(100).optional(),
+      /** Model prices by `<provider>/<model>`, before the prices bundled with the runner. */
+      modelPrices: z.record(z.string().regex(/^[^/\s]+\/\S+$/, 'a model is named "<provider>/<model>"'), ModelPriceSchema).optional(),
+      /** Seconds a model call's reservation holds; after it the reservation is charged in full. */
+      modelCallLeaseSeconds: z.number().int().min(30).max(3600).optional(),
       /** Cedar policies deciding who may call what and what needs a person (docs/policies.md); without them, roles and tool lists decide. */
       policies: z.string().min(1).max(1_000_000).optional(),
       /** The same, from a file (relative to the configuration file's folder; on AWS, to the functions' asset). */

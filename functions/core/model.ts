@@ -47,7 +47,17 @@ export interface Budgets {
 export interface Usage {
   turns: number;
   toolCalls: number;
+  /** Tool spend in whole cents (tool costs are whole cents; runs stored before model spend keep this field). */
   spendCents: number;
+  /** Model spend charged (settled, overrun or expired reservations), in micro-cents. */
+  modelSpendMicros?: number;
+  /** Open model reservations, in micro-cents. */
+  reservedMicros?: number;
+  /**
+   * Tool spend, model spend and open reservations in micro-cents: the one field a conditional write compares
+   * with the cap. Absent until the run's first model reservation (its tool spend is then all it holds).
+   */
+  heldMicros?: number;
 }
 
 export type RunStatus = 'open' | 'cancelled' | 'budget_exhausted' | 'expired';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Principal, RunRecord } from './model';
+import { modelSpendMicrosOf, spentMicrosOf, toolSpendMicrosOf, wholeCentsOfMicros } from './spend';
 import type { ToolSpec } from './tool-spec';
 
 /**
@@ -36,7 +37,14 @@ export type PrincipalAttribute = string | number | boolean | string[];
 
 const RUN_TYPE: CedarType = {
   type: 'Record',
-  attributes: { turns: { type: 'Long' }, toolCalls: { type: 'Long' }, spentCents: { type: 'Long' }, elapsedSeconds: { type: 'Long' } },
+  attributes: {
+    turns: { type: 'Long' },
+    toolCalls: { type: 'Long' },
+    spentCents: { type: 'Long' },
+    modelSpentCents: { type: 'Long' },
+    toolSpentCents: { type: 'Long' },
+    elapsedSeconds: { type: 'Long' },
+  },
 };
 const NOW_TYPE: CedarType = { type: 'Record', attributes: { hour: { type: 'Long' }, weekday: { type: 'Long' } } };
 
@@ -278,16 +286,20 @@ export interface RunFacts {
   turns: number;
   toolCalls: number;
   spentCents: number;
+  modelSpentCents: number;
+  toolSpentCents: number;
   elapsedSeconds: number;
 }
 
 export function runFactsOf(run: Pick<RunRecord, 'usage' | 'createdAt'> | undefined, now: number): RunFacts {
-  if (!run) return { turns: 0, toolCalls: 0, spentCents: 0, elapsedSeconds: 0 };
+  if (!run) return { turns: 0, toolCalls: 0, spentCents: 0, modelSpentCents: 0, toolSpentCents: 0, elapsedSeconds: 0 };
   return {
     turns: run.usage.turns,
     toolCalls: run.usage.toolCalls,
     // Cedar's Long is whole: spend is counted up to the next cent.
-    spentCents: Math.ceil(run.usage.spendCents),
+    spentCents: wholeCentsOfMicros(spentMicrosOf(run.usage)),
+    modelSpentCents: wholeCentsOfMicros(modelSpendMicrosOf(run.usage)),
+    toolSpentCents: wholeCentsOfMicros(toolSpendMicrosOf(run.usage)),
     elapsedSeconds: Math.max(0, Math.floor((now - Date.parse(run.createdAt)) / 1000)),
   };
 }

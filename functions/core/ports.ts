@@ -7,6 +7,7 @@ import type { ToolContext, ToolRegistry } from './tool-spec';
 import type { NewTraceEvent, TraceEvent } from './trace';
 import { RunnerError } from './errors';
 import type { Log } from './log';
+import type { ModelCallRecord } from './model-calls';
 
 /**
  * The ports of the core: what the steps need from the world. Adapters (DynamoDB, Step Functions, SNS,
@@ -172,11 +173,53 @@ export interface McpRunStore {
   replaceCurrentMcpRun(principalId: string, expected: string | undefined, runId: string): Promise<boolean>;
 }
 
+/** The model call's id is taken (a reservation with this requestId was made before); carries what is there. */
+export class ModelCallExistsError extends RunnerError {
+  override name = 'ModelCallExistsError';
+  constructor(
+    readonly existing: ModelCallRecord,
+    options?: ErrorOptions,
+  ) {
+    super('a model call with this id exists', options);
+  }
+}
+
+/** The model call is no longer in the state the writer read (settled or expired meanwhile). */
+export class ModelCallChangedError extends RunnerError {
+  override name = 'ModelCallChangedError';
+}
+
+/** Model calls: reserved against their run's spend budget before the call, charged after it or when the lease runs out. */
+export interface ModelCallStore {
+  getModelCall(modelCallId: string): Promise<ModelCallRecord | undefined>;
+  /**
+   * The reservation and its run's change in one conditional write: the run open, before its deadline, and its
+   * held spend still leaving room for the reservation (as read: `heldMicrosOf`). RunChangedError when the run
+   * moved (read it again and decide again); ModelCallExistsError when the id is taken.
+   */
+  reserveModelCall(input: { run: RunRecord; call: ModelCallRecord; events: NewTraceEvent[] }): Promise<ModelCallRecord>;
+  /**
+   * A reserved call settled or expired (`after`), its charge moved from the run's reservations to its model
+   * spend, in one write conditional on the call still being reserved (ModelCallChangedError otherwise). An
+   * overrun is charged in full: no condition on the run's budget.
+   */
+  chargeModelCall(input: { before: ModelCallRecord; after: ModelCallRecord; events: NewTraceEvent[] }): Promise<ModelCallRecord>;
+}
+
 /**
  * Every store role in one object (what the DynamoDB and in-memory stores implement); steps and surfaces
  * take only the roles they use.
  */
-export interface Store extends OperationStore, RunStore, TraceStore, RecoveryStore, ReviewQueries, LockStore, RateLimitStore, McpRunStore {}
+export interface Store
+  extends OperationStore,
+    RunStore,
+    TraceStore,
+    RecoveryStore,
+    ReviewQueries,
+    LockStore,
+    RateLimitStore,
+    McpRunStore,
+    ModelCallStore {}
 
 /** Which state machine runs an execution: Standard (approvals, long waits) or its Express variant. */
 export type Machine = 'standard' | 'express';

@@ -21,6 +21,14 @@ export const TraceType = {
   operationReplayed: 'operation.replayed',
   /** The same callId came again with different arguments: refused with 409 call_id_conflict. */
   callConflict: 'call.conflict',
+  /** A model call's price was reserved against the run's spend budget before the call. */
+  modelCallReserved: 'model_call.reserved',
+  /** A model call was charged at the price of what it used. */
+  modelCallSettled: 'model_call.settled',
+  /** A model call used more than it reserved; the whole price is charged (the call happened). */
+  modelCallOverrun: 'model_call.overrun',
+  /** A model call's reservation was not settled within its lease: charged in full. */
+  modelCallExpired: 'model_call.expired',
 } as const;
 export type TraceType = (typeof TraceType)[keyof typeof TraceType];
 

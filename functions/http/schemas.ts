@@ -37,6 +37,31 @@ export const ToolCallSchema = z.strictObject({
   name: z.string().min(1).max(128),
   arguments: z.union([z.record(z.string(), z.unknown()), z.string().max(MAX_BODY_BYTES)]),
 });
+/** The body of `POST /v1/runs/{runId}/model-calls`: a reservation before one model call. */
+export const ModelCallSchema = z.strictObject({
+  requestId: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[\x21-\x7e]+$/, 'requestId must be printable ASCII without spaces'),
+  model: z
+    .string()
+    .max(300)
+    .regex(/^[^/\s]+\/\S+$/, 'model is "<provider>/<model>"'),
+  maxOutputTokens: z.number().int().min(1).max(10_000_000),
+  inputTokens: z.number().int().min(0).max(100_000_000).optional(),
+});
+/** The body of `POST /v1/runs/{runId}/model-calls/{modelCallId}/usage`: what the call used (cached tokens are part of input tokens). */
+export const ModelCallUsageSchema = z
+  .strictObject({
+    inputTokens: z.number().int().min(0).max(100_000_000),
+    outputTokens: z.number().int().min(0).max(100_000_000),
+    cachedInputTokens: z.number().int().min(0).max(100_000_000).optional(),
+  })
+  .refine((u) => (u.cachedInputTokens ?? 0) <= u.inputTokens, {
+    message: 'cachedInputTokens are part of inputTokens: at most inputTokens',
+    path: ['cachedInputTokens'],
+  });
 export const ResolveSchema = z.strictObject({ outcome: z.enum(['succeeded', 'failed']), note: z.string().min(1).max(2000) });
 export const DecisionSchema = z.strictObject({
   decision: z.enum(['approve', 'reject']),
@@ -91,9 +116,33 @@ export const ToolFormatSchema = z.enum(TOOL_FORMATS);
 
 export const ErrorSchema = z.looseObject({ error: z.looseObject({ code: z.string(), message: z.string() }) });
 
+/** A model call reserved: its id and the cents held for it. */
+export const ModelCallReservedSchema = z.looseObject({ modelCallId: z.string(), reservedCents: z.number() });
+/** A reservation that does not fit: nothing was reserved and the run stays open (a smaller request may fit). */
+export const ModelCallRefusedSchema = z.looseObject({
+  status: z.literal('refused'),
+  code: z.enum(['budget_exhausted', 'spend_limit']),
+  message: z.string(),
+});
+/** A model call settled: what it reserved and what it was charged. */
+export const ModelCallSettledSchema = z.looseObject({
+  modelCallId: z.string(),
+  status: z.literal('settled'),
+  model: z.string(),
+  reservedCents: z.number(),
+  chargedCents: z.number(),
+});
+
 export const HealthSchema = z.looseObject({ status: z.literal('ok') });
 
-const UsageSchema = z.looseObject({ turns: z.number(), toolCalls: z.number(), spendCents: z.number(), wallClockSeconds: z.number() });
+const UsageSchema = z.looseObject({
+  turns: z.number(),
+  toolCalls: z.number(),
+  spendCents: z.number(),
+  modelSpendCents: z.number(),
+  toolSpendCents: z.number(),
+  wallClockSeconds: z.number(),
+});
 
 export const RunSchema = z.looseObject({
   runId: z.string(),

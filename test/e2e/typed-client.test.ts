@@ -210,7 +210,7 @@ describe('the people’s verbs: approve, reject, resolveReview, listRuns', () =>
       status: 'open',
       owner: 'agent',
       createdAt: expect.stringMatching(/^\d{4}-/),
-      usage: { turns: 0, toolCalls: 0, spendCents: 0, wallClockSeconds: expect.any(Number) },
+      usage: { turns: 0, toolCalls: 0, spendCents: 0, modelSpendCents: 0, toolSpendCents: 0, wallClockSeconds: expect.any(Number) },
     });
     expect((await other.listRuns()).runs.map((r) => r.runId)).toEqual([theirs]);
 

@@ -98,7 +98,7 @@ describe('the roles each route enforces', async () => {
   });
 
   it('documents roles on every route that takes a bearer key', () => {
-    expect(bearerRoutes.length).toBe(17);
+    expect(bearerRoutes.length).toBe(19);
     for (const { roles } of bearerRoutes) expect(roles.every((r) => ROLES.includes(r))).toBe(true);
   });
 

@@ -97,4 +97,24 @@ describe('budgets', () => {
     expect(plain.admitted).toBe(true);
     expect(plain.admitted && 'identicalKey' in plain.delta).toBe(false);
   });
+
+  it('caps model and tool spend together, in micro-cents', () => {
+    // 999.75 cents held: 999 cents of tools and 0.75 of model spend; a tool costing 1 cent no longer fits.
+    const held = run({
+      usage: { turns: 1, toolCalls: 1, spendCents: 999, modelSpendMicros: 750_000, reservedMicros: 0, heldMicros: 999_750_000 },
+      lastTurn: 1,
+    });
+    expect(admitCall(held, 1, 1, now)).toMatchObject({ admitted: false, reason: 'budget_exhausted' });
+    expect(admissionHolds(held, { turn: 1, opensTurn: false, costCents: 1 }, now)).toBe(false);
+    // A free call still fits, and the held total follows the tool spend.
+    const admitted = admitCall(held, 1, 0, now);
+    expect(admitted).toMatchObject({ admitted: true, run: { usage: { spendCents: 999, heldMicros: 999_750_000 } } });
+    const lighter = run({
+      usage: { turns: 1, toolCalls: 1, spendCents: 998, modelSpendMicros: 750_000, reservedMicros: 0, heldMicros: 998_750_000 },
+      lastTurn: 1,
+    });
+    expect(admitCall(lighter, 1, 1, now)).toMatchObject({ admitted: true, run: { usage: { spendCents: 999, heldMicros: 999_750_000 } } });
+    // A tool-only run is written as before: no micro-cent fields.
+    expect((admitCall(run(), 1, 600, now) as { run: RunRecord }).run.usage).toEqual({ turns: 1, toolCalls: 1, spendCents: 600 });
+  });
 });

@@ -118,9 +118,25 @@ describe('the policy schema and values', () => {
       turns: 2,
       toolCalls: 3,
       spentCents: 400,
+      modelSpentCents: 0,
+      toolSpentCents: 400,
       elapsedSeconds: 90,
     });
-    expect(runFactsOf(undefined, now)).toEqual({ turns: 0, toolCalls: 0, spentCents: 0, elapsedSeconds: 0 });
+    // Model spend in micro-cents: the total and the model part are counted up to the next whole cent.
+    const withModel = { turns: 2, toolCalls: 3, spendCents: 400, modelSpendMicros: 1_250_000, heldMicros: 401_250_000 };
+    expect(runFactsOf({ usage: withModel, createdAt: '2026-12-06T23:08:30Z' }, now)).toMatchObject({
+      spentCents: 402,
+      modelSpentCents: 2,
+      toolSpentCents: 400,
+    });
+    expect(runFactsOf(undefined, now)).toEqual({
+      turns: 0,
+      toolCalls: 0,
+      spentCents: 0,
+      modelSpentCents: 0,
+      toolSpentCents: 0,
+      elapsedSeconds: 0,
+    });
   });
 
   it('builds the request with the principal, the tool and the action in its group', () => {
@@ -130,7 +146,7 @@ describe('the policy schema and values', () => {
         tool,
         action: 'unattended',
         input: { amount: 1 },
-        run: { turns: 0, toolCalls: 0, spentCents: 0, elapsedSeconds: 0 },
+        run: { turns: 0, toolCalls: 0, spentCents: 0, modelSpentCents: 0, toolSpentCents: 0, elapsedSeconds: 0 },
         now: 0,
       },
       { tier: { type: 'String' } },

@@ -1,0 +1,112 @@
+import { DEFAULT_MODEL_CALL_LEASE_SECONDS } from '../core/config';
+import type { RunRecord } from '../core/model';
+import {
+  decideReservation,
+  decideSettlement,
+  type ModelCallRecord,
+  type ModelCallRequest,
+  modelCallIdFor,
+  type Refusal,
+  requestHashOf,
+  settlementView,
+} from '../core/model-calls';
+import { modelPricing, type TokenUsage } from '../core/model-prices';
+import {
+  ModelCallChangedError,
+  ModelCallExistsError,
+  type ModelCallStore,
+  RunChangedError,
+  type RunStore,
+  type WithStore,
+} from '../core/ports';
+import { centsOfMicros } from '../core/spend';
+
+type ModelCallDeps = WithStore<ModelCallStore & Pick<RunStore, 'getRun'>>;
+
+export type ReserveResult =
+  | { kind: 'reserved'; modelCallId: string; reservedCents: number; replayed: boolean }
+  | { kind: 'refused'; refusal: Refusal }
+  /** No price, no context window, or a model id that is not `<provider>/<model>` (400). */
+  | { kind: 'invalid'; message: string }
+  /** The same requestId came with another body. */
+  | { kind: 'conflict' }
+  | { kind: 'run_closed' };
+
+const reservedAnswer = (call: ModelCallRecord, replayed: boolean): ReserveResult => ({
+  kind: 'reserved',
+  modelCallId: call.modelCallId,
+  reservedCents: centsOfMicros(call.reservedMicros),
+  replayed,
+});
+
+/**
+ * Reserves a model call's most it can cost against its run before the call: priced now, written in one
+ * conditional write with the run's spend fields, decided again whenever the run moved meanwhile.
+ */
+export async function reserveModelCall(deps: ModelCallDeps, run: RunRecord, request: ModelCallRequest): Promise<ReserveResult> {
+  const config = await deps.config();
+  const modelCallId = modelCallIdFor(run.runId, request.requestId);
+  const replay = (existing: ModelCallRecord): ReserveResult =>
+    existing.requestHash === requestHashOf(request) ? reservedAnswer(existing, true) : { kind: 'conflict' };
+  // A retry of a reservation already made answers it, whatever the run's budget says now.
+  const existing = await deps.store.getModelCall(modelCallId);
+  if (existing) return replay(existing);
+  let current = run;
+  for (;;) {
+    const now = deps.now();
+    const priced = modelPricing(request.model, config.modelPrices, now);
+    if (!priced.ok) return { kind: 'invalid', message: priced.message };
+    const decision = decideReservation({
+      run: current,
+      request,
+      pricing: priced.pricing,
+      now,
+      leaseSeconds: config.modelCallLeaseSeconds ?? DEFAULT_MODEL_CALL_LEASE_SECONDS,
+    });
+    if (decision.kind === 'unpriceable') return { kind: 'invalid', message: decision.message };
+    if (decision.kind === 'run_closed') return { kind: 'run_closed' };
+    if (decision.kind === 'refused') return decision;
+    try {
+      return reservedAnswer(await deps.store.reserveModelCall({ run: current, call: decision.call, events: decision.events }), false);
+    } catch (error) {
+      if (error instanceof ModelCallExistsError) return replay(error.existing);
+      if (!(error instanceof RunChangedError)) throw error;
+      const fresh = await deps.store.getRun(run.runId);
+      if (!fresh) throw error;
+      current = fresh;
+    }
+  }
+}
+
+export type SettleResult =
+  | { kind: 'settled'; view: ReturnType<typeof settlementView>; replayed: boolean }
+  | { kind: 'not_found' }
+  | { kind: 'invalid_state'; message: string };
+
+/**
+ * Settles a reserved model call at the price of what it used (an overrun charged in full); after its lease
+ * the reservation is charged in full instead and the settlement refused.
+ */
+export async function settleModelCall(deps: ModelCallDeps, run: RunRecord, modelCallId: string, usage: TokenUsage): Promise<SettleResult> {
+  const config = await deps.config();
+  for (;;) {
+    const call = await deps.store.getModelCall(modelCallId);
+    if (!call || call.runId !== run.runId) return { kind: 'not_found' };
+    const now = deps.now();
+    const priced = modelPricing(call.model, config.modelPrices, now);
+    // A price removed from config since the reservation: the call is charged what it reserved.
+    const pricing = priced.ok ? priced.pricing : { canonicalId: call.model, microsOf: () => call.reservedMicros };
+    const decision = decideSettlement(call, usage, pricing, now);
+    if (decision.kind === 'replay') return { kind: 'settled', view: settlementView(call), replayed: true };
+    if (decision.kind === 'invalid_state') return decision;
+    try {
+      const after = await deps.store.chargeModelCall({ before: call, after: decision.after, events: decision.events });
+      if (decision.kind === 'expire')
+        return { kind: 'invalid_state', message: 'this model call’s lease ran out: its reservation was charged in full' };
+      return { kind: 'settled', view: settlementView(after), replayed: false };
+    } catch (error) {
+      // Settled or expired meanwhile (another settlement, the sweeper): decide on what is there now.
+      if (!(error instanceof ModelCallChangedError)) throw error;
+    }
+  }
+}
