@@ -18,7 +18,6 @@ import {
   NOTHING_USED,
   requestBytes,
   reserveModelCall,
-  spendClientOf,
   type ModelCallUsage,
   type ModelSpendClient,
   type ModelSpendOptions,
@@ -227,7 +226,7 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
     approvalResponses: (source) => answer(source, (request) => session.readDecision(request.toolCallId)),
     settleApprovals,
     wrapModel: (model, modelOptions) =>
-      wrapLanguageModel({ model, middleware: modelSpendMiddleware(spendClientOf(session.client), session.runId, modelOptions) }),
+      wrapLanguageModel({ model, middleware: modelSpendMiddleware(session.client, session.runId, modelOptions) }),
     async generate({ prompt, messages: given, ...rest }) {
       let messages: ModelMessage[] = given ?? [{ role: 'user', content: prompt ?? '' }];
       for (;;) {

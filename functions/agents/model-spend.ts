@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ModelCallReservation, ModelCallUsage, ToolRunnerClient } from '../client';
 
 /**
  * What both adapters share to put model calls under the run's spend cap: reserve before the call (at the
@@ -7,30 +8,9 @@ import { randomUUID } from 'node:crypto';
  * adapters turn into the assistant's text so the framework ends the turn as it ends any other.
  */
 
-/** `POST /v1/runs/{runId}/model-calls`. */
-export interface ModelCallRequest {
-  /** Makes a retried reservation answer the same reservation. */
-  requestId: string;
-  /** `<provider>/<model>`, provider ids as the runner's price table names them (`openai`, `anthropic`, `aws`, ...). */
-  model: string;
-  maxOutputTokens: number;
-  inputTokens?: number;
-}
-
-/** `POST /v1/runs/{runId}/model-calls/{modelCallId}/usage`: cached tokens are part of the input tokens. */
-export interface ModelCallUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cachedInputTokens?: number;
-}
-
-export type ModelCallReservation = { modelCallId: string; reservedCents: number } | { status: 'refused'; code: string; message: string };
-
-/** The two calls of the runner's client the adapters use (the typed client has both). */
-export interface ModelSpendClient {
-  reserveModelCall(runId: string, body: ModelCallRequest): Promise<ModelCallReservation | object>;
-  settleModelCall(runId: string, modelCallId: string, usage: ModelCallUsage): Promise<unknown>;
-}
+/** The two calls of the runner's client the adapters use: reserve before a model call, settle after it. */
+export type ModelSpendClient = Pick<ToolRunnerClient, 'reserveModelCall' | 'settleModelCall'>;
+export type { ModelCallReservation, ModelCallUsage };
 
 export interface ModelSpendOptions {
   /** `<provider>/<model>` as the runner prices it, when the one derived from the framework's model is not. */
@@ -66,11 +46,8 @@ export async function reserveModelCall(
   call: { model: string; maxOutputTokens: number; inputTokens: number },
 ): Promise<ModelCallAdmission> {
   const answer = await client.reserveModelCall(runId, { requestId: randomUUID(), ...call });
-  if ('status' in answer && answer.status === 'refused') {
-    const refused = answer as { code: string; message: string };
-    return { kind: 'refused', code: refused.code, message: refused.message };
-  }
-  const { modelCallId, reservedCents } = answer as { modelCallId: string; reservedCents: number };
+  if (answer.status === 'refused') return { kind: 'refused', code: answer.code, message: answer.message };
+  const { modelCallId, reservedCents } = answer;
   let settled: Promise<void> | undefined;
   const settle = (usage: ModelCallUsage | undefined) => {
     // Fail closed: a call whose usage never arrived is charged what was reserved for it.
@@ -131,12 +108,4 @@ export function aiSdkModelId(model: { provider: string; modelId: string }): stri
   // Anthropic's models on Vertex (`vertex.anthropic.messages`) are Anthropic's models.
   if (first === 'vertex' && second === 'anthropic') return `anthropic/${model.modelId}`;
   return `${PROVIDER_IDS[first] ?? first}/${model.modelId}`;
-}
-
-/** The runner client's model-call methods, checked: an older runner client without them cannot guard a model. */
-export function spendClientOf(client: object): ModelSpendClient {
-  const c = client as Partial<ModelSpendClient>;
-  if (typeof c.reserveModelCall !== 'function' || typeof c.settleModelCall !== 'function')
-    throw new Error('this runner client has no reserveModelCall/settleModelCall: model spend cannot be reserved');
-  return client as ModelSpendClient;
 }

@@ -34,7 +34,6 @@ import {
   NOTHING_USED,
   requestBytes,
   reserveModelCall,
-  spendClientOf,
   type ModelCallUsage,
   type ModelSpendClient,
   type ModelSpendOptions,
@@ -170,9 +169,8 @@ export async function toolrunnerAgents(options: ToolrunnerOptions): Promise<Tool
       return { state, pending: await applyDecisions(state) };
     },
     settleApprovals,
-    modelProvider: (base, modelOptions) =>
-      modelSpendProvider(base ?? new OpenAIProvider(), spendClientOf(session.client), session.runId, modelOptions),
-    wrapModel: (model, name, modelOptions) => modelSpendModel(model, name, spendClientOf(session.client), session.runId, modelOptions),
+    modelProvider: (base, modelOptions) => modelSpendProvider(base ?? new OpenAIProvider(), session.client, session.runId, modelOptions),
+    wrapModel: (model, name, modelOptions) => modelSpendModel(model, name, session.client, session.runId, modelOptions),
     async run(agent, input) {
       let result = await run(agent, input);
       // Interruptions of other tools are the caller's to settle: the result carries them.

@@ -12,7 +12,7 @@ import { generateText, jsonSchema, stepCountIs, streamText, tool, wrapLanguageMo
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { aiSdkModelId, modelSpendMiddleware } from '../../functions/agents/ai-sdk';
-import type { ModelCallRequest, ModelCallUsage, ModelSpendClient } from '../../functions/agents/model-spend';
+import type { ModelCallReservation, ModelCallUsage, ModelSpendClient } from '../../functions/agents/model-spend';
 import { requestBytes } from '../../functions/agents/model-spend';
 import { agentsModelId, modelSpendProvider } from '../../functions/agents/openai-agents';
 
@@ -22,18 +22,18 @@ import { agentsModelId, modelSpendProvider } from '../../functions/agents/openai
  * adapter sends and how the framework's loop ends. These run at the oldest and the newest supported SDKs.
  */
 function fakeRunner(fits: number) {
-  const reservations: (ModelCallRequest & { runId: string })[] = [];
+  const reservations: (ModelCallReservation & { runId: string })[] = [];
   const settlements: { modelCallId: string; usage: ModelCallUsage }[] = [];
   const refusal = 'the run has spent its budget (maxSpendCents 10); the model call was not made';
   const client: ModelSpendClient = {
     async reserveModelCall(runId, body) {
       if (reservations.length >= fits) return { status: 'refused', code: 'budget_exhausted', message: refusal };
       reservations.push({ runId, ...body });
-      return { modelCallId: `mc_${reservations.length}`, reservedCents: 1 };
+      return { status: 'reserved', modelCallId: `mc_${reservations.length}`, reservedCents: 1, replayed: false };
     },
     async settleModelCall(_runId, modelCallId, usage) {
       settlements.push({ modelCallId, usage });
-      return {};
+      return { modelCallId, status: 'settled', model: 'fake/model', reservedCents: 1, chargedCents: 1, replayed: false };
     },
   };
   return { client, reservations, settlements, refusal };
