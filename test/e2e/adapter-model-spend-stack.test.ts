@@ -1,7 +1,9 @@
+import { Agent, Runner, Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
 import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolrunnerAiSdk } from '../../functions/agents/ai-sdk';
+import { toolrunnerAgents } from '../../functions/agents/openai-agents';
 import { createClient } from '../../functions/client';
 import { startTestStack, type TestStack } from '../support/stack';
 
@@ -95,5 +97,61 @@ describe('an AI SDK agent under one budget for model and tool spend', () => {
     // Each model call was settled before the tool call its answer asked for was proposed.
     const order = trace.filter((e) => e.type === 'model_call.settled' || e.type === 'operation.proposed').map((e) => e.type);
     expect(order).toEqual([1, 2, 3].flatMap(() => ['model_call.settled', 'operation.proposed']));
+  });
+});
+
+/** The same loop as an Agents SDK model: another order every turn, 500 input and 200 output tokens a call. */
+class LoopingAgentsModel implements Model {
+  readonly requests: ModelRequest[] = [];
+  async getResponse(request: ModelRequest): Promise<ModelResponse> {
+    this.requests.push(request);
+    const turn = this.requests.length;
+    return {
+      usage: new Usage({ requests: 1, inputTokens: 500, outputTokens: 200, totalTokens: 700 }),
+      output: [
+        {
+          type: 'function_call',
+          callId: `call_${turn}`,
+          name: 'get_order',
+          arguments: JSON.stringify({ orderId: `ord_${turn}` }),
+          status: 'completed',
+        },
+      ],
+    };
+  }
+  getStreamedResponse(): AsyncIterable<never> {
+    throw new Error('not streamed here');
+  }
+}
+
+describe('an OpenAI Agents SDK agent under the same budget', () => {
+  it('is stopped at its cap mid-loop through the model provider, the refusal its final output', async () => {
+    const adapter = await toolrunnerAgents({ baseUrl: stack.apiUrl, key: stack.keys.agent, budgets: { maxSpendCents: 8 } });
+    const inner = new LoopingAgentsModel();
+    const agent = new Agent({
+      name: 'looper',
+      instructions: 'look up orders',
+      model: 'gpt-4.1-mini',
+      tools: adapter.tools,
+      modelSettings: { maxTokens: 1000 },
+    });
+    const modelProvider = adapter.modelProvider({ getModel: () => inner }, { estimateInputTokens: () => 1000 });
+    const result = await new Runner({ modelProvider }).run(agent, 'look up every order', { maxTurns: 20 });
+
+    expect(inner.requests).toHaveLength(3);
+    expect(result.finalOutput).toBe('this model call could cost 5 cents; the run has 4.1 of its 8 cents left (maxSpendCents)');
+    const client = createClient({ baseUrl: stack.apiUrl, apiKey: stack.keys.agent });
+    expect((await client.getRun(adapter.runId)).usage).toMatchObject({ spendCents: 3.9, modelSpendCents: 3.9, toolSpendCents: 0 });
+    const trace = await client.getTrace(adapter.runId);
+    expect(
+      trace
+        .filter((e) => e.type.startsWith('model_call.'))
+        .map((e) => [e.type, e.detail?.model, e.detail?.reservedCents, e.detail?.chargedCents]),
+    ).toEqual(
+      [1, 2, 3].flatMap(() => [
+        ['model_call.reserved', 'openai/gpt-4.1-mini', 5, undefined],
+        ['model_call.settled', 'openai/gpt-4.1-mini', 5, 1.3],
+      ]),
+    );
   });
 });
