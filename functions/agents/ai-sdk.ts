@@ -1,6 +1,28 @@
 import * as aiSdk from 'ai';
-import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type Tool, type ToolApprovalResponse } from 'ai';
+import {
+  generateText,
+  jsonSchema,
+  stepCountIs,
+  tool,
+  wrapLanguageModel,
+  type LanguageModelMiddleware,
+  type ModelMessage,
+  type Tool,
+  type ToolApprovalResponse,
+} from 'ai';
 import type { Operation } from '../client';
+import {
+  aiSdkModelId,
+  DEFAULT_MAX_OUTPUT_TOKENS,
+  isProviderRefusal,
+  NOTHING_USED,
+  requestBytes,
+  reserveModelCall,
+  type ModelCallUsage,
+  type ModelSpendClient,
+  type ModelSpendOptions,
+  type ReservedModelCall,
+} from './model-spend';
 import {
   RunnerSession,
   modelText,
@@ -13,6 +35,7 @@ import {
 } from './runner-tools';
 
 export { runnerDecision, type ModelVisibleResult, type PendingApproval, type RunnerDecision, type ToolrunnerOptions };
+export { aiSdkModelId, type ModelSpendClient, type ModelSpendOptions };
 
 /**
  * The runner's tools as Vercel AI SDK tools. The SDK's toolCallId becomes the runner's callId and the model
@@ -47,6 +70,12 @@ export interface ToolrunnerAiSdk {
    * is let through to the runner, which still holds it: the model reads `pending` with the operation id, never a denial.
    */
   settleApprovals(source: ApprovalSource): Promise<ModelMessage | undefined>;
+  /**
+   * `model` with every call reserved at the runner before it runs and settled with its usage after, so the
+   * run's `maxSpendCents` covers the model too. A call the runner refuses (the cap reached) answers the
+   * refusal as the assistant's text with finish reason `stop`: the agent's loop ends as after any answer.
+   */
+  wrapModel(model: WrappableModel, options?: ModelSpendOptions): ReturnType<typeof wrapLanguageModel>;
   /** `generateText` (default: up to 20 steps) until no approval is open, waiting in process for each decision. */
   generate(options: GenerateOptions): Promise<Awaited<ReturnType<typeof generateText>>>;
 }
@@ -196,6 +225,8 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
     },
     approvalResponses: (source) => answer(source, (request) => session.readDecision(request.toolCallId)),
     settleApprovals,
+    wrapModel: (model, modelOptions) =>
+      wrapLanguageModel({ model, middleware: modelSpendMiddleware(session.client, session.runId, modelOptions) }),
     async generate({ prompt, messages: given, ...rest }) {
       let messages: ModelMessage[] = given ?? [{ role: 'user', content: prompt ?? '' }];
       for (;;) {
@@ -208,4 +239,138 @@ export async function toolrunnerAiSdk(options: ToolrunnerOptions): Promise<Toolr
       }
     },
   };
+}
+
+/** A model `wrapLanguageModel` takes: a provider's model object (`openai('gpt-4.1')`). */
+export type WrappableModel = Parameters<typeof wrapLanguageModel>[0]['model'];
+
+type WrapGenerate = Parameters<NonNullable<LanguageModelMiddleware['wrapGenerate']>>[0];
+type CallParams = WrapGenerate['params'];
+type GenerateResult = Awaited<ReturnType<WrapGenerate['doGenerate']>>;
+type StreamResult = Awaited<ReturnType<WrapGenerate['doStream']>>;
+type StreamPart = StreamResult['stream'] extends ReadableStream<infer P> ? P : never;
+type Usage = GenerateResult['usage'];
+
+/**
+ * The AI SDK language-model middleware that reserves every call of a model at the runner and settles it with
+ * the provider's usage (`wrapLanguageModel({ model, middleware })`; `wrapModel` does this for the adapter's
+ * run). A call without `maxOutputTokens` is given `options.maxOutputTokens`, so what was reserved bounds it.
+ */
+export function modelSpendMiddleware(client: ModelSpendClient, runId: string, options: ModelSpendOptions = {}): LanguageModelMiddleware {
+  const estimate = options.estimateInputTokens ?? requestBytes;
+  const reserve = async (params: CallParams, model: { provider: string; modelId: string }) =>
+    reserveModelCall(client, runId, {
+      model: options.model ?? aiSdkModelId(model),
+      maxOutputTokens: params.maxOutputTokens ?? options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+      inputTokens: estimate({ prompt: params.prompt, tools: params.tools, responseFormat: params.responseFormat }),
+    });
+  return {
+    specificationVersion: 'v3',
+    transformParams: async ({ params }) => ({
+      ...params,
+      maxOutputTokens: params.maxOutputTokens ?? options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+    }),
+    wrapGenerate: async ({ doGenerate, params, model }) => {
+      const admission = await reserve(params, model);
+      if (admission.kind === 'refused') return refusedAnswer(admission.message, admission.code);
+      const { call } = admission;
+      let result: GenerateResult;
+      try {
+        result = await doGenerate();
+      } catch (error) {
+        await call.settle(isProviderRefusal(error) ? NOTHING_USED : undefined);
+        throw error;
+      }
+      await call.settle(usageOf(result.usage));
+      return result;
+    },
+    wrapStream: async ({ doStream, params, model }) => {
+      const admission = await reserve(params, model);
+      if (admission.kind === 'refused') return refusedStream(admission.message, admission.code);
+      const { call } = admission;
+      let result: StreamResult;
+      try {
+        result = await doStream();
+      } catch (error) {
+        await call.settle(isProviderRefusal(error) ? NOTHING_USED : undefined);
+        throw error;
+      }
+      return { ...result, stream: settledWhenDone(result.stream, call) };
+    },
+  } as LanguageModelMiddleware;
+}
+
+/** The stream as it came, settled once it ends: at the usage of its `finish` part, or (none came) the full reservation. */
+function settledWhenDone(stream: ReadableStream<StreamPart>, call: ReservedModelCall): ReadableStream<StreamPart> {
+  const reader = stream.getReader();
+  let usage: ModelCallUsage | undefined;
+  return new ReadableStream<StreamPart>({
+    async pull(controller) {
+      let next: ReadableStreamReadResult<StreamPart>;
+      try {
+        next = await reader.read();
+      } catch (error) {
+        await call.settle(usage);
+        controller.error(error);
+        return;
+      }
+      if (next.done) {
+        await call.settle(usage);
+        controller.close();
+        return;
+      }
+      const part = next.value as { type: string; usage?: Usage };
+      if (part.type === 'finish' && part.usage) usage = usageOf(part.usage);
+      controller.enqueue(next.value);
+    },
+    async cancel(reason) {
+      // The reader stopped early (an abort, say): what the provider billed is unknown, so the reservation stands.
+      await call.settle(usage);
+      await reader.cancel(reason);
+    },
+  });
+}
+
+/** The runner's usage from the SDK's, or undefined when the provider reported no totals. */
+export function usageOf(usage: Usage): ModelCallUsage | undefined {
+  const input = usage.inputTokens.total;
+  const output = usage.outputTokens.total;
+  if (input === undefined || output === undefined) return undefined;
+  const cached = usage.inputTokens.cacheRead;
+  return { inputTokens: input, outputTokens: output, ...(cached ? { cachedInputTokens: cached } : {}) };
+}
+
+const noUsage = {
+  inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 0, text: 0, reasoning: 0 },
+};
+
+/** The refusal as the model's answer: its text, finish reason `stop`, nothing used; the code in `providerMetadata.toolrunner`. */
+function refusedAnswer(message: string, code: string): GenerateResult {
+  return {
+    content: [{ type: 'text', text: message }],
+    finishReason: { unified: 'stop', raw: 'stop' },
+    usage: noUsage,
+    providerMetadata: { toolrunner: { refused: code } },
+    warnings: [],
+  } as GenerateResult;
+}
+
+/** `refusedAnswer` as a stream. */
+function refusedStream(message: string, code: string): StreamResult {
+  const parts = [
+    { type: 'stream-start', warnings: [] },
+    { type: 'text-start', id: 'toolrunner-refusal' },
+    { type: 'text-delta', id: 'toolrunner-refusal', delta: message },
+    { type: 'text-end', id: 'toolrunner-refusal' },
+    { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: noUsage, providerMetadata: { toolrunner: { refused: code } } },
+  ] as StreamPart[];
+  return {
+    stream: new ReadableStream<StreamPart>({
+      start(controller) {
+        for (const part of parts) controller.enqueue(part);
+        controller.close();
+      },
+    }),
+  } as StreamResult;
 }

@@ -1,9 +1,17 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: the Agents SDK types its tools, states and results by the agent's context and output, which this adapter does not constrain.
 import {
+  getDefaultModel,
+  OpenAIProvider,
   run,
   tool,
   RunState,
+  Usage,
   type Agent,
+  type Model,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type StreamEvent,
   type RunContext,
   type FunctionTool,
   type RunResult,
@@ -20,8 +28,19 @@ import {
   type RunnerTool,
   type ToolrunnerOptions,
 } from './runner-tools';
+import {
+  DEFAULT_MAX_OUTPUT_TOKENS,
+  isProviderRefusal,
+  NOTHING_USED,
+  requestBytes,
+  reserveModelCall,
+  type ModelCallUsage,
+  type ModelSpendClient,
+  type ModelSpendOptions,
+} from './model-spend';
 
 export { runnerDecision, type ModelVisibleResult, type PendingApproval, type RunnerDecision, type ToolrunnerOptions };
+export type { ModelSpendClient, ModelSpendOptions };
 
 /**
  * The runner's tools as OpenAI Agents SDK function tools. The SDK's tool call id becomes the runner's callId
@@ -49,6 +68,16 @@ export interface ToolrunnerAgents {
   restore<A extends Agent<any, any>>(agent: A, saved: string): Promise<{ state: RunState<any, A>; pending: PendingApproval[] }>;
   /** Waits for the runner's approvers on every interruption of `result` (up to `approvalTimeoutMs`) and applies their decisions. */
   settleApprovals(result: RunResult<any, any>): Promise<void>;
+  /**
+   * A model provider whose models reserve every call at the runner before it runs and settle it with the
+   * usage after (`run(agent, input, { modelProvider })` or `new Runner({ modelProvider })`; default `base`:
+   * `OpenAIProvider`). A call the runner refuses (the cap reached) answers the refusal as the assistant's
+   * message, so the run ends with it as its final output. The SDK asks the provider only for model names: an
+   * agent given a `Model` object needs `wrapModel`.
+   */
+  modelProvider(base?: ModelProvider, options?: AgentsModelSpendOptions): ModelProvider;
+  /** `model` (named `name` at its provider, e.g. `gpt-4.1`) reserving and settling each call as `modelProvider`'s models do. */
+  wrapModel(model: Model, name: string, options?: AgentsModelSpendOptions): Model;
   /** `run()` until the agent finishes, waiting in process for approvers whenever the SDK stops for approval. */
   run(agent: Agent<any, any>, input: string): Promise<RunResult<any, any>>;
 }
@@ -140,6 +169,8 @@ export async function toolrunnerAgents(options: ToolrunnerOptions): Promise<Tool
       return { state, pending: await applyDecisions(state) };
     },
     settleApprovals,
+    modelProvider: (base, modelOptions) => modelSpendProvider(base ?? new OpenAIProvider(), session.client, session.runId, modelOptions),
+    wrapModel: (model, name, modelOptions) => modelSpendModel(model, name, session.client, session.runId, modelOptions),
     async run(agent, input) {
       let result = await run(agent, input);
       // Interruptions of other tools are the caller's to settle: the result carries them.
@@ -149,5 +180,127 @@ export async function toolrunnerAgents(options: ToolrunnerOptions): Promise<Tool
       }
       return result;
     },
+  };
+}
+
+/** As `ModelSpendOptions`, with the provider the model names belong to (the runner's provider id; default `openai`). */
+export interface AgentsModelSpendOptions extends ModelSpendOptions {
+  provider?: string;
+}
+
+/** `<provider>/<model>` for a model name of the Agents SDK: one that already names its provider is kept. */
+export function agentsModelId(name: string, provider = 'openai'): string {
+  return name.includes('/') ? name : `${provider}/${name}`;
+}
+
+/** `base` with each of its models reserving and settling its calls at the runner (see `ToolrunnerAgents.modelProvider`). */
+export function modelSpendProvider(
+  base: ModelProvider,
+  client: ModelSpendClient,
+  runId: string,
+  options: AgentsModelSpendOptions = {},
+): ModelProvider {
+  return {
+    async getModel(name?: string) {
+      const resolved = name ?? getDefaultModel();
+      return modelSpendModel(await base.getModel(name), resolved, client, runId, options);
+    },
+  };
+}
+
+/** `model` reserving each call at the runner before it runs and settling it with the usage after. */
+export function modelSpendModel(
+  model: Model,
+  name: string,
+  client: ModelSpendClient,
+  runId: string,
+  options: AgentsModelSpendOptions = {},
+): Model {
+  const estimate = options.estimateInputTokens ?? requestBytes;
+  const prepare = async (request: ModelRequest) => {
+    const maxOutputTokens = request.modelSettings.maxTokens ?? options.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+    const { systemInstructions, input, tools, handoffs, outputType } = request;
+    const admission = await reserveModelCall(client, runId, {
+      model: options.model ?? agentsModelId(name, options.provider),
+      maxOutputTokens,
+      inputTokens: estimate({ systemInstructions, input, tools, handoffs, outputType }),
+    });
+    // The model is held to what was reserved for its answer.
+    return { admission, request: { ...request, modelSettings: { ...request.modelSettings, maxTokens: maxOutputTokens } } };
+  };
+  const wrapped: Model = {
+    async getResponse(request) {
+      const { admission, request: held } = await prepare(request);
+      if (admission.kind === 'refused') return refusedResponse(admission.message, admission.code);
+      let response: ModelResponse;
+      try {
+        response = await model.getResponse(held);
+      } catch (error) {
+        await admission.call.settle(isProviderRefusal(error) ? NOTHING_USED : undefined);
+        throw error;
+      }
+      await admission.call.settle(agentsUsageOf(response.usage));
+      return response;
+    },
+    async *getStreamedResponse(request) {
+      const { admission, request: held } = await prepare(request);
+      if (admission.kind === 'refused') {
+        const response = refusedResponse(admission.message, admission.code);
+        yield { type: 'response_started' } as StreamEvent;
+        yield { type: 'output_text_delta', delta: admission.message } as StreamEvent;
+        yield {
+          type: 'response_done',
+          response: { id: 'toolrunner-refused', usage: usageData(response.usage), output: response.output },
+        } as StreamEvent;
+        return;
+      }
+      let usage: ModelCallUsage | undefined;
+      let failure: unknown;
+      try {
+        for await (const event of model.getStreamedResponse(held)) {
+          if (event.type === 'response_done') usage = agentsUsageOf(event.response.usage);
+          yield event;
+        }
+      } catch (error) {
+        failure = error;
+        throw error;
+      } finally {
+        // Also when the reader stops early: without the provider's usage the reservation stands.
+        await admission.call.settle(usage ?? (failure !== undefined && isProviderRefusal(failure) ? NOTHING_USED : undefined));
+      }
+    },
+  };
+  if (model.getRetryAdvice) wrapped.getRetryAdvice = (args) => model.getRetryAdvice!(args);
+  return wrapped;
+}
+
+/** The runner's usage from the SDK's: undefined when the provider reported none (nothing in, nothing out). */
+export function agentsUsageOf(
+  usage: Pick<Usage, 'inputTokens' | 'outputTokens'> & { inputTokensDetails?: unknown },
+): ModelCallUsage | undefined {
+  if (!usage || (usage.inputTokens === 0 && usage.outputTokens === 0)) return undefined;
+  const details = usage.inputTokensDetails;
+  const entries = (Array.isArray(details) ? details : details ? [details] : []) as Record<string, number>[];
+  const cached = entries.reduce((sum, d) => sum + (d.cached_tokens ?? 0), 0);
+  return { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, ...(cached ? { cachedInputTokens: cached } : {}) };
+}
+
+function usageData(usage: Usage) {
+  return { requests: usage.requests, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, totalTokens: usage.totalTokens };
+}
+
+/** The refusal as the model's answer: one completed assistant message holding its text (the code in `providerData`). */
+function refusedResponse(message: string, code: string): ModelResponse {
+  return {
+    usage: new Usage({ requests: 1, inputTokens: 0, outputTokens: 0, totalTokens: 0 }),
+    output: [
+      {
+        type: 'message',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: message }],
+        providerData: { toolrunner: { refused: code } },
+      },
+    ],
   };
 }
