@@ -82,7 +82,7 @@ export function cdkBundling(toolsEntry: string, target: string = LAMBDA_BUNDLING
  * (`--bundle --platform=node --target --format --minify --sourcemap --keep-names --banner:js
  * --main-fields --alias`), so a bundle built here is byte for byte the deployed one.
  */
-export function esbuildOptions(entry: string, outfile: string, toolsEntry: string): BuildOptions {
+export function esbuildOptions(entry: string, outfile: string, toolsEntry: string | undefined): BuildOptions {
   const b = LAMBDA_BUNDLING;
   return {
     entryPoints: [entry],
@@ -98,7 +98,8 @@ export function esbuildOptions(entry: string, outfile: string, toolsEntry: strin
     external: [...b.externalModules],
     banner: { js: b.banner },
     define: { ...b.define },
-    alias: { [USER_TOOLS_MODULE]: toolsEntry },
+    // A function that loads no tools module (the signing key's seed) has no alias.
+    ...(toolsEntry ? { alias: { [USER_TOOLS_MODULE]: toolsEntry } } : {}),
     logLevel: 'warning',
   };
 }

@@ -48,7 +48,14 @@ describe('template mode applies an update as CloudFormation does', () => {
   it('orders the functions after what they refer to, the rest by the seed', () => {
     const functions = Object.keys(before.Resources).filter((id) => before.Resources[id].Type === 'AWS::Lambda::Function');
     const tools = idOf(before, 'AWS::Lambda::Function', 'RunnerToolsFunction');
-    const callers = functions.filter((id) => referencesOf(before.Resources[id]).has(tools));
+    // What names Tools: the function, and its versions (callers invoke the version deployed with them).
+    const namesTools = new Set([
+      tools,
+      ...Object.keys(before.Resources).filter(
+        (id) => before.Resources[id].Type === 'AWS::Lambda::Version' && referencesOf(before.Resources[id]).has(tools),
+      ),
+    ]);
+    const callers = functions.filter((id) => [...referencesOf(before.Resources[id])].some((ref) => namesTools.has(ref)));
     // Api, Execute and Reconcile invoke Tools: their environment and policies name it.
     expect(callers.map((id) => id.replace(/^Runner(.*)Function.*$/, '$1')).sort()).toEqual(['Api', 'Execute', 'Reconcile']);
     const orders = [1, 2, 3, 4, 5].map((seed) => updateOrder(before, functions, seeded(seed)));
