@@ -167,7 +167,7 @@ export interface ToolRunnerProps {
   readonly removalPolicy?: RemovalPolicy;
   /**
    * Days the blob store keeps an object (results over 64 KiB, large arguments) before S3 expires it: at
-   * least the records' `retentionDays` (config document, default 14), so no record outlives its result.
+   * least the records' `retentionDays` (config document, default 7), so no record outlives its result.
    * @default 31
    */
   readonly blobRetentionDays?: number;

@@ -29,11 +29,11 @@ import { checkCallArguments } from './argument-check';
 import { defaultLog } from '../core/log';
 
 /**
- * How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured: two
- * weeks, which holds the default bill at most $10 per million calls (`npm run cost`; each day more adds about
- * $0.04); `retentionDays` keeps them longer.
+ * How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured: a
+ * week, which holds the default bill at most $10 per million calls (`npm run cost`; each day more adds about
+ * $0.04 per million calls); `retentionDays` keeps them longer.
  */
-export const DEFAULT_RETENTION_DAYS = 14;
+export const DEFAULT_RETENTION_DAYS = 7;
 
 export async function createRun(
   deps: WithStore<RunStore>,
