@@ -214,9 +214,7 @@ export const ROUTE_TABLE = {
         },
       },
       503: {
-        ...error(
-          '`tools_unavailable`: the tools function could not check the arguments (throttled, failing); nothing was created or run',
-        ),
+        ...error('`tools_unavailable`: the tools function could not check the arguments (throttled, failing); nothing was created or run'),
         headers: { 'Retry-After': 'seconds to wait before sending the same call again' },
       },
     },
