@@ -12,6 +12,7 @@ import type { ModelCallReservation, ModelCallUsage, ToolRunnerClient } from '../
 export type ModelSpendClient = Pick<ToolRunnerClient, 'reserveModelCall' | 'settleModelCall'>;
 export type { ModelCallReservation, ModelCallUsage };
 
+/** How an adapter reserves a model call before it runs and settles it after (`wrapModel`, `modelProvider`). */
 export interface ModelSpendOptions {
   /** `<provider>/<model>` as the runner prices it, when the one derived from the framework's model is not. */
   model?: string;
