@@ -61,6 +61,17 @@ export function counterKey(scope: string, now: number): string {
   return `ratelimit#${scope}#${minuteBucket(now)}`;
 }
 
+/** One call counted against a scope's `perMinute` limit, in the counter of `now`'s minute (kept a while past it). */
+function perMinuteTake(scope: string, limit: number, now: number): Extract<RateTake, { kind: 'perMinute' }> {
+  return {
+    kind: 'perMinute',
+    scope,
+    limit,
+    counterKey: counterKey(scope, now),
+    expiresAtEpoch: Math.floor(now / 60_000) * 60 + 60 + COUNTER_TTL_SECONDS,
+  };
+}
+
 /** The `concurrent` slots of a scope: `i` in 0..slots-1. */
 export function slotKey(scope: string, i: number): string {
   return `ratelimit-slot#${scope}#${i}`;
@@ -98,14 +109,7 @@ export function rateTakes(
     const scope = scopeOf(limit, subject);
     if (!scope) continue;
     const shared = limit.principal === undefined;
-    if (limit.perMinute !== undefined)
-      takes.push({
-        kind: 'perMinute',
-        scope,
-        limit: limit.perMinute,
-        counterKey: counterKey(scope, now),
-        expiresAtEpoch: Math.floor(now / 60_000) * 60 + 60 + COUNTER_TTL_SECONDS,
-      });
+    if (limit.perMinute !== undefined) takes.push(perMinuteTake(scope, limit.perMinute, now));
     if (limit.concurrent !== undefined && !(options.waitsForPerson && shared)) {
       const first = Math.min(limit.concurrent - 1, Math.floor(start * limit.concurrent));
       const slotKeys = Array.from({ length: limit.concurrent }, (_, i) => slotKey(scope, (first + i) % limit.concurrent!));
@@ -134,13 +138,7 @@ export function modelRateTakes(
     const principal = side(limit.principal, subject.principal);
     if (!model || !principal) continue;
     const scope = `model.${model}|principal.${principal}`;
-    takes.push({
-      kind: 'perMinute',
-      scope,
-      limit: limit.perMinute,
-      counterKey: counterKey(scope, now),
-      expiresAtEpoch: Math.floor(now / 60_000) * 60 + 60 + COUNTER_TTL_SECONDS,
-    });
+    takes.push(perMinuteTake(scope, limit.perMinute, now));
   }
   return takes;
 }
