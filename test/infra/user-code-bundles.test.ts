@@ -20,6 +20,9 @@ vi.mock('aws-cdk-lib/aws-lambda-nodejs', async (original) => {
   }
   return { ...real, NodejsFunction: Recorded };
 });
+// Workers are shared across files (vitest.config.ts): a file before this one may have loaded the construct with the
+// real NodejsFunction; load it again so it builds with the recorder above.
+vi.resetModules();
 const { ToolRunner } = await import('../../infra/tool-runner');
 
 const TOOLS_ENTRY = resolve('test/fixtures/import-time-tools.ts');
