@@ -28,6 +28,8 @@ const entries: Record<string, string> = {
 for (const spec of Object.values(FUNCTIONS)) entries[`functions/handlers/${spec.entry}`] = `functions/handlers/${spec.entry}.ts`;
 // The signing key's seed (infra/signing-key.ts), a custom resource's function rather than a runner function.
 entries['functions/handlers/seed-signing-key'] = 'functions/handlers/seed-signing-key.ts';
+// The empty tools module every isolated function but Tools is bundled with (infra/bundling.ts toolsEntryFor).
+entries['functions/handlers/no-user-tools'] = 'functions/handlers/no-user-tools.ts';
 
 rmSync(dist, { recursive: true, force: true });
 

@@ -344,12 +344,17 @@ export async function startTemplateParts(options: StackOptions, started: Started
     model.functions.find((f) => f.arn === model.routes[0]?.functionArn) ?? model.functions.find((f) => f.environment.STATE_MACHINE_ARN);
   if (!api) throw new Error('template mode: no function of the template has STATE_MACHINE_ARN in its environment');
   const { CONFIG_SECRET_ARN: _secret, APPROVAL_TOPIC_ARN: _links, NOTICES_TOPIC_ARN: _notices, ...own } = api.environment;
+  // Its calls to `Tools` (the tools' description, a call's check) go through the gateway as the API function's
+  // role would make them, under a key of the operator's own.
+  const operatorKey = `ASIA${createHash('sha256').update(`${instance}/operator`).digest('hex').slice(0, 16).toUpperCase()}`;
+  callers.set(operatorKey, { role: role(api.roleArn), session: 'operator' });
   Object.assign(process.env, {
     AWS_REGION: process.env.AWS_REGION ?? model.region,
-    AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
+    AWS_ACCESS_KEY_ID: operatorKey,
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
     AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
     AWS_ENDPOINT_URL_SFN: sfnEndpoint,
+    AWS_ENDPOINT_URL_LAMBDA: gateway.url,
     ...(s3Endpoint ? { AWS_ENDPOINT_URL_S3: s3Endpoint } : {}),
   });
   const deps = depsFromEnv(parseEnv({ ...own, TOOLRUNNER_CONFIG: options.configPath }), {
