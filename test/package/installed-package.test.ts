@@ -350,7 +350,7 @@ describe.runIf(isEmbedded && process.env.TOOLRUNNER_PACKAGE_TEST === '1')('the p
     expect(await exitOf(demo, 30_000)).toBe(0);
   }, 600_000);
 
-  it("synthesizes a user CDK app with the installed ToolRunner construct, bundling the user's tools into the Lambdas that run them", async () => {
+  it("synthesizes a user CDK app with the installed ToolRunner construct, bundling the user's tools into the Tools function alone", async () => {
     // The construct's peers, as a user adds them: CDK itself, and esbuild so bundling needs no Docker.
     let started = Date.now();
     await run(
@@ -385,12 +385,14 @@ describe.runIf(isEmbedded && process.env.TOOLRUNNER_PACKAGE_TEST === '1')('the p
       const [, fn] = functions.find(([id]) => id.startsWith(`Runner${name}Function`))!;
       return readFileSync(join(app, 'cdk.out', `asset.${fn.Properties.Code.S3Key.replace(/\.zip$/, '')}`, 'index.mjs'), 'utf8');
     };
-    // The user's tools are in the Lambdas that run them, and not in the others.
-    expect(bundleOf('Execute')).toContain('save_note');
-    expect(bundleOf('Api')).toContain('save_note');
-    expect(bundleOf('Sweeper')).not.toContain('save_note');
+    // The user's tools are in the Tools function alone (toolIsolation "function", the default), and their
+    // environment with them: no function that holds the runner's keys loads them.
+    expect(bundleOf('Tools')).toContain('save_note');
+    for (const name of ['Execute', 'Api', 'Reconcile', 'Report', 'Sweeper']) expect(bundleOf(name)).not.toContain('save_note');
+    const tools = functions.find(([id]) => id.startsWith('RunnerToolsFunction'))![1];
+    expect(tools.Properties.Environment.Variables.NOTES_API).toBe('https://notes.example.com');
     const execute = functions.find(([id]) => id.startsWith('RunnerExecuteFunction'))![1];
-    expect(execute.Properties.Environment.Variables.NOTES_API).toBe('https://notes.example.com');
+    expect(execute.Properties.Environment.Variables.NOTES_API).toBeUndefined();
   }, 480_000);
 
   it('runs one’s own CDK app from `toolrunner init --cdk` in template mode, as written, and applies an edit of app.ts at the next start', async () => {
