@@ -50,13 +50,9 @@ export function toolsEntryFor(name: string, toolsEntry: string, isolated: boolea
   return isolated && name !== 'Tools' ? runnerFile('functions/handlers/no-user-tools') : toolsEntry;
 }
 
-/** The `NodejsFunction` bundling props for one Lambda whose entry may import the user's tools. */
-export function cdkBundling(toolsEntry: string, target: string = LAMBDA_BUNDLING.target, policiesFile?: string): BundlingOptions {
+/** The bundling every Lambda of the construct shares (the runner's functions and the signing key's seed). */
+export function baseBundling(target: string = LAMBDA_BUNDLING.target): BundlingOptions {
   const b = LAMBDA_BUNDLING;
-  const copies = [
-    ...filesBesideBundle().map((file) => ({ from: file, to: basename(file) })),
-    ...(policiesFile ? [{ from: policiesFile, to: BUNDLED_POLICIES_FILE }] : []),
-  ];
   return {
     format: b.format as OutputFormat,
     target,
@@ -66,6 +62,18 @@ export function cdkBundling(toolsEntry: string, target: string = LAMBDA_BUNDLING
     mainFields: [...b.mainFields],
     externalModules: [...b.externalModules],
     banner: b.banner,
+  };
+}
+
+/** The `NodejsFunction` bundling props for one Lambda whose entry may import the user's tools. */
+export function cdkBundling(toolsEntry: string, target: string = LAMBDA_BUNDLING.target, policiesFile?: string): BundlingOptions {
+  const b = LAMBDA_BUNDLING;
+  const copies = [
+    ...filesBesideBundle().map((file) => ({ from: file, to: basename(file) })),
+    ...(policiesFile ? [{ from: policiesFile, to: BUNDLED_POLICIES_FILE }] : []),
+  ];
+  return {
+    ...baseBundling(target),
     define: { ...b.define },
     esbuildArgs: { '--alias': `${USER_TOOLS_MODULE}=${toolsEntry}` },
     commandHooks: {

@@ -1,11 +1,11 @@
 import { CustomResource, Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, type OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secrets from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { LAMBDA_BUNDLING, runnerFile } from './bundling';
+import { baseBundling, runnerFile } from './bundling';
 
 /**
  * The signing key's generation template. It never changes: CloudFormation generates a new value whenever a
@@ -55,7 +55,6 @@ export class RunnerSigningKey extends Construct {
     );
     role.addToPolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [props.configSecret.secretArn] }));
     role.addToPolicy(new iam.PolicyStatement({ actions: ['secretsmanager:PutSecretValue'], resources: [this.secret.secretArn] }));
-    const b = LAMBDA_BUNDLING;
     this.seedFunction = new NodejsFunction(this, 'SeedFunction', {
       entry: runnerFile('functions/handlers/seed-signing-key'),
       handler: 'handler',
@@ -67,16 +66,7 @@ export class RunnerSigningKey extends Construct {
       role,
       logGroup,
       loggingFormat: lambda.LoggingFormat.JSON,
-      bundling: {
-        format: b.format as OutputFormat,
-        target: props.bundleTarget,
-        minify: b.minify,
-        keepNames: b.keepNames,
-        sourceMap: b.sourceMap,
-        mainFields: [...b.mainFields],
-        externalModules: [...b.externalModules],
-        banner: b.banner,
-      },
+      bundling: baseBundling(props.bundleTarget),
     });
     const ack = (scope: Construct, ackId: string, reason: string) => Validations.of(scope).acknowledge({ id: ackId, reason });
     ack(
