@@ -71,8 +71,10 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
     expect(ship.status).toBe(202);
 
     // A charge that committed but timed out, whose status lookups fail for a while: an unknown outcome waiting for a lookup.
+    // Eight failures: the jittered backoffs between them (ceilings 1, 2, 4, 8, 16, 20, 20 s) keep it unknown for about
+    // 35 s after the first, not the 0 to 3 s two failures gave, which a loaded machine could overtake before the update.
     await sandbox.fault({ route: 'POST /v1/charges', mode: 'commit_then_timeout', delayMs: 20_000 });
-    await sandbox.fault({ route: 'GET /v1/charges', mode: 'fail_503', count: 2 });
+    await sandbox.fault({ route: 'GET /v1/charges', mode: 'fail_503', count: 8 });
     const unknown = await api.call(
       keys.agent,
       runId,
@@ -140,7 +142,7 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
         `${name} to be reported`,
         () => api.operation(keys.reviewer, id),
         (o) => o.state === 'reported',
-        120_000,
+        180_000,
       );
       expect({ name, status: op.envelope?.status }).toEqual({ name, status: 'succeeded' });
     }
