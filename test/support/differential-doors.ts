@@ -9,7 +9,11 @@ import type { RunnerConfig } from '../../functions/core/config';
 import { nextStep } from '../../functions/core/next-step';
 import type { OperationRecord } from '../../functions/core/model';
 import type { Deps, LifecyclePort } from '../../functions/core/ports';
-import { makeRegistry, type ToolSpec } from '../../functions/core/tool-spec';
+import { makeRegistry, type ToolRegistry, type ToolSpec } from '../../functions/core/tool-spec';
+import { lambdaToolHost } from '../../functions/adapters/tool-function';
+import { lambdaToolDirectory } from '../../functions/adapters/tools-directory';
+import { describedRegistry } from '../../functions/tools/described-tools';
+import { answerToolsEvent } from '../../functions/tools/tools-answer';
 import { mcpRoutes } from '../../functions/mcp/server';
 import { expireApprovalStep, requestApproval } from '../../functions/steps/approval';
 import { executeAttempt } from '../../functions/steps/execute';
@@ -124,13 +128,48 @@ export interface World {
   mcp: (request: Request) => Promise<Response>;
 }
 
-export function buildWorld(config: RunnerConfig, startAt: number): World {
+/**
+ * The `Tools` function as the privileged functions meet it with `toolIsolation: "function"`: each invocation's
+ * payload as JSON text in, the function's answer as JSON bytes out (a throw is Lambda's `FunctionError`), so
+ * the description, the argument check and every attempt cross the same boundary as on AWS.
+ */
+function toolsFunctionClient(tools: ToolRegistry) {
+  const encoder = new TextEncoder();
+  return {
+    async send(command: { input: { Payload?: unknown } }) {
+      try {
+        const answer = await answerToolsEvent(tools, JSON.parse(String(command.input.Payload)));
+        return { StatusCode: 200, Payload: encoder.encode(JSON.stringify(answer)) };
+      } catch (error) {
+        return { StatusCode: 200, FunctionError: 'Unhandled', Payload: encoder.encode(JSON.stringify({ errorMessage: String(error) })) };
+      }
+    },
+  } as unknown as Parameters<typeof lambdaToolHost>[0];
+}
+
+/**
+ * One case's world. `isolated`: the tools live in a `Tools` function (the default deployed shape), so this
+ * side knows them from their description and each call's hooks from the check at validation.
+ */
+export async function buildWorld(config: RunnerConfig, startAt: number, options: { isolated?: boolean } = {}): Promise<World> {
   let clock = startAt;
   const now = () => clock++;
   const store = memoryStore(() => clock);
   const executions: Execution[] = [];
   const tools = differentialTools(executions);
-  const registry = makeRegistry(tools);
+  let registry: ToolRegistry = makeRegistry(tools);
+  let isolation: Pick<Deps, 'toolHost' | 'toolDirectory'> = {};
+  if (options.isolated) {
+    const client = toolsFunctionClient(registry);
+    const toolDirectory = lambdaToolDirectory(client, 'Tools');
+    const described = describedRegistry(() => toolDirectory.describe());
+    await described.refresh();
+    registry = described;
+    isolation = {
+      toolDirectory,
+      toolHost: lambdaToolHost(client, 'Tools', { has: (name: string) => toolDirectory.hosts(name) } as ReadonlySet<string>),
+    };
+  }
   const policy = config.policies ? compilePolicies(config.policies, tools, config.principals) : undefined;
   if (policy && !policy.ok) throw new Error(`policies refused at load: ${JSON.stringify(policy.problems)}\n${config.policies}`);
   // The Step Functions machine, in process: each start runs the steps until the record waits or is done.
@@ -188,6 +227,7 @@ export function buildWorld(config: RunnerConfig, startAt: number): World {
     random: () => 0.5,
     publicBaseUrl: BASE_URL,
     ...(policy ? { policies: async () => policy.evaluator } : {}),
+    ...isolation,
   };
   const app = makeApp(deps, 2);
   const api = async (request: Request) => app.fetch(request);

@@ -39,7 +39,9 @@ import { startTestIssuer, type TestIssuer } from '../support/oidc-provider';
  * answers what the reference evaluation says: the HTTP preview and submission, `/mcp` at 2025-11-25 and at
  * 2026-07-28, the AI SDK and OpenAI Agents adapters, the re-check before each attempt (a write that cannot be
  * deduplicated is re-checked before it is sent; an approved call before its attempt) and the approval link
- * (opened by an approver reached by key, by a mapped token or as `oauth:<sub>`). A forbid that applies to the
+ * (opened by an approver reached by key, by a mapped token or as `oauth:<sub>`); and the HTTP doors again with the
+ * tools in their own function, as deployed by default (description, argument check and attempts through the
+ * Lambda invoke adapters and the `Tools` function's own answer). A forbid that applies to the
  * exact value is never skipped: nothing runs, whatever the door.
  *
  * Seeded and replayable: DIFF_SEED, and DIFF_RUNS for the number of cases (default 150; CI runs 10,000).
@@ -231,6 +233,7 @@ async function runCase(c: Case): Promise<Outcome> {
   const config = configOf(c);
   const startAt = Date.parse(`2026-12-02T${String(c.hour).padStart(2, '0')}:10:00Z`);
   const world = await timed('build', () => buildWorld(config, startAt));
+  const isolated = await timed('build', () => buildWorld(config, startAt, { isolated: true }));
   const principal = referencePrincipal(c);
   const parsed = parsedOf(c.tool, c.args);
   const spec = tools.find((t) => t.name === c.tool)!;
@@ -262,10 +265,28 @@ async function runCase(c: Case): Promise<Outcome> {
     for (const [n, door] of MODEL_DOORS.entries())
       if (!ROTATE || n === (c.modelDoor + index) % MODEL_DOORS.length)
         doors.push({ door: via(door.name), decision: await timed(door.name, () => door.run(world, cred.bearer, c.tool, c.args)) });
+    // The deployed default: the tools in their own function, known here from their description and each call's
+    // check at validation. Its world's executions join the case's: a forbid holds there too.
+    const isolatedRunId = await newRun(isolated, cred.bearer);
+    doors.push({
+      door: via('HTTP preview, tools isolated'),
+      decision: await timed('isolated', () => previewDoor(isolated, cred.bearer, isolatedRunId, c.tool, c.args)),
+    });
+    const inIsolation = await timed('isolated', () => submitDoor(isolated, cred.bearer, isolatedRunId, c.tool, c.args));
+    doors.push({ door: via('HTTP submit, tools isolated (+ re-check)'), decision: inIsolation.decision });
+    if (inIsolation.decision.kind === 'approval' && inIsolation.operationId) {
+      const approver = approvers[(c.approver + index + 1) % approvers.length];
+      const linked = await timed('isolated', () => linkDoor(isolated, approver.bearer, inIsolation.operationId!));
+      doors.push({
+        door: via(`approval link by ${approver.name}, tools isolated (+ re-check)`),
+        decision: linked.kind === 'allow' ? { kind: 'approval' } : linked,
+      });
+    }
   }
   const forbidden = parsed.ok && c.policies !== undefined && forbidApplies(c.policies, c.tool, parsed.value, principal, c.hour);
   const mayCall = principal.tools === '*' || principal.tools.includes(c.tool);
-  return { expected, doors, executions: world.executions.map(({ tool, input }) => ({ tool, input })), forbidden, mayCall, parsed };
+  const executions = [...world.executions, ...isolated.executions].map(({ tool, input }) => ({ tool, input }));
+  return { expected, doors, executions, forbidden, mayCall, parsed };
 }
 
 /** What is wrong with one case's outcome: each door that disagrees, anything run past a forbid, any input changed. */
