@@ -41,7 +41,7 @@ export async function executeAttempt(
   const tool = deps.tools.get(first.toolName);
   if (!tool || !first.frozenArguments) return refuseWithoutTool(deps, first);
   const input = frozenInput(deps, tool, first.frozenArguments);
-  const lockKey = lockKeyOf(first, tool);
+  const lockKey = await lockKeyOf(deps, first, tool);
 
   if (lockKey && !(await renewLock(deps, lockKey, operationId, attemptLockMs(tool.timeoutMs)))) {
     const busy = await advance(deps, first, (op) => ({ value: undefined, events: lockWaitEvents(tool, op, deps.now()) }));

@@ -1,5 +1,5 @@
 import type { OperationRecord } from '../core/model';
-import type { LockStore, WithStore } from '../core/ports';
+import type { Deps, LockStore, WithStore } from '../core/ports';
 import type { ToolSpec } from '../core/tool-spec';
 
 /**
@@ -7,13 +7,19 @@ import type { ToolSpec } from '../core/tool-spec';
  * continues the operation, and released only once its outcome is settled (recorded, failed, cancelled or
  * handed to a person), so a retried write can never land after a later write to the same resource.
  */
-export function lockKeyOf(
+export async function lockKeyOf(
+  deps: Pick<Deps, 'toolDirectory'>,
   op: Pick<OperationRecord, 'lockKey' | 'approvalLines' | 'frozenArguments'>,
   tool: ToolSpec | undefined,
-): string | undefined {
-  // The key the tool's code answered at validation; an operation validated before keys were kept computes it here.
+): Promise<string | undefined> {
+  // The key the tool's code answered at validation. An operation validated before keys were kept (an older
+  // version's, still in flight across an update) asks the tool's code again: in `Tools` where it runs there.
   if (op.approvalLines !== undefined || op.lockKey !== undefined) return op.lockKey;
-  return tool?.lockKey && op.frozenArguments ? `${tool.name}:${tool.lockKey(JSON.parse(op.frozenArguments))}` : undefined;
+  if (!tool?.lockKey || !op.frozenArguments) return undefined;
+  const args = JSON.parse(op.frozenArguments);
+  if (!deps.toolDirectory?.hosts(tool.name)) return `${tool.name}:${tool.lockKey(args)}`;
+  const check = await deps.toolDirectory.check(tool.name, args);
+  return check.ok ? check.lockKey : undefined;
 }
 
 export function renewLock(

@@ -30,7 +30,7 @@ export async function reconcileOutcome(
   let lookup: Lookup | undefined;
   if (plan === 'lookup' && tool) {
     const input = frozenInput(deps, tool, first.frozenArguments!);
-    const key = lockKeyOf(first, tool);
+    const key = await lockKeyOf(deps, first, tool);
     if (key) await renewLock(deps, key, operationId, RECONCILE_LEASE_MS);
     const call = await callTool(
       deps,
@@ -44,7 +44,7 @@ export async function reconcileOutcome(
     value: undefined,
     events: finishReconcileEvents(tool, op, plan, lookup, deps.now(), deps.random),
   }));
-  await releaseLockIfSettled(deps, lockKeyOf(done.op, tool), done.op);
+  await releaseLockIfSettled(deps, await lockKeyOf(deps, done.op, tool), done.op);
   return leftAt(done.op, deps.now());
 }
 

@@ -10,6 +10,6 @@ export async function reportEnvelope(
   operationId: string,
 ): Promise<StepResult> {
   const out = await advance(deps, operationId, (op) => ({ value: undefined, events: accepts(op, 'report') ? [{ type: 'report' }] : [] }));
-  await releaseLockIfSettled(deps, lockKeyOf(out.op, deps.tools.get(out.op.toolName)), out.op);
+  await releaseLockIfSettled(deps, await lockKeyOf(deps, out.op, deps.tools.get(out.op.toolName)), out.op);
   return leftAt(out.op, deps.now());
 }

@@ -135,6 +135,25 @@ describe('hooks answered by Tools at validation, stored with the operation', () 
     expect(asked).toEqual(['describe', 'check charge_card', 'execute charge_card']);
   });
 
+  it('an operation validated before the answers were kept asks Tools for its lock key, and locks', async () => {
+    const { deps, store, asked, locks } = harness();
+    const run = await createRun(deps, agent, budgets);
+    const submitted = await submitToolCall(deps, run, agent, {
+      callId: 'call_old',
+      turn: 1,
+      name: 'charge_card',
+      arguments: { amount: 10, order: 'ord_5' },
+    });
+    if (submitted.kind !== 'created') throw new Error(submitted.kind);
+    // As an older version stored it: the frozen arguments, but neither the lock key nor the approval lines.
+    const { lockKey: _lock, approvalLines: _lines, ...older } = submitted.op;
+    store.ops.set(older.operationId, older);
+    const { op } = await executeAttempt(deps, submitted.op.operationId);
+    expect(op).toMatchObject({ state: 'reported', outcome: { kind: 'succeeded' } });
+    expect(locks).toEqual(['charge_card:ord_5']);
+    expect(asked).toEqual(['describe', 'check charge_card', 'check charge_card', 'execute charge_card']);
+  });
+
   it('a described spec refuses to run a hook where the runner’s keys are', async () => {
     const { deps } = harness();
     await (deps.tools as ReturnType<typeof describedRegistry>).refresh();
