@@ -1,45 +1,10 @@
-import {
-  context,
-  defaultTextMapGetter,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Attributes,
-  type Tracer,
-} from '@opentelemetry/api';
+import { context, defaultTextMapGetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { TRACEPARENT } from '../core/trace-context';
-import type { AttemptSpanEnd, AttemptSpanStart, Telemetry } from '../core/ports';
+import type { Telemetry } from '../core/ports';
+import { endAttributes, GEN_AI_NAMES, startAttributes } from '../core/span-attributes';
 
 const propagator = new W3CTraceContextPropagator();
-
-/** The attributes known before the call: GenAI semantic conventions for tool execution, plus the runner's own. */
-export function startAttributes(start: AttemptSpanStart): Attributes {
-  return {
-    'gen_ai.operation.name': 'execute_tool',
-    'gen_ai.tool.name': start.toolName,
-    'gen_ai.tool.call.id': start.callId,
-    'gen_ai.tool.type': 'function',
-    'toolrunner.operation_id': start.operationId,
-    'toolrunner.run_id': start.runId,
-    'toolrunner.attempt': start.attempt,
-    'toolrunner.risk': start.risk,
-    'toolrunner.idempotency.key_sent': start.idempotencyKeySent,
-    'toolrunner.idempotency.replay_safe': start.replaySafe,
-    'toolrunner.approval': start.approval,
-  };
-}
-
-/** The attributes of the attempt's end: its outcome class, code and the upstream's status. */
-export function endAttributes(end: AttemptSpanEnd): Attributes {
-  return {
-    'toolrunner.outcome': end.outcome.kind,
-    ...('code' in end.outcome ? { 'toolrunner.outcome.code': end.outcome.code, 'error.type': end.outcome.code } : {}),
-    ...(end.upstreamStatus !== undefined ? { 'toolrunner.upstream.status_code': end.upstreamStatus } : {}),
-    'toolrunner.latency_ms': end.latencyMs,
-  };
-}
 
 /**
  * The telemetry port on the OpenTelemetry API: one `execute_tool <tool>` span per attempt, child of the
@@ -54,7 +19,7 @@ export function otelTelemetry(tracer: Tracer = trace.getTracer('toolrunner')): T
           ? propagator.extract(ROOT_CONTEXT, { traceparent: start.traceparent }, defaultTextMapGetter)
           : context.active();
       return tracer.startActiveSpan(
-        `execute_tool ${start.toolName}`,
+        `${GEN_AI_NAMES.GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL} ${start.toolName}`,
         { kind: SpanKind.INTERNAL, attributes: startAttributes(start) },
         parent,
         async (span) => {

@@ -1,6 +1,7 @@
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 
 /** The provider this process registered, if any: what `flushSpans` empties. */
 let registered: NodeTracerProvider | undefined;
@@ -28,7 +29,7 @@ export function startOtlpExport(env: NodeJS.ProcessEnv = process.env): OtlpExpor
   if (env.OTEL_SDK_DISABLED === 'true') return undefined;
   if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
   const provider = new NodeTracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME ?? 'toolrunner' })),
+    resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME ?? 'toolrunner' })),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
   provider.register();

@@ -320,6 +320,17 @@ export interface AttemptSpanStart {
   /** Sending this attempt twice is harmless (a read, or a keyed upstream). */
   replaySafe: boolean;
   approval: 'not_required' | 'approved';
+  /** What the call's policy decided at submission (an attempt runs only for a call that was allowed). */
+  policyDecision: 'allow' | 'require_approval';
+  /** The determining ids of the configured policies that decided it; absent where none are configured. */
+  policyIds?: string[];
+  approvalRequired: boolean;
+  /** Who approved the call, where a person did. */
+  approvalDecidedBy?: string;
+  /** What the run may still spend, in cents, as this process last knew the run; absent when it did not. */
+  budgetRemainingCents?: number;
+  /** SHA-256 (hex) of the operation's idempotency key: never the key itself. */
+  idempotencyKeySha256: string;
   /** The caller's W3C traceparent from the submission, when it sent one. */
   traceparent?: string;
 }

@@ -1,6 +1,6 @@
 import type { Tracer } from '@aws-lambda-powertools/tracer';
-import { endAttributes, startAttributes } from '../adapters/otel';
 import type { Telemetry } from '../core/ports';
+import { endAttributes, GEN_AI_NAMES, type SpanAttributeValue, startAttributes } from '../core/span-attributes';
 
 /** X-Ray annotations take letters, digits and underscores only: `gen_ai.tool.name` becomes `gen_ai_tool_name`. */
 const annotationKey = (key: string) => key.replace(/[^A-Za-z0-9_]/g, '_');
@@ -14,12 +14,12 @@ export function xrayTelemetry(tracer: Tracer): Telemetry {
     async attemptSpan(start, attempt, end) {
       const parent = tracer.isTracingEnabled() ? tracer.getSegment() : undefined;
       if (!parent) return attempt();
-      const sub = parent.addNewSubsegment(`execute_tool ${start.toolName}`);
+      const sub = parent.addNewSubsegment(`${GEN_AI_NAMES.GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL} ${start.toolName}`);
       tracer.setSegment(sub);
-      const annotate = (attrs: Record<string, unknown>) => {
+      // An annotation holds one string, number or boolean: a list (the policy ids) is joined with commas.
+      const annotate = (attrs: Record<string, SpanAttributeValue>) => {
         for (const [key, value] of Object.entries(attrs))
-          if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-            sub.addAnnotation(annotationKey(key), value);
+          sub.addAnnotation(annotationKey(key), Array.isArray(value) ? value.join(',') : value);
       };
       annotate(startAttributes(start));
       try {

@@ -62,16 +62,23 @@ export async function executeAttempt(
     return leftAt(begun.op, deps.now());
   }
   const attempt = begun.value.attempt;
-  const { call, outcome } = await tracedAttempt(deps, tool, begun.op, attempt, async () => {
-    const call = await callTool(
-      deps,
-      operationId,
-      { idempotencyKey: begun.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs, abortOnCancel: tool.risk === 'read' },
-      toolCode(deps, tool, 'execute', { operationId, frozenArguments: first.frozenArguments!, input }),
-    );
-    const classified = classifyAttempt(tool, call.ok ? { ok: true, value: call.value } : { ok: false, thrown: call.thrown });
-    return { call, outcome: await placeResult(deps, tool, operationId, String(attempt), classified) };
-  });
+  const { call, outcome } = await tracedAttempt(
+    deps,
+    tool,
+    begun.op,
+    attempt,
+    async () => {
+      const call = await callTool(
+        deps,
+        operationId,
+        { idempotencyKey: begun.op.idempotencyKey, attempt, timeoutMs: tool.timeoutMs, abortOnCancel: tool.risk === 'read' },
+        toolCode(deps, tool, 'execute', { operationId, frozenArguments: first.frozenArguments!, input }),
+      );
+      const classified = classifyAttempt(tool, call.ok ? { ok: true, value: call.value } : { ok: false, thrown: call.thrown });
+      return { call, outcome: await placeResult(deps, tool, operationId, String(attempt), classified) };
+    },
+    checks?.run,
+  );
   const answer = { attempt, outcome, latencyMs: call.latencyMs, upstreamStatus: call.upstreamStatus };
   const finished = await advance(deps, begun.op, (op) => ({
     value: undefined,

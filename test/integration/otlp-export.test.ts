@@ -49,6 +49,9 @@ describe('OTLP export', () => {
       idempotencyKeySent: false,
       replaySafe: true,
       approval: 'not_required' as const,
+      policyDecision: 'allow' as const,
+      approvalRequired: false,
+      idempotencyKeySha256: '0'.repeat(64),
     };
     await telemetry.attemptSpan(
       start,
