@@ -41,7 +41,7 @@ describe('the signing key: a secret of its own that no update regenerates', () =
     // Nothing else of the key's resource varies either: the same logical id, the same properties.
     expect(new Set(variants.map(({ runner, idOf }) => idOf(runner.signingKey!))).size).toBe(1);
     expect(new Set(keys.map((k) => JSON.stringify(k))).size).toBe(1);
-  });
+  }, 240_000);
 
   it('the operator owns the document without principals: a fixed generation template, the one stacks had before', () => {
     const documents = [synth(), synth({ approvalTtlSeconds: 3600 })].map(
