@@ -38,11 +38,11 @@ describe('the Slack message of an approval', () => {
     expect(all).not.toContain('hunter2');
     expect(all).not.toContain('4242 4242');
     // Person-supplied text is plain_text: `<!channel>` mentions no one, `*bold*` is not bold.
-    const argumentSection = blocks.find((b) => JSON.stringify(b).includes('note:')) as { text: { type: string; text: string } };
+    const argumentSection = blocks.find((b) => JSON.stringify(b).includes('note:')) as unknown as { text: { type: string; text: string } };
     expect(argumentSection.text).toEqual(
       expect.objectContaining({ type: 'plain_text', text: expect.stringContaining('note: <!channel> *bold*') }),
     );
-    const actions = blocks.find((b) => b.type === 'actions') as { elements: { action_id: string; value: string }[] };
+    const actions = blocks.find((b) => b.type === 'actions') as unknown as { elements: { action_id: string; value: string }[] };
     expect(actions.elements.map((e) => e.action_id)).toEqual([SlackAction.approve, SlackAction.deny]);
     for (const e of actions.elements) expect(parseButtonValue(e.value)).toEqual({ approvalId: 'apr_op_1', inputHash: 'sha256:abc123' });
   });
