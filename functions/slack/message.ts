@@ -93,7 +93,8 @@ export function approvalMessage(op: OperationRecord, secretFields: readonly stri
   const status = approvalStatusLine(op);
   const pending = status === undefined && op.state === 'awaiting_approval' && approval.state === 'pending';
 
-  const blocks: SlackBlock[] = [{ type: 'header', text: plain(`Approve ${op.toolName}?`, SLACK_LIMITS.header) }];
+  const title = pending ? `Approve ${op.toolName}?` : `Approval of ${op.toolName}`;
+  const blocks: SlackBlock[] = [{ type: 'header', text: plain(title, SLACK_LIMITS.header) }];
   if (op.approvalLines?.length) blocks.push({ type: 'section', text: plain(op.approvalLines.map((l) => `• ${l}`).join('\n')) });
   const facts = [
     `Requested by: ${requester}`,
