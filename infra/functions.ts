@@ -4,11 +4,13 @@ import type { LifecycleFunction } from '../statemachines/definition';
 import type { Port } from './permissions';
 
 /**
- * The HTTP API's routes (`$default` stage), every one to the API Lambda: the API, the MCP server, the
- * console and the OAuth protected-resource metadata (RFC 9728). Any other path is API Gateway's own 404.
+ * The HTTP API's routes (`$default` stage), every one to the API Lambda: the API, Slack's interactions, the
+ * MCP server, the console and the OAuth protected-resource metadata (RFC 9728). Any other path is API Gateway's own 404.
  */
 export const API_ROUTES = [
   'ANY /v1/{proxy+}',
+  // Slack's interactivity requests: no authorizer (none of the routes has one); Slack's signature, checked by the Api function.
+  'POST /v1/integrations/slack/interactions',
   'ANY /mcp',
   'ANY /console',
   'ANY /console/{proxy+}',

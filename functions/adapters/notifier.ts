@@ -9,7 +9,7 @@ import {
   noticeText,
   type ApprovalRequestedPayload,
 } from '../core/notices';
-import type { ApprovalRequest, ConfigSource, Metrics, Notifier } from '../core/ports';
+import type { ApprovalRequest, ApprovalSettledNotice, ConfigSource, Metrics, Notifier } from '../core/ports';
 import { signWebhookBody, WEBHOOK_SIGNATURE_HEADER } from '../core/webhook-signature';
 import { defaultLog } from '../core/log';
 
@@ -22,7 +22,7 @@ import { defaultLog } from '../core/log';
  */
 
 /** The `channel` dimension of `NotificationFailures`. */
-export type ChannelName = 'webhook' | 'sns' | 'console';
+export type ChannelName = 'webhook' | 'sns' | 'console' | 'slack';
 
 /** One way of reaching people. Each method resolves to how many of its deliveries failed. */
 export interface NotificationChannel {
@@ -31,6 +31,8 @@ export interface NotificationChannel {
   approvalRequested?(request: ApprovalRequest): Promise<number>;
   /** Delivers a link-free notice to whoever follows the runner. */
   notice?(notice: Notice): Promise<number>;
+  /** Updates what this channel posted about an approval once its call settled. */
+  approvalSettled?(notice: ApprovalSettledNotice): Promise<number>;
 }
 
 type Log = (line: Record<string, unknown>) => void;
@@ -40,7 +42,10 @@ const warn: Log = ({ message, ...fields }) => defaultLog().warn(String(message),
 export function makeNotifier(channels: readonly NotificationChannel[], options: { metrics?: Metrics; log?: Log } = {}): Required<Notifier> {
   const log = options.log ?? warn;
   /** Runs every channel's deliveries for one notice side by side; a part that throws counts as one failure. */
-  async function each(notice: Notice, parts: (channel: NotificationChannel) => (() => Promise<number> | undefined)[]): Promise<void> {
+  async function each(
+    notice: Pick<Notice, 'type' | 'operationId'> | { type: 'approval.settled'; operationId: string },
+    parts: (channel: NotificationChannel) => (() => Promise<number> | undefined)[],
+  ): Promise<void> {
     await Promise.all(
       channels.map(async (channel) => {
         let failed = 0;
@@ -68,6 +73,8 @@ export function makeNotifier(channels: readonly NotificationChannel[], options: 
     },
     approvalDecided: (notice) => notify({ type: 'approval.decided', ...notice }),
     reviewRequired: (notice) => notify({ type: 'review.required', ...notice }),
+    approvalSettled: (notice) =>
+      each({ type: 'approval.settled', operationId: notice.operationId }, (channel) => [() => channel.approvalSettled?.(notice)]),
   };
 }
 

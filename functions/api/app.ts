@@ -20,6 +20,7 @@ import { honoPath, REQUESTS, ROUTE_TABLE, type RouteName, type RouteSpec } from 
 import { runHandlers } from './run-routes';
 import { toolCallHandlers } from './tool-call-route';
 import { modelCallHandlers } from './model-call-routes';
+import { slackHandlers } from './slack-routes';
 
 export { MAX_BODY_BYTES };
 
@@ -30,6 +31,7 @@ const HANDLERS: RouteHandlers = {
   ...modelCallHandlers,
   ...operationHandlers,
   ...directoryHandlers,
+  ...slackHandlers,
 };
 
 /** The API as one Hono app: served by API Gateway + Lambda on AWS and by a Node HTTP server locally. */

@@ -407,6 +407,26 @@ export const ROUTE_TABLE = {
       409: error('`invalid_state`: already decided or expired'),
     },
   },
+  slackInteractions: {
+    method: 'post',
+    path: '/v1/integrations/slack/interactions',
+    summary: 'Slack’s interactivity request (Approve / Deny in a Slack message), authenticated by Slack’s signature',
+    access: 'public',
+    headers: [
+      {
+        name: 'X-Slack-Signature',
+        schema: { type: 'string' },
+        description: '`v0=` HMAC-SHA256 of `v0:<timestamp>:<raw body>` under the signing secret',
+      },
+      { name: 'X-Slack-Request-Timestamp', schema: { type: 'string' }, description: 'seconds since the epoch; within 300 s of now' },
+    ],
+    responses: {
+      200: { description: 'verified; the decision, or the refusal shown in Slack, follows' },
+      401: error('the signature or the timestamp does not verify'),
+      404: error('no `slack` configured'),
+      413: error('the body is over 256 KiB'),
+    },
+  },
 } satisfies Record<string, RouteSpec>;
 
 export type RouteName = keyof typeof ROUTE_TABLE;

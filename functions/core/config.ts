@@ -19,6 +19,21 @@ export const NotifySchema = z.strictObject({
   secret: z.string().min(16).max(512),
 });
 
+const SlackIdSchema = z.string().regex(/^[A-Z0-9]{2,32}$/, 'a Slack id is upper-case letters and digits, e.g. U024BE7LH');
+
+/**
+ * Approvals in Slack (functions/slack): the bot's token, the app's signing secret (interactions are
+ * authenticated by it alone), the one workspace it answers, and optionally one channel instead of each
+ * approver's direct messages. `apiUrl` is Slack's Web API base, https (http only to this machine, for tests).
+ */
+export const SlackSchema = z.strictObject({
+  botToken: z.string().regex(/^xoxb-[A-Za-z0-9-]{8,250}$/, 'a bot token starts with xoxb-'),
+  signingSecret: z.string().min(16).max(256),
+  teamId: z.string().regex(/^T[A-Z0-9]{2,32}$/, 'a Slack workspace id starts with T, e.g. T0123ABCD'),
+  channel: SlackIdSchema.optional(),
+  apiUrl: WebhookUrlSchema.optional(),
+});
+
 export const RoleSchema = z.enum(['agent', 'approver', 'reviewer', 'admin']);
 const ToolListSchema = z.union([z.literal('*'), z.array(z.string())]);
 
@@ -39,6 +54,8 @@ export const PrincipalSchema = z
     roles: z.array(RoleSchema).min(1),
     tools: ToolListSchema,
     notify: NotifySchema.optional(),
+    /** The principal's Slack member id (`U…`): its approval requests arrive in Slack and its clicks decide as it. */
+    slackUserId: SlackIdSchema.optional(),
     /** What policies see of this principal besides its roles (`principal.<name>`): flat names, simple values. */
     attributes: z
       .record(
@@ -196,6 +213,7 @@ export const RunnerConfigSchema = z
       policies: z.string().min(1).max(1_000_000).optional(),
       /** The same, from a file (relative to the configuration file's folder; on AWS, to the functions' asset). */
       policiesFile: z.string().min(1).max(4096).optional(),
+      slack: SlackSchema.optional(),
     },
     { error: unknownKeys },
   )
@@ -236,6 +254,19 @@ export const RunnerConfigSchema = z
         });
       else firstWithId.set(principal.id, index);
     }
+    // A click in Slack decides as the one principal its member id maps to.
+    const firstWithSlackId = new Map<string, number>();
+    for (const [index, principal] of config.principals.entries()) {
+      if (principal.slackUserId === undefined) continue;
+      const first = firstWithSlackId.get(principal.slackUserId);
+      if (first !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['principals', index, 'slackUserId'],
+          message: `another principal has the slackUserId ${JSON.stringify(principal.slackUserId)} (principals.${first}): each Slack member is one principal`,
+        });
+      else firstWithSlackId.set(principal.slackUserId, index);
+    }
     // Every webhook receiver holds its approver's notify.secret: it must open nothing else.
     for (const [index, principal] of config.principals.entries()) {
       const secret = principal.notify?.secret;
@@ -250,6 +281,8 @@ export const RunnerConfigSchema = z
 
 export type RunnerConfig = z.infer<typeof RunnerConfigSchema>;
 export type NotifyConfig = z.infer<typeof NotifySchema>;
+/** The `slack` section of the config document (docs/operate.md, "Approvals in Slack"). */
+export type SlackConfig = z.infer<typeof SlackSchema>;
 /** One entry of the config's `rateLimits` (docs/reference/config.md "Rate limits"). */
 export type RateLimit = z.infer<typeof RateLimitSchema>;
 export type McpUpstream = z.infer<typeof McpUpstreamSchema>;

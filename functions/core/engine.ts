@@ -237,6 +237,12 @@ const report: Handler<'report'> = (op, _event, { ids }) => {
   return reportTransition(op, envelope);
 };
 
+const noteApprovalMessages: Handler<'note_approval_messages'> = (op, event) => {
+  const known = op.approval!.slackMessages ?? [];
+  const added = event.messages.filter((m) => !known.some((k) => k.channel === m.channel && k.ts === m.ts));
+  return noEvents({ ...op, approval: { ...op.approval!, slackMessages: [...known, ...added] } });
+};
+
 const resume: Handler<'resume'> = (op, event) => noEvents({ ...op, resumes: op.resumes + 1, leaseUntil: event.leaseUntil });
 
 /** One handler per event: the mapped type makes the compiler refuse a table that misses one. */
@@ -246,6 +252,7 @@ const HANDLERS: { [K in LifecycleEventType]: Handler<K> } = {
   request_approval: requestApproval,
   decide_approval: decideApproval,
   expire_approval: expireApproval,
+  note_approval_messages: noteApprovalMessages,
   start_attempt: startAttempt,
   refuse_attempt: refuseAttempt,
   finish_attempt: finishAttempt,

@@ -38,6 +38,8 @@ export type LifecycleEvent =
   | { type: 'request_approval'; approvalId: string; expiresAt: string; taskToken: string; leaseUntil: string }
   | { type: 'decide_approval'; decision: 'approve' | 'reject'; by: string; reason?: string }
   | { type: 'expire_approval' }
+  /** Where the request's Slack messages went (functions/slack/channel.ts); changes nothing else. */
+  | { type: 'note_approval_messages'; messages: { channel: string; ts: string }[] }
   | {
       type: 'start_attempt';
       leaseUntil: string;

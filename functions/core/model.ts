@@ -131,6 +131,14 @@ export interface ApprovalInfo {
   decidedBy?: string;
   decidedAt?: string;
   reason?: string;
+  /** Where the request was posted in Slack (functions/slack), so a decision and the outcome update each message. */
+  slackMessages?: SlackMessageRef[];
+}
+
+/** A Slack message: its conversation and timestamp (`chat.update` names a message by both). */
+export interface SlackMessageRef {
+  channel: string;
+  ts: string;
 }
 
 export interface AttemptInfo {

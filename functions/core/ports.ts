@@ -264,6 +264,13 @@ export interface ApprovalDecidedNotice {
   decidedBy?: string;
 }
 
+/** A call that waited for an approval has settled (its envelope is fixed). Link-free. */
+export interface ApprovalSettledNotice {
+  approvalId: string;
+  operationId: string;
+  toolName: string;
+}
+
 /** An operation now waits for a reviewer's resolution (its outcome is unknown and cannot be reconciled). */
 export interface ReviewNotice {
   operationId: string;
@@ -281,6 +288,8 @@ export interface Notifier {
   approvalRequested(message: ApprovalRequest): Promise<void>;
   approvalDecided?(notice: ApprovalDecidedNotice): Promise<void>;
   reviewRequired?(notice: ReviewNotice): Promise<void>;
+  /** Updates what was posted about the approval (Slack) with how the call ended. */
+  approvalSettled?(notice: ApprovalSettledNotice): Promise<void>;
 }
 
 /** Current configuration; re-read when it changes, so revoked permissions take effect. */

@@ -68,6 +68,21 @@ export const ACCEPTS: { [K in LifecycleEventType]: { states: readonly OperationS
     states: [S.recorded, S.rejected, S.failedPermanent, S.budgetExhausted, S.cancelled, S.outcomeUnknown],
     guard: (op) => !op.envelope && (op.state !== S.outcomeUnknown || Boolean(op.review?.required)),
   },
+  // Any time after the request: a message posted while a fast decision was written still gets updated.
+  note_approval_messages: {
+    states: [
+      S.awaitingApproval,
+      S.executing,
+      S.outcomeUnknown,
+      S.recorded,
+      S.rejected,
+      S.failedPermanent,
+      S.budgetExhausted,
+      S.cancelled,
+      S.reported,
+    ],
+    guard: (op) => op.approval !== undefined,
+  },
   resume: {
     states: [
       S.proposed,

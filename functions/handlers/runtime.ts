@@ -11,6 +11,8 @@ import { makeDocumentClient, makeDynamoStore } from '../adapters/dynamo-store';
 import { dynamoWaitingPolls } from '../adapters/dynamo-waiting-polls';
 import { watchedStore } from '../steps/operation-watch';
 import { consoleChannel, makeNotifier, snsChannel, webhookChannel } from '../adapters/notifier';
+import { slackChannel } from '../slack/channel';
+import { noteApprovalMessages } from '../steps/approval-messages';
 import { sfnLifecycle } from '../adapters/sfn-lifecycle';
 import { powertoolsOnceGuard } from '../adapters/submission-guard';
 import { TABLE_ENV } from '../adapters/tables';
@@ -136,13 +138,21 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
   // The host runs what the description named (filled on the registry's first refresh).
   const described: Pick<ReadonlySet<string>, 'has'> = { has: (name) => toolDirectory?.hosts(name) ?? false };
   const toolHost = toolsFunction && lambda ? lambdaToolHost(lambda, toolsFunction, described as ReadonlySet<string>) : undefined;
-  const notifier = makeNotifier([webhookChannel({ config }), sns ?? consoleChannel()], { metrics });
+  // Slack where the config document has `slack`: it reads the operation and keeps where it posted through the deps below.
+  let self: Deps | undefined;
+  const slack = slackChannel({
+    config,
+    operation: (id) => store.getOperation(id),
+    secretFields: (name) => (self?.tools.get(name) as { secretFields?: readonly string[] } | undefined)?.secretFields ?? [],
+    noteMessages: (id, messages) => noteApprovalMessages(self!, id, messages),
+  });
+  const notifier = makeNotifier([webhookChannel({ config }), slack, sns ?? consoleChannel()], { metrics });
   const base = toolDirectory ? describedRegistry(() => toolDirectory.describe()) : makeRegistry(tools ?? []);
   // The configured MCP upstreams' tools join the registry when it is refreshed (see toolsReady).
   const registry = withMcpUpstreams(base, config);
   // A policiesFile is relative to the configuration file's folder locally, to the functions' asset on Lambda.
   const baseDir = env.TOOLRUNNER_CONFIG && !env.CONFIG_SECRET_ARN ? dirname(resolvePath(env.TOOLRUNNER_CONFIG)) : process.cwd();
-  return {
+  self = {
     store,
     watch,
     blobs,
@@ -177,6 +187,7 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
     ...rest,
     metrics,
   };
+  return self;
 }
 
 let shared: Deps | undefined;

@@ -41,6 +41,7 @@ export async function advance<T>(
     try {
       const out = await deps.store.updateOperation(op, next.op, next.events);
       if (!op.review?.required && out.op.review?.required) await tellReviewers(deps, out.op);
+      if (!op.envelope && out.op.envelope && out.op.approval?.slackMessages?.length) await tellSettled(deps, out.op);
       await freeRateSlotsIfSettled(deps, op, out.op);
       countTrace(deps, out.op.toolName, out.events);
       return { value: decided.value, op: out.op, changed: true, events: out.events };
@@ -68,6 +69,15 @@ function withReport(t: Transition, now: number): Transition {
   if (!accepts(t.op, 'report')) return t;
   const reported = transition(t.op, { type: 'report' }, now);
   return { op: reported.op, events: [...t.events, ...reported.events] };
+}
+
+/** Messages posted about the approval (Slack) learn how the call ended; a failed update must not fail the step. */
+async function tellSettled(deps: Pick<AdvanceDeps, 'notifier' | 'log'>, op: OperationRecord): Promise<void> {
+  try {
+    await deps.notifier.approvalSettled?.({ approvalId: op.approval!.approvalId, operationId: op.operationId, toolName: op.toolName });
+  } catch (error) {
+    logOf(deps).warn('settled notification failed', { operationId: op.operationId, error: (error as Error).message });
+  }
 }
 
 /** The review is durable (GET /v1/reviews lists it); a failed notification must not fail the step. */

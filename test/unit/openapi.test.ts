@@ -43,6 +43,7 @@ describe('the OpenAPI document', () => {
       'get /v1/health',
       'get /v1/openapi.json',
       'post /v1/approvals/{approvalId}',
+      'post /v1/integrations/slack/interactions',
     ]);
   });
 
