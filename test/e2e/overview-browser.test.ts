@@ -153,6 +153,25 @@ describeWithChromium('the console overview in Chromium', () => {
     expect(await page.locator('.windows a[aria-current=page]').innerText()).toBe('15m');
   });
 
+  it.runIf(Target === 'template')('counts a call made through the template’s functions (their roles write and read the rollups)', async () => {
+    const { api, keys } = stack;
+    const runId = await api.createRun(keys.agent);
+    const read = await api.call(keys.agent, runId, { callId: 'c1', name: 'get_order', arguments: { orderId: 'ord_42' } });
+    expect(read.body.status).toBe('succeeded');
+    const page = await signedIn(stack.keys.reviewer);
+    const sums = await waitFor(
+      async () => {
+        await page.goto(`${stack.apiUrl}/console/overview`);
+        return callsByOutcome(page);
+      },
+      (s) => s.succeeded === 1,
+      'calls by outcome',
+    );
+    expect(sums).toEqual({ succeeded: 1, failed: 0, rejected: 0, 'outcome unknown': 0, 'budget exhausted': 0, cancelled: 0 });
+    expect((await figures(page)).Calls).toBe('1');
+    await screenshot(SHOTS, page, '02-overview-one-call');
+  });
+
   it.runIf(Target === 'embedded')('draws a known mixed load as it happened', async () => {
     const { api, keys } = stack;
     const runId = await api.createRun(keys.agent, { maxSpendCents: 10_000 });
