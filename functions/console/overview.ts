@@ -129,7 +129,7 @@ function duration(ms: number | undefined): string {
 }
 
 function age(seconds: number | undefined): string {
-  if (seconds === undefined) return 'none waiting';
+  if (seconds === undefined) return 'none';
   if (seconds < 120) return `${seconds} s`;
   if (seconds < 7200) return `${Math.floor(seconds / 60)} min`;
   return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
@@ -190,7 +190,7 @@ ${f.notice ? html`<p class="banner error" role="status">${visible(f.notice)}</p>
       { name: 'p95', color: '#dc2626' },
     ],
     points: f.bars.map((b) => ({ label: b.label, values: [b.p50, b.p95] })),
-  })}<p class="muted">${f.noPersonCalls} calls needed no person; ${f.waitedForPerson} waited for an approver or reviewer and are not in these figures.</p></section>
+  })}<p class="muted">${f.noPersonCalls} calls needed no person; ${f.waitedForPerson} waited for an approver and are not in these figures.</p></section>
 <section class="card">${spend('spend-by-tool', 'Spend by tool', '#0f766e', f.toolSpendMicros)}</section>
 <section class="card">${spend('spend-by-model', 'Spend by model', '#9333ea', f.modelSpendMicros)}</section>`;
   return page('Overview', body, viewer, 'overview', OVERVIEW_STYLE);

@@ -59,6 +59,11 @@ function xLabels(labels: readonly string[], x: (i: number) => number): SafeHtml 
   )}`;
 }
 
+/** Words across an empty plot, so an empty chart does not read as a broken one. */
+function empty(isEmpty: boolean): SafeHtml | '' {
+  return isEmpty ? html`<text x="${LEFT + PLOT_W / 2}" y="${TOP + PLOT_H / 2}" text-anchor="middle">nothing in this window</text>` : '';
+}
+
 function hiddenTable(id: string, caption: string, head: readonly string[], rows: readonly (readonly (string | number)[])[]): SafeHtml {
   // Hidden by its wrapper: a table grows past any height it is given, and would lengthen the page.
   return html`<div class="visually-hidden"><table id="${id}"><caption>${caption}</caption><thead><tr>${head.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
@@ -88,7 +93,7 @@ export function stackedBarChart(input: {
     });
   });
   return html`<figure class="chart"><figcaption>${input.title}</figcaption>
-<svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-hidden="true">${yAxis(top, input.unit)}${rects}${xLabels(
+<svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-hidden="true">${yAxis(top, input.unit)}${rects}${empty(bars.every((b) => b.values.every((v) => !v)))}${xLabels(
     bars.map((b) => b.label),
     x,
   )}</svg>${legend(series)}
@@ -134,7 +139,7 @@ export function lineChart(input: {
     return html`${runs.map((d) => html`<path d="${d.trim()}" fill="none" stroke="${s.color}" stroke-width="2"></path>`)}${dots}`;
   });
   return html`<figure class="chart"><figcaption>${input.title}</figcaption>
-<svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-hidden="true">${yAxis(top, input.unit)}${lines}${xLabels(
+<svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-hidden="true">${yAxis(top, input.unit)}${lines}${empty(points.every((p) => p.values.every((v) => v === undefined)))}${xLabels(
     points.map((p) => p.label),
     x,
   )}</svg>${legend(series)}

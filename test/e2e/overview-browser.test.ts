@@ -135,7 +135,7 @@ describeWithChromium('the console overview in Chromium', () => {
       'p50 to the envelope': 'no calls',
       'p95 to the envelope': 'no calls',
       'Approvals waiting': '0',
-      'Oldest approval waiting': 'none waiting',
+      'Oldest approval waiting': 'none',
       'Unknown outcomes waiting': '0',
     });
     expect(Object.values(await callsByOutcome(page)).every((n) => n === 0)).toBe(true);
@@ -153,24 +153,27 @@ describeWithChromium('the console overview in Chromium', () => {
     expect(await page.locator('.windows a[aria-current=page]').innerText()).toBe('15m');
   });
 
-  it.runIf(Target === 'template')('counts a call made through the template’s functions (their roles write and read the rollups)', async () => {
-    const { api, keys } = stack;
-    const runId = await api.createRun(keys.agent);
-    const read = await api.call(keys.agent, runId, { callId: 'c1', name: 'get_order', arguments: { orderId: 'ord_42' } });
-    expect(read.body.status).toBe('succeeded');
-    const page = await signedIn(stack.keys.reviewer);
-    const sums = await waitFor(
-      async () => {
-        await page.goto(`${stack.apiUrl}/console/overview`);
-        return callsByOutcome(page);
-      },
-      (s) => s.succeeded === 1,
-      'calls by outcome',
-    );
-    expect(sums).toEqual({ succeeded: 1, failed: 0, rejected: 0, 'outcome unknown': 0, 'budget exhausted': 0, cancelled: 0 });
-    expect((await figures(page)).Calls).toBe('1');
-    await screenshot(SHOTS, page, '02-overview-one-call');
-  });
+  it.runIf(Target === 'template')(
+    'counts a call made through the template’s functions (their roles write and read the rollups)',
+    async () => {
+      const { api, keys } = stack;
+      const runId = await api.createRun(keys.agent);
+      const read = await api.call(keys.agent, runId, { callId: 'c1', name: 'get_order', arguments: { orderId: 'ord_42' } });
+      expect(read.body.status).toBe('succeeded');
+      const page = await signedIn(stack.keys.reviewer);
+      const sums = await waitFor(
+        async () => {
+          await page.goto(`${stack.apiUrl}/console/overview`);
+          return callsByOutcome(page);
+        },
+        (s) => s.succeeded === 1,
+        'calls by outcome',
+      );
+      expect(sums).toEqual({ succeeded: 1, failed: 0, rejected: 0, 'outcome unknown': 0, 'budget exhausted': 0, cancelled: 0 });
+      expect((await figures(page)).Calls).toBe('1');
+      await screenshot(SHOTS, page, '02-overview-one-call');
+    },
+  );
 
   it.runIf(Target === 'embedded')('draws a known mixed load as it happened', async () => {
     const { api, keys } = stack;
@@ -209,7 +212,7 @@ describeWithChromium('the console overview in Chromium', () => {
     expect(await table(page, 'spend-by-tool')).toEqual({ priced_a: ['14 ¢'], priced_b: ['5 ¢'] });
     // Every call but the one waiting for its approver needed no person.
     expect(await page.locator('main .card p.muted').innerText()).toBe(
-      '8 calls needed no person; 0 waited for an approver or reviewer and are not in these figures.',
+      '8 calls needed no person; 0 waited for an approver and are not in these figures.',
     );
     // Each p95 drawn is at least its p50.
     for (const [p50, p95] of Object.values(await table(page, 'time-to-envelope')).filter(([a]) => a !== ''))
