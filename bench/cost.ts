@@ -10,6 +10,7 @@ import type { ExecutionSummary } from '../local/sfn-endpoint';
 import type { StackMeter } from '../local/stack';
 import { ensureAssembly, readAssembly } from '../local/template/assembly';
 import { runMain, startBenchStack } from './bench-stack';
+import { rollupCost } from './rollup-cost';
 import { DEFAULT_RETENTION_SECONDS, heldByteSeconds, ITEM_OVERHEAD_BYTES, recoveredTables, storageUsd } from './storage-cost';
 import {
   accessLogLine,
@@ -632,6 +633,7 @@ async function main(): Promise<void> {
       `scenarios (tool isolation ${scenario.toolIsolation}; USD per million calls, long_poll per million 25 s polls; secretsManager at ${scenario.callsPerSecond} calls/s):`,
     );
     console.table(scenarios);
+    if (sweepClient.client && watchTable) console.log(await rollupCost(sweepClient.client, watchTable));
     console.log(
       JSON.stringify({
         scenario: { argsBytes: scenario.argsBytes, resultBytes: scenario.resultBytes, upstreamMs: scenario.upstreamMs },

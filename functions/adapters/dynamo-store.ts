@@ -6,6 +6,7 @@ import { makeMcpRuns } from './dynamo-mcp-runs';
 import { makeDynamoModelCalls } from './dynamo-model-calls';
 import { makeDynamoOperationStore } from './dynamo-operation-store';
 import { makeRateLimits } from './dynamo-rate-limits';
+import { makeDynamoRollups } from './dynamo-rollups';
 import { makeDynamoRecoveryStore } from './dynamo-recovery-store';
 import { makeDynamoReviewQueries } from './dynamo-review-queries';
 import { makeDynamoRunStore } from './dynamo-run-store';
@@ -37,5 +38,6 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     ...makeRateLimits(doc, tables.watch),
     ...makeMcpRuns(doc, tables.watch),
     ...makeDynamoModelCalls(ctx),
+    ...makeDynamoRollups(doc, tables.watch),
   };
 }

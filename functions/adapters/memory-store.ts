@@ -16,6 +16,7 @@ import {
   type RateLimitStore,
   type RecoveryStore,
   type ReviewQueries,
+  type RollupStore,
   RunChangedError,
   type RunStore,
   type Store,
@@ -24,6 +25,7 @@ import {
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { type ModelCallRecord, withCharge, withReservation } from '../core/model-calls';
 import { heldMicrosOf, microsOfCents } from '../core/spend';
+import { minuteOfCounters } from '../core/rollups';
 
 /** The maps behind the in-memory store, shared by its roles; tests read them to check what was written. */
 export interface MemoryState {
@@ -35,6 +37,8 @@ export interface MemoryState {
   rateSlots: Map<string, { holder: string; until: number }>;
   mcpRuns: Map<string, string>;
   modelCalls: Map<string, ModelCallRecord>;
+  /** The overview's counters by minute (`YYYY-MM-DDTHH:MM`). */
+  rollups: Map<string, Record<string, number>>;
 }
 
 /** How every role writes a run's trace: numbered on from the run's last event, dated by the store's clock. */
@@ -62,6 +66,7 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     rateSlots: new Map(),
     mcpRuns: new Map(),
     modelCalls: new Map(),
+    rollups: new Map(),
   };
   const counters = new Map<string, number>();
   const trace: MemoryTrace = {
@@ -84,6 +89,7 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     ...memoryRateLimits(state),
     ...memoryMcpRuns(state),
     ...memoryModelCalls(state, trace, clock),
+    ...memoryRollups(state),
   };
 }
 
@@ -325,6 +331,22 @@ function memoryMcpRuns({ mcpRuns }: MemoryState): McpRunStore {
 }
 
 /** One write may chain moves (recorded then reported); each hop must be in the lifecycle table. */
+function memoryRollups({ rollups }: MemoryState): RollupStore {
+  return {
+    async addToRollup({ minute, counters }) {
+      const item = rollups.get(minute) ?? {};
+      for (const [name, value] of Object.entries(counters)) item[name] = (item[name] ?? 0) + value;
+      rollups.set(minute, item);
+    },
+    async readRollups(first, last) {
+      return [...rollups.entries()]
+        .filter(([minute]) => minute >= first && minute <= last)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([minute, item]) => minuteOfCounters(minute, item));
+    },
+  };
+}
+
 function reachable(from: OperationState, to: OperationState): boolean {
   const seen = new Set<OperationState>([from]);
   const queue = [from];

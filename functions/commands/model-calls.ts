@@ -22,6 +22,8 @@ import {
 } from '../core/ports';
 import { modelRateTakes, secondsToNextMinute } from '../core/rate-limits';
 import { centsOfMicros } from '../core/spend';
+import { rollupOfModelCharge } from '../core/rollups';
+import { addToRollup } from '../steps/rollups';
 
 type ModelCallDeps = WithStore<ModelCallStore & Pick<RunStore, 'getRun'> & Pick<RateLimitStore, 'takeRateCount' | 'giveBackRateCount'>>;
 
@@ -132,6 +134,7 @@ export async function settleModelCall(deps: ModelCallDeps, run: RunRecord, model
     if (decision.kind === 'invalid_state') return decision;
     try {
       const after = await deps.store.chargeModelCall({ before: call, after: decision.after, events: decision.events });
+      await addToRollup(deps, rollupOfModelCharge(after.model, after.chargedMicros ?? 0, deps.now(), after.expiresAtEpoch));
       if (decision.kind === 'expire')
         return { kind: 'invalid_state', message: 'this model call’s lease ran out: its reservation was charged in full' };
       return { kind: 'settled', view: settlementView(after), replayed: false };

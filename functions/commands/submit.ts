@@ -27,6 +27,7 @@ import { executeAttempt } from '../steps/execute';
 import { rateGate, type Throttled } from './rate-limit-gate';
 import { checkCallArguments } from './argument-check';
 import { defaultLog } from '../core/log';
+import { rollUpReport } from '../steps/rollups';
 
 /**
  * How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured: a
@@ -181,6 +182,7 @@ export async function submitToolCall(
       });
       deps.recentRuns?.remember('run' in admission ? admission.run : current);
       countTrace(deps, created.op.toolName, created.events);
+      await rollUpReport(deps, undefined, created.op);
       return {
         kind: 'created',
         op: created.op,

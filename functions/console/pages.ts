@@ -50,9 +50,10 @@ th{background:#f1f5f9;color:#334155}td.num{text-align:right;font-variant-numeric
 .status{font-weight:600}.status.open{color:#1d4ed8}.status.cancelled{color:#64748b}.status.budget_exhausted,.status.expired{color:#b45309}
 .pager{margin:1rem 0;display:flex;gap:1rem}${INVISIBLE_STYLE}`;
 
-type Section = 'approvals' | 'reviews' | 'runs';
+type Section = 'approvals' | 'reviews' | 'runs' | 'overview';
 
-function page(title: string, body: SafeHtml, viewer?: Viewer, current?: Section, extraStyle: SafeHtml | '' = ''): string {
+/** The console's frame around a page's body: its navigation, who is signed in, its style. */
+export function page(title: string, body: SafeHtml, viewer?: Viewer, current?: Section, extraStyle: SafeHtml | '' = ''): string {
   const link = (section: Section, text: string) =>
     html`<a href="/console/${section}"${current === section ? html` aria-current="page"` : ''}>${text}</a>`;
   const nav = viewer
@@ -60,6 +61,7 @@ function page(title: string, body: SafeHtml, viewer?: Viewer, current?: Section,
         hasRole(viewer.principal, 'approver') ? link('approvals', 'Approvals') : '',
         hasRole(viewer.principal, 'reviewer') ? link('reviews', 'Reviews') : '',
         mayListRuns(viewer.principal) ? link('runs', 'Runs') : '',
+        hasRole(viewer.principal, 'reviewer') ? link('overview', 'Overview') : '',
       ]}</nav>
 <span class="who">Signed in as <strong>${visible(viewer.principal.id)}</strong></span>
 <form method="post" action="/console/logout">${csrfField(viewer)}<button type="submit" name="logout" value="1">Sign out</button></form>`

@@ -34,6 +34,8 @@ import {
   verifySession,
 } from './session';
 import { defaultLog } from '../core/log';
+import { DEFAULT_RETENTION_DAYS } from '../commands/submit';
+import { type OverviewStore, overviewPage, readOverview } from './overview';
 
 export interface ConsoleOptions {
   /** The runner's own API, called in-process with the signed-in principal's key: the console can do what the key can. */
@@ -45,6 +47,8 @@ export interface ConsoleOptions {
   /** The API's public URL, read per request (the embedded stack learns its port after building the app). */
   publicBaseUrl: () => string;
   now?: () => number;
+  /** Where the overview reads its rollups and what waits for people; without it the console has no overview. */
+  overview?: OverviewStore;
 }
 
 /** `__Host-`: only this host may set it, over TLS, for the whole path. Plain HTTP on loopback cannot carry that prefix. */
@@ -300,6 +304,17 @@ export function consoleRoutes(options: ConsoleOptions): Hono {
       if (!(error instanceof ToolRunnerError) || error.status !== 400) throw error;
       return c.html(messagePage('Runs', 'That is not a page of runs this console handed out.', who.viewer), 400);
     }
+  });
+
+  app.get('/console/overview', async (c) => {
+    const who = await signedIn(c);
+    if (!who) return c.redirect('/console/login', 303);
+    if (!hasRole(who.viewer.principal, 'reviewer'))
+      return c.html(messagePage('Overview', 'The overview is for reviewers and admins.', who.viewer), 403);
+    if (!options.overview) return c.html(messagePage('Overview', 'This runner keeps no overview.', who.viewer), 404);
+    const config = await options.config();
+    const figures = await readOverview(options.overview, now(), c.req.query('window'), config.retentionDays ?? DEFAULT_RETENTION_DAYS);
+    return c.html(overviewPage(who.viewer, figures));
   });
 
   app.get('/console/runs/:runId', async (c) => {

@@ -10,6 +10,7 @@ import type { Log } from './log';
 import type { ArgumentsCheck } from './call-policy';
 import type { ToolDescription } from './tool-invocation';
 import type { ModelCallRecord } from './model-calls';
+import type { MinuteKey, RollupAddition, RollupMinute } from './rollups';
 
 /**
  * The ports of the core: what the steps need from the world. Adapters (DynamoDB, Step Functions, SNS,
@@ -208,6 +209,14 @@ export interface ModelCallStore {
   chargeModelCall(input: { before: ModelCallRecord; after: ModelCallRecord; events: NewTraceEvent[] }): Promise<ModelCallRecord>;
 }
 
+/** The overview's per-minute rollups (core/rollups.ts): one counter-adding write per call, read a minute an item. */
+export interface RollupStore {
+  /** Adds the counters to the minute's item (created by the first addition), in one write. */
+  addToRollup(addition: RollupAddition): Promise<void>;
+  /** The items of the minutes from `first` to `last` (inclusive) that have any, oldest first. */
+  readRollups(first: MinuteKey, last: MinuteKey): Promise<RollupMinute[]>;
+}
+
 /**
  * Every store role in one object (what the DynamoDB and in-memory stores implement); steps and surfaces
  * take only the roles they use.
@@ -221,7 +230,8 @@ export interface Store
     LockStore,
     RateLimitStore,
     McpRunStore,
-    ModelCallStore {}
+    ModelCallStore,
+    RollupStore {}
 
 /** Which state machine runs an execution: Standard (approvals, long waits) or its Express variant. */
 export type Machine = 'standard' | 'express';

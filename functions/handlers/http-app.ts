@@ -33,6 +33,7 @@ export function makeHttpApp(deps: Deps): Hono {
     tools: deps.tools,
     publicBaseUrl: () => deps.publicBaseUrl,
     now: () => deps.now(),
+    overview: deps.store,
   });
   const root = new Hono();
   root.all('/mcp', (c) => mcp.fetch(c.req.raw, c.env));

@@ -8,6 +8,7 @@ import type { TraceEvent } from '../core/trace';
 import { countTrace } from './metrics';
 import { freeRateSlotsIfSettled } from './rate-slots';
 import { logOf } from '../core/log';
+import { rollUpReport } from './rollups';
 
 /** What `decide` says from the record read: lifecycle events to apply (none means the record stays as it is). */
 export type Decided<T> = Decision<T>;
@@ -44,6 +45,7 @@ export async function advance<T>(
       if (!op.envelope && out.op.envelope && out.op.approval?.slackMessages?.length) await tellSettled(deps, out.op);
       await freeRateSlotsIfSettled(deps, op, out.op);
       countTrace(deps, out.op.toolName, out.events);
+      await rollUpReport(deps, op, out.op);
       return { value: decided.value, op: out.op, changed: true, events: out.events };
     } catch (error) {
       if (error instanceof OperationConflictError) {

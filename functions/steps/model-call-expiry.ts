@@ -1,4 +1,6 @@
 import { expiry } from '../core/model-calls';
+import { rollupOfModelCharge } from '../core/rollups';
+import { addToRollup } from './rollups';
 import { ModelCallChangedError, type ModelCallStore, type WithStore } from '../core/ports';
 
 /** Model call ids (`modelCallIdFor`) share the sweeper's watch list with operation ids. */
@@ -22,7 +24,8 @@ export async function expireModelCallIfDue(
   if (call.leaseUntil > now) return call.leaseUntil;
   const expired = expiry(call);
   try {
-    await chargeModelCall({ before: call, after: expired.after, events: expired.events });
+    const charged = await chargeModelCall({ before: call, after: expired.after, events: expired.events });
+    await addToRollup(deps, rollupOfModelCharge(charged.model, charged.chargedMicros ?? 0, deps.now(), charged.expiresAtEpoch));
   } catch (error) {
     // Settled meanwhile: nothing left to charge.
     if (!(error instanceof ModelCallChangedError)) throw error;

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -334,6 +334,28 @@ describe.each([
     expect(await store.currentMcpRun(principal)).toBe(racers[moved.indexOf(true)]);
     // Each principal has a record of its own.
     expect(await store.currentMcpRun(`${principal}x`)).toBeUndefined();
+  });
+
+  it('rollups: concurrent additions to one minute add up; a read spans days and returns only the minutes asked for', async () => {
+    const store = await make();
+    // A year of its own per store run, so stores sharing DynamoDB Local's tables never see each other's minutes.
+    const year = 2100 + randomInt(800);
+    const minute = `${year}-03-01T23:59`;
+    const next = `${year}-03-02T00:00`;
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        store.addToRollup({ minute, counters: { c_succeeded: 1, h_3: 1, ...(i < 2 ? { 't_a tool': 700 } : {}) }, expiresAtEpoch: 4e9 }),
+      ),
+    );
+    await store.addToRollup({ minute: next, counters: { c_failed: 1, p_waited: 1, 'm_gpt-4.1': 25 } });
+    await store.addToRollup({ minute: `${year}-03-02T00:02`, counters: { c_rejected: 1 } });
+    const read = await store.readRollups(minute, `${year}-03-02T00:01`);
+    expect(read.map((m) => m.minute)).toEqual([minute, next]);
+    expect(read[0].calls).toMatchObject({ succeeded: 10, failed: 0 });
+    expect(read[0].latency[3]).toBe(10);
+    expect(read[0].toolSpendMicros).toEqual({ 'a tool': 1400 });
+    expect(read[1]).toMatchObject({ calls: { failed: 1 }, waitedForPerson: 1, modelSpendMicros: { 'gpt-4.1': 25 } });
+    expect(await store.readRollups(`${year}-03-03T00:00`, `${year}-03-03T23:59`)).toEqual([]);
   });
 
   it("a run's admission and status change set its updatedAt", async () => {
