@@ -633,7 +633,7 @@ async function main(): Promise<void> {
       `scenarios (tool isolation ${scenario.toolIsolation}; USD per million calls, long_poll per million 25 s polls; secretsManager at ${scenario.callsPerSecond} calls/s):`,
     );
     console.table(scenarios);
-    if (sweepClient.client && watchTable) console.log(await rollupCost(sweepClient.client, watchTable));
+    if (sweepClient.client && watchTable) console.log(await rollupCost(sweepClient.client, watchTable, scenario.callsPerSecond));
     console.log(
       JSON.stringify({
         scenario: { argsBytes: scenario.argsBytes, resultBytes: scenario.resultBytes, upstreamMs: scenario.upstreamMs },

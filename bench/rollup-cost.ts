@@ -2,6 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { makeDynamoRollups } from '../functions/adapters/dynamo-rollups';
 import { makeDocumentClient } from '../functions/adapters/dynamo-store';
 import { LATENCY_BUCKETS_MS, ROLLUP_OUTCOMES } from '../functions/core/rollups';
+import { ROLLUP_FLUSH_MS } from '../functions/steps/rollups';
 import { PRICES } from './cost-model';
 
 /** DynamoDB standard storage, USD per GB-month. */
@@ -9,13 +10,13 @@ const STORAGE_GB_MONTH_USD = 0.25;
 const MINUTES_A_MONTH = 30 * 1440;
 
 /**
- * The overview's share of a call (`npm run cost`): each call's envelope adds to its minute's rollup item in one
- * UpdateItem (functions/steps/rollups.ts), counted in every path above as one more write on the watch table.
- * Here that write alone: its write units as DynamoDB reports them, made on a minute's item as full as a busy
- * minute's gets (every outcome, every latency bucket, twenty tools and ten models), so the figure holds for the
- * largest item, and the items' storage (one a minute, whatever the traffic).
+ * The overview's share of a call (`npm run cost`): each process sums its calls' additions and writes them in one
+ * UpdateItem at most once per `ROLLUP_FLUSH_MS` (functions/steps/rollups.ts); the paths above count the writes
+ * their calls made. Here that write alone: its write units as DynamoDB reports them, made on a minute's item as
+ * full as a busy minute's gets (every outcome, every latency bucket, twenty tools and ten models), so the figure
+ * holds for the largest item; what it costs a call at a steady rate per process; and the items' storage.
  */
-export async function rollupCost(client: DynamoDBClient, table: string): Promise<string> {
+export async function rollupCost(client: DynamoDBClient, table: string, callsPerSecondPerProcess: number): Promise<string> {
   let units = 0;
   let counting = false;
   const name = 'rollupCost';
@@ -45,9 +46,10 @@ export async function rollupCost(client: DynamoDBClient, table: string): Promise
     await rollups.addToRollup({ minute, counters: { c_succeeded: 1, h_4: 1, t_tool_number_3: 7_000_000 }, expiresAtEpoch: 4_000_000_000 });
     counting = false;
     const itemBytes = Object.entries(full).reduce((sum, [k]) => sum + k.length + 21, 100 + 40);
-    const perMillion = units * 1e6 * PRICES.dynamoWriteUnit;
+    const perWrite = units * PRICES.dynamoWriteUnit;
+    const callsPerWrite = Math.max(1, (callsPerSecondPerProcess * ROLLUP_FLUSH_MS) / 1000);
     const storageMonth = ((itemBytes * MINUTES_A_MONTH) / 1e9) * STORAGE_GB_MONTH_USD;
-    return `overview rollups: 1 UpdateItem per call on the watch table (in every path above), ${units} write unit(s) on a full minute's item (about ${itemBytes} bytes): $${perMillion.toFixed(3)} per million calls; storage one item a minute, about $${storageMonth.toFixed(4)} a month whatever the traffic`;
+    return `overview rollups: ${units} write unit(s) a write on a full minute's item (about ${itemBytes} bytes), at most one write per process every ${ROLLUP_FLUSH_MS / 1000} s: $${((perWrite * 1e6) / callsPerWrite).toFixed(3)} per million calls at ${callsPerSecondPerProcess} calls a second per process ($${(perWrite * 1e6).toFixed(3)} per million for calls after a quiet spell, each written alone); storage one item a minute, about $${storageMonth.toFixed(4)} a month whatever the traffic`;
   } finally {
     client.middlewareStack.remove(name);
   }

@@ -91,7 +91,7 @@ async function figures(page: Page): Promise<Record<string, string>> {
   return Object.fromEntries(Object.entries(await table(page, 'overview-figures')).map(([k, [v]]) => [k, v]));
 }
 
-async function waitFor<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, ms = 20_000): Promise<T> {
+async function waitFor<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, ms = 90_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await read();
