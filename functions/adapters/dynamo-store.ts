@@ -9,6 +9,7 @@ import { makeRateLimits } from './dynamo-rate-limits';
 import { makeDynamoRecoveryStore } from './dynamo-recovery-store';
 import { makeDynamoReviewQueries } from './dynamo-review-queries';
 import { makeDynamoRunStore } from './dynamo-run-store';
+import { makeSpendCounters } from './dynamo-spend-counters';
 import { makeDynamoStoreContext } from './dynamo-store-context';
 import { makeDynamoTraceStore } from './dynamo-trace-store';
 import type { TableNames } from './tables';
@@ -37,5 +38,6 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     ...makeRateLimits(doc, tables.watch),
     ...makeMcpRuns(doc, tables.watch),
     ...makeDynamoModelCalls(ctx),
+    ...makeSpendCounters(doc, tables.watch),
   };
 }

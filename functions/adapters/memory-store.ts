@@ -18,12 +18,14 @@ import {
   type ReviewQueries,
   RunChangedError,
   type RunStore,
+  SpendCounterChangedError,
   type Store,
   type TraceStore,
 } from '../core/ports';
 import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { type ModelCallRecord, withCharge, withReservation } from '../core/model-calls';
 import { heldMicrosOf, microsOfCents } from '../core/spend';
+import { counterKeyOf, type SpendCounterRef, type SpendTake, takeFits } from '../core/spend-limits';
 
 /** The maps behind the in-memory store, shared by its roles; tests read them to check what was written. */
 export interface MemoryState {
@@ -35,6 +37,8 @@ export interface MemoryState {
   rateSlots: Map<string, { holder: string; until: number }>;
   mcpRuns: Map<string, string>;
   modelCalls: Map<string, ModelCallRecord>;
+  /** Principals' spend counters by `counterKeyOf`, in micro-cents (config `spendLimits`). */
+  spendCounters: Map<string, number>;
 }
 
 /** How every role writes a run's trace: numbered on from the run's last event, dated by the store's clock. */
@@ -62,6 +66,7 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     rateSlots: new Map(),
     mcpRuns: new Map(),
     modelCalls: new Map(),
+    spendCounters: new Map(),
   };
   const counters = new Map<string, number>();
   const trace: MemoryTrace = {
@@ -84,15 +89,34 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     ...memoryRateLimits(state),
     ...memoryMcpRuns(state),
     ...memoryModelCalls(state, trace, clock),
+    async getSpendCounters(refs) {
+      return Object.fromEntries(
+        refs.flatMap((r) =>
+          state.spendCounters.has(counterKeyOf(r)) ? [[counterKeyOf(r), state.spendCounters.get(counterKeyOf(r))!]] : [],
+        ),
+      );
+    },
   };
 }
 
-function memoryModelCalls({ runs, modelCalls }: MemoryState, trace: MemoryTrace, clock: () => number): ModelCallStore {
+/** As the DynamoDB store: every counter a call moves must keep it within its cap, or none moves. */
+function takeSpend(counters: Map<string, number>, takes: readonly SpendTake[] | undefined): void {
+  if (!takes?.length) return;
+  if (takes.some((t) => !takeFits(t, counters.get(counterKeyOf(t)) ?? 0))) throw new SpendCounterChangedError('a spend counter moved');
+  for (const t of takes) counters.set(counterKeyOf(t), (counters.get(counterKeyOf(t)) ?? 0) + t.micros);
+}
+
+/** A charge moves the counters the reservation moved by the difference, with no condition (the call happened). */
+function adjustSpend(counters: Map<string, number>, refs: readonly SpendCounterRef[] | undefined, micros: number): void {
+  for (const r of refs ?? []) counters.set(counterKeyOf(r), (counters.get(counterKeyOf(r)) ?? 0) + micros);
+}
+
+function memoryModelCalls({ runs, modelCalls, spendCounters }: MemoryState, trace: MemoryTrace, clock: () => number): ModelCallStore {
   return {
     async getModelCall(id) {
       return clone(modelCalls.get(id));
     },
-    async reserveModelCall({ run, call, events }) {
+    async reserveModelCall({ run, call, events, spend }) {
       const existing = modelCalls.get(call.modelCallId);
       if (existing) throw new ModelCallExistsError(clone(existing));
       const stored = runs.get(run.runId);
@@ -105,6 +129,7 @@ function memoryModelCalls({ runs, modelCalls }: MemoryState, trace: MemoryTrace,
         heldMicrosOf(stored.usage) + call.reservedMicros > microsOfCents(stored.budgets.maxSpendCents)
       )
         throw new RunChangedError('the run changed');
+      takeSpend(spendCounters, spend);
       const at = new Date(now).toISOString();
       runs.set(run.runId, { ...stored, usage: withReservation(stored.usage, call.reservedMicros), updatedAt: at });
       modelCalls.set(call.modelCallId, clone(call));
@@ -117,6 +142,7 @@ function memoryModelCalls({ runs, modelCalls }: MemoryState, trace: MemoryTrace,
       const stored = runs.get(before.runId);
       if (!stored) throw new Error('no run');
       const at = new Date(clock()).toISOString();
+      adjustSpend(spendCounters, before.spendCounters, (after.chargedMicros ?? 0) - before.reservedMicros);
       runs.set(before.runId, {
         ...stored,
         usage: withCharge(stored.usage, before.reservedMicros, after.chargedMicros ?? 0),
@@ -129,7 +155,7 @@ function memoryModelCalls({ runs, modelCalls }: MemoryState, trace: MemoryTrace,
   };
 }
 
-function memoryOperations({ runs, ops }: MemoryState, trace: MemoryTrace, clock: () => number): OperationStore {
+function memoryOperations({ runs, ops, spendCounters }: MemoryState, trace: MemoryTrace, clock: () => number): OperationStore {
   return {
     async getOperation(id) {
       return clone(ops.get(id));
@@ -144,6 +170,7 @@ function memoryOperations({ runs, ops }: MemoryState, trace: MemoryTrace, clock:
       // As the DynamoDB store: a run's change (an admission or a status) sets its updatedAt.
       if (runChange.kind === 'admit') {
         if (!admissionHolds(stored, runChange.delta, runChange.now)) throw new RunChangedError('the run changed');
+        takeSpend(spendCounters, runChange.spend);
         nextRun = { ...applyAdmission(stored, runChange.delta), updatedAt: at };
       } else if (runChange.kind === 'close') {
         if (stored.status !== 'open') throw new RunChangedError('the run changed');

@@ -18,12 +18,16 @@ import {
   RunChangedError,
   type RateLimitStore,
   type RunStore,
+  type SpendCounterStore,
   type WithStore,
 } from '../core/ports';
+import { refsOf, spendLimitRefusal, spendTakes } from '../core/spend-limits';
 import { modelRateTakes, secondsToNextMinute } from '../core/rate-limits';
 import { centsOfMicros } from '../core/spend';
 
-type ModelCallDeps = WithStore<ModelCallStore & Pick<RunStore, 'getRun'> & Pick<RateLimitStore, 'takeRateCount' | 'giveBackRateCount'>>;
+type ModelCallDeps = WithStore<
+  ModelCallStore & SpendCounterStore & Pick<RunStore, 'getRun'> & Pick<RateLimitStore, 'takeRateCount' | 'giveBackRateCount'>
+>;
 
 export type ReserveResult =
   | { kind: 'reserved'; modelCallId: string; reservedCents: number; replayed: boolean }
@@ -83,6 +87,10 @@ async function reserveCounted(deps: ModelCallDeps, run: RunRecord, request: Mode
     if (decision.kind === 'unpriceable') return { kind: 'invalid', message: decision.message };
     if (decision.kind === 'run_closed') return { kind: 'run_closed' };
     if (decision.kind === 'refused') return decision;
+    // Config `spendLimits`: the principal's counters as read; the reservation's write holds them to their caps.
+    const takes = spendTakes(config.spendLimits, run.principalId, now, decision.reservedMicros);
+    const overLimit = takes.length ? spendLimitRefusal(takes, await deps.store.getSpendCounters(takes)) : undefined;
+    if (overLimit) return { kind: 'refused', refusal: { status: 'refused', code: 'spend_limit', message: overLimit } };
     // Counted once, for a reservation that would be made; a decision taken again keeps the counts taken.
     if (!counted.length) {
       for (const take of modelRateTakes(config.rateLimits, { model: request.model, principal: run.principalId }, now)) {
@@ -98,7 +106,11 @@ async function reserveCounted(deps: ModelCallDeps, run: RunRecord, request: Mode
       }
     }
     try {
-      return reservedAnswer(await deps.store.reserveModelCall({ run: current, call: decision.call, events: decision.events }), false);
+      const call = takes.length ? { ...decision.call, spendCounters: refsOf(takes) } : decision.call;
+      return reservedAnswer(
+        await deps.store.reserveModelCall({ run: current, call, events: decision.events, ...(takes.length ? { spend: takes } : {}) }),
+        false,
+      );
     } catch (error) {
       if (error instanceof ModelCallExistsError) return replay(error.existing);
       if (!(error instanceof RunChangedError)) throw error;

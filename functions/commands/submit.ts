@@ -27,6 +27,8 @@ import { executeAttempt } from '../steps/execute';
 import { rateGate, type Throttled } from './rate-limit-gate';
 import { checkCallArguments } from './argument-check';
 import { defaultLog } from '../core/log';
+import type { SpendTake } from '../core/spend-limits';
+import { withSpendLimits } from './spend-admission';
 
 /**
  * How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured: a
@@ -143,7 +145,14 @@ export async function submitToolCall(
     const allowed = validation.decision === 'allow' ? validation : undefined;
     // Only calls validation allowed count towards the loop fuse, as frozen (and a replay never gets here).
     const fuseKey = allowed && frozenCallKey(call.name, allowed.frozenArguments);
-    const admission = admitCall(current, call.turn, allowed?.costCents ?? 0, now, fuseKey);
+    const { admission, takes } = await withSpendLimits(
+      deps,
+      config.spendLimits,
+      current,
+      admitCall(current, call.turn, allowed?.costCents ?? 0, now, fuseKey),
+      allowed?.costCents ?? 0,
+      now,
+    );
     if (!admission.admitted && admission.reason === 'run_closed') {
       // A closed run still answers a replay of a call it had taken.
       existing = await deps.store.getOperation(operationId);
@@ -167,6 +176,7 @@ export async function submitToolCall(
       proposed.op,
       now,
       sendsFirstAttempt(deps, tool, context.waitSeconds ?? 0),
+      takes,
     );
     const settled = transitionAll(proposed.op, first.steps, now);
     const slots = rate.slots();
@@ -329,7 +339,13 @@ function firstChange(
   op: Pick<OperationRecord, 'operationId' | 'callId'>,
   now: number,
   sendsItself: boolean,
+  takes: SpendTake[],
 ): { steps: LifecycleEvent[]; runEvents: NewTraceEvent[]; runChange: RunChange } {
+  if (!admission.admitted && admission.reason === 'spend_limit') {
+    // Over the principal's spend limit: an envelope the model reads, the run open (the limit resets).
+    const steps: LifecycleEvent[] = [{ type: 'exhaust_budget', message: admission.message, code: 'spend_limit' }, { type: 'report' }];
+    return { steps, runEvents: [], runChange: { kind: 'none' } };
+  }
   if (!admission.admitted && admission.reason === 'loop_detected') {
     // The loop fuse: refused like a policy refusal (an envelope the model reads), the run untouched.
     return {
@@ -363,7 +379,7 @@ function firstChange(
   if (validation.decision === 'deny') steps.push({ type: 'report' });
   else if (!validation.approvalRequired && tool && intentAtSubmission(tool))
     steps.push({ type: 'start_attempt', leaseUntil: lease, unclaimed: !sendsItself });
-  return { steps, runEvents: [], runChange: { kind: 'admit', delta: admission.delta, now } };
+  return { steps, runEvents: [], runChange: { kind: 'admit', delta: admission.delta, now, ...(takes.length ? { spend: takes } : {}) } };
 }
 
 function proposalOf(

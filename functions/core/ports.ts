@@ -10,6 +10,7 @@ import type { Log } from './log';
 import type { ArgumentsCheck } from './call-policy';
 import type { ToolDescription } from './tool-invocation';
 import type { ModelCallRecord } from './model-calls';
+import type { SpendCounterRef, SpendTake } from './spend-limits';
 
 /**
  * The ports of the core: what the steps need from the world. Adapters (DynamoDB, Step Functions, SNS,
@@ -19,7 +20,13 @@ import type { ModelCallRecord } from './model-calls';
 /** How a new operation changes its run, applied atomically with the operation's creation. */
 export type RunChange =
   /** An admitted call: conditional on the budget fields only, never on the whole run. */
-  | { kind: 'admit'; delta: AdmissionDelta; now: number }
+  | {
+      kind: 'admit';
+      delta: AdmissionDelta;
+      now: number;
+      /** The principal's spend counters (config `spendLimits`) the call moves, each on condition it stays within its cap. */
+      spend?: SpendTake[];
+    }
   /** The run becomes exhausted or expired (conditional on it still being open). */
   | { kind: 'close'; to: Exclude<RunStatus, 'open' | 'cancelled'> }
   /** Nothing to change (the run was already closed when the call came). */
@@ -39,6 +46,11 @@ export class OperationExistsError extends RunnerError {
 /** The run changed under a conditional write (a budget moved, it closed): read it again and decide again. */
 export class RunChangedError extends RunnerError {
   override name = 'RunChangedError';
+}
+
+/** A principal's spend counter moved past what the call needs (config `spendLimits`): read the counters and decide again. */
+export class SpendCounterChangedError extends RunChangedError {
+  override name = 'SpendCounterChangedError';
 }
 
 /** The operation is no longer at the version the writer read; carries what is there now. */
@@ -199,13 +211,26 @@ export interface ModelCallStore {
    * held spend still leaving room for the reservation (as read: `heldMicrosOf`). RunChangedError when the run
    * moved (read it again and decide again); ModelCallExistsError when the id is taken.
    */
-  reserveModelCall(input: { run: RunRecord; call: ModelCallRecord; events: NewTraceEvent[] }): Promise<ModelCallRecord>;
+  reserveModelCall(input: {
+    run: RunRecord;
+    call: ModelCallRecord;
+    events: NewTraceEvent[];
+    spend?: SpendTake[];
+  }): Promise<ModelCallRecord>;
   /**
    * A reserved call settled or expired (`after`), its charge moved from the run's reservations to its model
    * spend, in one write conditional on the call still being reserved (ModelCallChangedError otherwise). An
    * overrun is charged in full: no condition on the run's budget.
    */
   chargeModelCall(input: { before: ModelCallRecord; after: ModelCallRecord; events: NewTraceEvent[] }): Promise<ModelCallRecord>;
+}
+
+/**
+ * Principals' spend counters (config `spendLimits`), keyed by `counterKeyOf`: what each holds in micro-cents
+ * (absent: nothing yet). The admitting writes move them (OperationStore, ModelCallStore); this role reads them.
+ */
+export interface SpendCounterStore {
+  getSpendCounters(refs: readonly SpendCounterRef[]): Promise<Record<string, number>>;
 }
 
 /**
@@ -221,7 +246,8 @@ export interface Store
     LockStore,
     RateLimitStore,
     McpRunStore,
-    ModelCallStore {}
+    ModelCallStore,
+    SpendCounterStore {}
 
 /** Which state machine runs an execution: Standard (approvals, long waits) or its Express variant. */
 export type Machine = 'standard' | 'express';
