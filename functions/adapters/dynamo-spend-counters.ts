@@ -1,9 +1,11 @@
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, type BatchGetCommandOutput, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, type BatchGetCommandOutput, type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { THRESHOLD_PERCENTS } from '../core/budget-thresholds';
 import type { SpendCounterStore } from '../core/ports';
 import { microsOfCents } from '../core/spend';
 import { counterKeyOf, type SpendCounterRef, type SpendTake } from '../core/spend-limits';
 import type { TransactItem } from './dynamo-run-items';
+import type { TableNames } from './tables';
 
 /**
  * Principals' spend counters (config `spendLimits`) as items of the watch table in partitions of their own
@@ -49,8 +51,56 @@ export function spendCounterRefused(error: unknown, firstIndex: number): boolean
   return (error.CancellationReasons ?? []).slice(firstIndex).some((r) => r?.Code === 'ConditionalCheckFailed');
 }
 
-export function makeSpendCounters(doc: DynamoDBDocumentClient, table: string): SpendCounterStore {
+export function makeSpendCounters(doc: DynamoDBDocumentClient, tables: Pick<TableNames, 'runs' | 'watch'>): SpendCounterStore {
+  const table = tables.watch;
   return {
+    async readThresholds(target) {
+      const out = await doc.send(
+        new GetCommand({
+          ...(target.scope === 'run'
+            ? { TableName: tables.runs, Key: { runId: target.runId } }
+            : { TableName: table, Key: keyOf(target.ref) }),
+          ConsistentRead: true,
+          ProjectionExpression: '#usage, heldMicros, threshold50, threshold80, threshold100',
+          ExpressionAttributeNames: { '#usage': 'usage' },
+        }),
+      );
+      const item = out.Item ?? {};
+      const usage = item.usage as { heldMicros?: number; spendCents?: number } | undefined;
+      const held = target.scope === 'run' ? (usage?.heldMicros ?? microsOfCents(usage?.spendCents ?? 0)) : Number(item.heldMicros ?? 0);
+      return { heldMicros: held, marked: THRESHOLD_PERCENTS.filter((p) => item[`threshold${p}`] !== undefined) };
+    },
+    async markThreshold(target, percent, atMicros) {
+      // One attribute per threshold (`threshold50`...): the first writer to set it tells the crossing.
+      const mark = { '#m': `threshold${percent}` };
+      const command =
+        target.scope === 'principal'
+          ? new UpdateCommand({
+              TableName: table,
+              Key: keyOf(target.ref),
+              UpdateExpression: 'SET #m = :at',
+              ConditionExpression: 'attribute_not_exists(#m) AND heldMicros >= :t',
+              ExpressionAttributeNames: mark,
+              ExpressionAttributeValues: { ':at': new Date().toISOString(), ':t': atMicros },
+            })
+          : new UpdateCommand({
+              TableName: tables.runs,
+              Key: { runId: target.runId },
+              UpdateExpression: 'SET #m = :at',
+              // A run that never reserved a model call holds its spend in whole cents (`spendCents`).
+              ConditionExpression:
+                'attribute_exists(runId) AND attribute_not_exists(#m) AND (#usage.heldMicros >= :t OR (attribute_not_exists(#usage.heldMicros) AND #usage.spendCents >= :tc))',
+              ExpressionAttributeNames: { ...mark, '#usage': 'usage' },
+              ExpressionAttributeValues: { ':at': new Date().toISOString(), ':t': atMicros, ':tc': Math.ceil(atMicros / 1_000_000) },
+            });
+      try {
+        await doc.send(command);
+        return true;
+      } catch (error) {
+        if (error instanceof ConditionalCheckFailedException) return false;
+        throw error;
+      }
+    },
     async getSpendCounters(refs) {
       if (!refs.length) return {};
       const held: Record<string, number> = {};

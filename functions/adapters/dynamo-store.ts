@@ -38,6 +38,6 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     ...makeRateLimits(doc, tables.watch),
     ...makeMcpRuns(doc, tables.watch),
     ...makeDynamoModelCalls(ctx),
-    ...makeSpendCounters(doc, tables.watch),
+    ...makeSpendCounters(doc, tables),
   };
 }

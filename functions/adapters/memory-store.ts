@@ -39,6 +39,8 @@ export interface MemoryState {
   modelCalls: Map<string, ModelCallRecord>;
   /** Principals' spend counters by `counterKeyOf`, in micro-cents (config `spendLimits`). */
   spendCounters: Map<string, number>;
+  /** Thresholds told (`budget.threshold`), per run or counter and percent. */
+  thresholdMarks: Set<string>;
 }
 
 /** How every role writes a run's trace: numbered on from the run's last event, dated by the store's clock. */
@@ -67,6 +69,7 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     mcpRuns: new Map(),
     modelCalls: new Map(),
     spendCounters: new Map(),
+    thresholdMarks: new Set(),
   };
   const counters = new Map<string, number>();
   const trace: MemoryTrace = {
@@ -89,6 +92,31 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     ...memoryRateLimits(state),
     ...memoryMcpRuns(state),
     ...memoryModelCalls(state, trace, clock),
+    async markThreshold(target, percent, atMicros) {
+      const key = target.scope === 'run' ? `run#${target.runId}#${percent}` : `${counterKeyOf(target.ref)}#${percent}`;
+      const stored = target.scope === 'run' ? state.runs.get(target.runId) : undefined;
+      const held = stored
+        ? heldMicrosOf(stored.usage)
+        : target.scope === 'principal'
+          ? (state.spendCounters.get(counterKeyOf(target.ref)) ?? 0)
+          : 0;
+      if (state.thresholdMarks.has(key) || held < atMicros) return false;
+      state.thresholdMarks.add(key);
+      return true;
+    },
+    async readThresholds(target) {
+      const prefix = target.scope === 'run' ? `run#${target.runId}#` : `${counterKeyOf(target.ref)}#`;
+      const stored = target.scope === 'run' ? state.runs.get(target.runId) : undefined;
+      const held = stored
+        ? heldMicrosOf(stored.usage)
+        : target.scope === 'principal'
+          ? (state.spendCounters.get(counterKeyOf(target.ref)) ?? 0)
+          : 0;
+      return {
+        heldMicros: held,
+        marked: [...state.thresholdMarks].filter((k) => k.startsWith(prefix)).map((k) => Number(k.slice(prefix.length))),
+      };
+    },
     async getSpendCounters(refs) {
       return Object.fromEntries(
         refs.flatMap((r) =>

@@ -12,6 +12,7 @@ import {
 import type { ApprovalRequest, ConfigSource, Metrics, Notifier } from '../core/ports';
 import { signWebhookBody, WEBHOOK_SIGNATURE_HEADER } from '../core/webhook-signature';
 import { defaultLog } from '../core/log';
+import type { BudgetThresholdNotice } from '../core/budget-thresholds';
 
 /**
  * The notifier port as channels: each approver's link reaches that approver alone (its webhook, its
@@ -31,6 +32,8 @@ export interface NotificationChannel {
   approvalRequested?(request: ApprovalRequest): Promise<number>;
   /** Delivers a link-free notice to whoever follows the runner. */
   notice?(notice: Notice): Promise<number>;
+  /** Delivers a spend threshold to the run's owner and the admins who have a channel of their own here. */
+  budgetThreshold?(notice: BudgetThresholdNotice): Promise<number>;
 }
 
 type Log = (line: Record<string, unknown>) => void;
@@ -56,7 +59,14 @@ export function makeNotifier(channels: readonly NotificationChannel[], options: 
         }
         if (failed === 0) return;
         options.metrics?.count(MetricName.notificationFailures, { channel: channel.name }, failed);
-        log({ message: 'notification failed', channel: channel.name, type: notice.type, operationId: notice.operationId, failed, errors });
+        log({
+          message: 'notification failed',
+          channel: channel.name,
+          type: notice.type,
+          operationId: 'operationId' in notice ? notice.operationId : undefined,
+          failed,
+          errors,
+        });
       }),
     );
   }
@@ -68,6 +78,10 @@ export function makeNotifier(channels: readonly NotificationChannel[], options: 
     },
     approvalDecided: (notice) => notify({ type: 'approval.decided', ...notice }),
     reviewRequired: (notice) => notify({ type: 'review.required', ...notice }),
+    budgetThreshold(threshold) {
+      const notice: Notice = { type: 'budget.threshold', ...threshold };
+      return each(notice, (channel) => [() => channel.notice?.(notice), () => channel.budgetThreshold?.(threshold)]);
+    },
   };
 }
 
@@ -184,7 +198,10 @@ export function webhookChannel(options: WebhookOptions): NotificationChannel {
   const random = options.random ?? Math.random;
   const log = options.log ?? warn;
 
-  async function deliver(target: { webhookUrl: string; secret: string }, payload: ApprovalRequestedPayload): Promise<boolean> {
+  async function deliver(
+    target: { webhookUrl: string; secret: string },
+    payload: ApprovalRequestedPayload | ThresholdPayload,
+  ): Promise<boolean> {
     const body = JSON.stringify(payload);
     const deadline = now() + policy.deadlineMs;
     const host = new URL(target.webhookUrl).host;
@@ -221,7 +238,12 @@ export function webhookChannel(options: WebhookOptions): NotificationChannel {
       await new Promise((r) => setTimeout(r, delay));
     }
     // The host only: a webhook URL's path or query may be a credential of the receiver's.
-    log({ message: 'webhook delivery failed', host, operationId: payload.operationId, problem: lastProblem });
+    log({
+      message: 'webhook delivery failed',
+      host,
+      operationId: 'operationId' in payload ? payload.operationId : undefined,
+      problem: lastProblem,
+    });
     return false;
   }
 
@@ -235,8 +257,18 @@ export function webhookChannel(options: WebhookOptions): NotificationChannel {
       });
       return (await Promise.all(deliveries)).filter((ok) => !ok).length;
     },
+    async budgetThreshold(notice) {
+      // The run's owner and every admin, each once, through its own signed webhook.
+      const targets = (await options.config()).principals.filter((p) => p.id === notice.principalId || p.roles.includes('admin'));
+      const payload: ThresholdPayload = { type: 'budget.threshold', ...notice };
+      const deliveries = targets.flatMap((p) => (p.notify ? [deliver(p.notify, payload)] : []));
+      return (await Promise.all(deliveries)).filter((ok) => !ok).length;
+    },
   };
 }
+
+/** What a `budget.threshold` webhook carries. */
+type ThresholdPayload = { type: 'budget.threshold' } & BudgetThresholdNotice;
 
 /** `Retry-After` in seconds (the HTTP-date form is not worth the parsing here), as milliseconds; 0 if absent. */
 function retryAfterOf(header: string | null): number {

@@ -18,16 +18,24 @@ import {
   RunChangedError,
   type RateLimitStore,
   type RunStore,
+  type Deps,
   type SpendCounterStore,
+  type TraceStore,
   type WithStore,
 } from '../core/ports';
-import { refsOf, spendLimitRefusal, spendTakes } from '../core/spend-limits';
+import { refsOf, spendLimitOf, spendLimitRefusal, spendTakes } from '../core/spend-limits';
 import { modelRateTakes, secondsToNextMinute } from '../core/rate-limits';
 import { centsOfMicros } from '../core/spend';
+import { tellThresholds } from './budget-thresholds';
 
 type ModelCallDeps = WithStore<
-  ModelCallStore & SpendCounterStore & Pick<RunStore, 'getRun'> & Pick<RateLimitStore, 'takeRateCount' | 'giveBackRateCount'>
->;
+  ModelCallStore &
+    SpendCounterStore &
+    Pick<TraceStore, 'appendRunEvents'> &
+    Pick<RunStore, 'getRun'> &
+    Pick<RateLimitStore, 'takeRateCount' | 'giveBackRateCount'>
+> &
+  Partial<Pick<Deps, 'metrics' | 'notifier'>>;
 
 export type ReserveResult =
   | { kind: 'reserved'; modelCallId: string; reservedCents: number; replayed: boolean }
@@ -107,10 +115,14 @@ async function reserveCounted(deps: ModelCallDeps, run: RunRecord, request: Mode
     }
     try {
       const call = takes.length ? { ...decision.call, spendCounters: refsOf(takes) } : decision.call;
-      return reservedAnswer(
-        await deps.store.reserveModelCall({ run: current, call, events: decision.events, ...(takes.length ? { spend: takes } : {}) }),
-        false,
-      );
+      const made = await deps.store.reserveModelCall({
+        run: current,
+        call,
+        events: decision.events,
+        ...(takes.length ? { spend: takes } : {}),
+      });
+      await tellThresholds(deps, current, takes);
+      return reservedAnswer(made, false);
     } catch (error) {
       if (error instanceof ModelCallExistsError) return replay(error.existing);
       if (!(error instanceof RunChangedError)) throw error;
@@ -144,6 +156,7 @@ export async function settleModelCall(deps: ModelCallDeps, run: RunRecord, model
     if (decision.kind === 'invalid_state') return decision;
     try {
       const after = await deps.store.chargeModelCall({ before: call, after: decision.after, events: decision.events });
+      await tellOverrun(deps, run, call, after);
       if (decision.kind === 'expire')
         return { kind: 'invalid_state', message: 'this model call’s lease ran out: its reservation was charged in full' };
       return { kind: 'settled', view: settlementView(after), replayed: false };
@@ -152,4 +165,15 @@ export async function settleModelCall(deps: ModelCallDeps, run: RunRecord, model
       if (!(error instanceof ModelCallChangedError)) throw error;
     }
   }
+}
+
+/** A settlement above its reservation moved the run's and the counters' held spend up: the thresholds reached are told. */
+async function tellOverrun(deps: ModelCallDeps, run: RunRecord, before: ModelCallRecord, after: ModelCallRecord): Promise<void> {
+  if ((after.chargedMicros ?? 0) <= before.reservedMicros) return;
+  const limit = spendLimitOf((await deps.config()).spendLimits, run.principalId);
+  const counters = (before.spendCounters ?? []).flatMap((ref) => {
+    const capCents = ref.period === 'day' ? limit?.perDayCents : limit?.perMonthCents;
+    return capCents === undefined ? [] : [{ ...ref, capCents }];
+  });
+  await tellThresholds(deps, run, counters);
 }

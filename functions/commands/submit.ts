@@ -29,6 +29,7 @@ import { checkCallArguments } from './argument-check';
 import { defaultLog } from '../core/log';
 import type { SpendTake } from '../core/spend-limits';
 import { withSpendLimits } from './spend-admission';
+import { tellThresholds } from './budget-thresholds';
 
 /**
  * How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured: a
@@ -191,6 +192,7 @@ export async function submitToolCall(
       });
       deps.recentRuns?.remember('run' in admission ? admission.run : current);
       countTrace(deps, created.op.toolName, created.events);
+      if (first.runChange.kind === 'admit' && allowed?.costCents) await tellThresholds(deps, current, takes);
       return {
         kind: 'created',
         op: created.op,

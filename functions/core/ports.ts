@@ -11,6 +11,7 @@ import type { ArgumentsCheck } from './call-policy';
 import type { ToolDescription } from './tool-invocation';
 import type { ModelCallRecord } from './model-calls';
 import type { SpendCounterRef, SpendTake } from './spend-limits';
+import type { BudgetThresholdNotice, ThresholdTarget } from './budget-thresholds';
 
 /**
  * The ports of the core: what the steps need from the world. Adapters (DynamoDB, Step Functions, SNS,
@@ -231,6 +232,13 @@ export interface ModelCallStore {
  */
 export interface SpendCounterStore {
   getSpendCounters(refs: readonly SpendCounterRef[]): Promise<Record<string, number>>;
+  /**
+   * Marks `percent` told for the run or counter, on condition it is not marked yet and what it holds has
+   * reached `atMicros`: true for the one writer that marked it (that writer tells the crossing).
+   */
+  markThreshold(target: ThresholdTarget, percent: number, atMicros: number): Promise<boolean>;
+  /** What the run or counter holds now (a consistent read) and the thresholds already marked told. */
+  readThresholds(target: ThresholdTarget): Promise<{ heldMicros: number; marked: number[] }>;
 }
 
 /**
@@ -307,6 +315,8 @@ export interface Notifier {
   approvalRequested(message: ApprovalRequest): Promise<void>;
   approvalDecided?(notice: ApprovalDecidedNotice): Promise<void>;
   reviewRequired?(notice: ReviewNotice): Promise<void>;
+  /** Spend crossed a threshold of a limit: the run owner's webhook, and admins on every channel. */
+  budgetThreshold?(notice: BudgetThresholdNotice): Promise<void>;
 }
 
 /** Current configuration; re-read when it changes, so revoked permissions take effect. */

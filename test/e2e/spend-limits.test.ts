@@ -53,5 +53,10 @@ describe('spendLimits on DynamoDB', () => {
     const counters = await stack.deps!.store.getSpendCounters([ref]);
     expect(counters[counterKeyOf(ref)]).toBe((2 * made + ran) * 1_000_000);
     for (const runId of runs) expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent })).body.status).toBe('open');
+    // Each threshold of the day's limit told once across both runs' traces, however the writes interleaved.
+    const told = (await Promise.all(runs.map((runId) => api.trace(keys.agent, runId!))))
+      .flat()
+      .filter((e) => e.type === 'budget.threshold' && e.detail?.scope === 'principal');
+    expect(told.map((e) => e.detail?.percent).sort()).toEqual(2 * made + ran === 20 ? [100, 50, 80] : [50, 80]);
   });
 });
