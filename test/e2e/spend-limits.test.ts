@@ -10,6 +10,7 @@ beforeAll(async () => {
     // 1 cent per thousand output tokens.
     c.modelPrices = { 'acme/flat': { inputPerMillionCents: 0, outputPerMillionCents: 1_000 } };
     c.spendLimits = [{ principal: 'agent', perDayCents: 20 }];
+    c.modelCallLeaseSeconds = 30;
   });
 });
 afterAll(async () => stack?.stop());
@@ -58,5 +59,44 @@ describe('spendLimits on DynamoDB', () => {
       .flat()
       .filter((e) => e.type === 'budget.threshold' && e.detail?.scope === 'principal');
     expect(told.map((e) => e.detail?.percent).sort()).toEqual(2 * made + ran === 20 ? [100, 50, 80] : [50, 80]);
+  });
+});
+
+/** Polls `read` until it answers, up to a deadline. */
+async function waitFor<T>(read: () => Promise<T | undefined>, options: { timeoutMs: number; what: string }): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${options.what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe("the embedded stack's sweeper", () => {
+  it('charges an unsettled reservation in full after its lease and traces model_call.expired', async () => {
+    const { api, keys } = stack;
+    const runId = await api.createRun(keys.agent, { maxSpendCents: 1000 });
+    const reserved = await api.request('POST', `/v1/runs/${runId}/model-calls`, {
+      key: keys.agent,
+      body: { requestId: 'left', model: 'acme/flat', inputTokens: 0, maxOutputTokens: 3000 },
+    });
+    expect(reserved.body.reservedCents).toBe(3);
+    const realNow = Date.now;
+    // The lease (30 s) runs out for the sweeper; nothing settles the call.
+    stack.deps!.now = () => realNow() + 31_000;
+    try {
+      const expired = await waitFor(
+        async () => (await api.trace(keys.agent, runId)).find((e) => e.type === 'model_call.expired'),
+        { timeoutMs: 30_000, what: 'the sweeper to expire the reservation' },
+      );
+      expect(expired.detail).toEqual({ modelCallId: reserved.body.modelCallId, model: 'acme/flat', chargedCents: 3 });
+      expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent })).body.usage).toMatchObject({
+        spendCents: 3,
+        modelSpendCents: 3,
+      });
+    } finally {
+      stack.deps!.now = realNow;
+    }
   });
 });
