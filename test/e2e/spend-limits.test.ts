@@ -86,10 +86,10 @@ describe("the embedded stack's sweeper", () => {
     // The lease (30 s) runs out for the sweeper; nothing settles the call.
     stack.deps!.now = () => realNow() + 31_000;
     try {
-      const expired = await waitFor(
-        async () => (await api.trace(keys.agent, runId)).find((e) => e.type === 'model_call.expired'),
-        { timeoutMs: 30_000, what: 'the sweeper to expire the reservation' },
-      );
+      const expired = await waitFor(async () => (await api.trace(keys.agent, runId)).find((e) => e.type === 'model_call.expired'), {
+        timeoutMs: 30_000,
+        what: 'the sweeper to expire the reservation',
+      });
       expect(expired.detail).toEqual({ modelCallId: reserved.body.modelCallId, model: 'acme/flat', chargedCents: 3 });
       expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent })).body.usage).toMatchObject({
         spendCents: 3,
