@@ -14,13 +14,18 @@ export async function startBenchStack(options: {
   principals: { id: string; key: string; roles: string[]; tools: string[] | '*' }[];
   instrument?: (client: DynamoDBClient) => void;
   stack?: Partial<StackOptions>;
+  /** More settings of the config document (model prices, spend limits). */
+  config?: Record<string, unknown>;
 }) {
   const dynamoLocal = await startDynamoLocal();
   const dynamo = localClient(dynamoLocal.endpoint);
   options.instrument?.(dynamo);
   const dir = mkdtempSync(join(tmpdir(), `toolrunner-${options.name}-`));
   const configPath = join(dir, 'config.json');
-  writeFileSync(configPath, JSON.stringify({ principals: options.principals, approvalSecret: `${options.name}-secret-0123456789abcdef` }));
+  writeFileSync(
+    configPath,
+    JSON.stringify({ principals: options.principals, approvalSecret: `${options.name}-secret-0123456789abcdef`, ...options.config }),
+  );
   const stack = await startStack({
     dataDir: dir,
     configPath,

@@ -321,6 +321,8 @@ async function main(): Promise<void> {
       { id: 'agent', key: agentKey, roles: ['agent'], tools: '*' },
       { id: 'approver', key: approverKey, roles: ['approver'], tools: [] },
     ],
+    // A model's price, for the model-call path (a reservation before the call, its settlement after).
+    config: { modelPrices: { 'bench/model': { inputPerMillionCents: 100, outputPerMillionCents: 400 } } },
     // The stack's own client (its restart sweep, and the sweep below): counted only while it sweeps for the bill.
     instrument: (client) => {
       sweepClient.client = client;
@@ -430,6 +432,17 @@ async function main(): Promise<void> {
       if (env.status !== 'succeeded') throw new Error(`express path: ${JSON.stringify(env)}`);
       await settled(env.logical_operation_id);
     },
+    // A model call's reservation and its settlement: one pair (two API requests), nothing executed.
+    model_call: async (runId) => {
+      const reserved = await agent.reserveModelCall(runId, {
+        requestId: `m${n++}`,
+        model: 'bench/model',
+        inputTokens: 2000,
+        maxOutputTokens: 1000,
+      });
+      if (reserved.status !== 'reserved') throw new Error(`model-call path: ${JSON.stringify(reserved)}`);
+      await agent.settleModelCall(runId, reserved.modelCallId, { inputTokens: 2000, outputTokens: 300 });
+    },
     approval: async (runId) => {
       await slowUpstream('POST /v1/charges');
       const args = charge(75_000);
@@ -494,6 +507,7 @@ async function main(): Promise<void> {
     await paths.approval(runId);
     await paths.mcp(runId);
     await paths.express(runId);
+    for (let i = 0; i < 5; i++) await paths.model_call(runId);
     for (let i = 0; i < scenario.warmupCalls; i++) await (i % 2 ? paths.write : paths.read)(runId);
     await quiet();
     const results: Record<string, Tally> = {};
@@ -634,6 +648,7 @@ async function main(): Promise<void> {
     );
     console.table(scenarios);
     if (sweepClient.client && watchTable) console.log(await rollupCost(sweepClient.client, watchTable, scenario.callsPerSecond));
+    console.log(`model calls: ${report.model_call.usdPerMillion} USD per million reserve+settle pairs (model_call above)`);
     console.log(
       JSON.stringify({
         scenario: { argsBytes: scenario.argsBytes, resultBytes: scenario.resultBytes, upstreamMs: scenario.upstreamMs },

@@ -30,6 +30,8 @@ const RUNS = Number(process.env.BENCH_CONCURRENT_RUNS ?? 16);
 // 1,600 calls: long enough (about 20 s) that a busy neighbour's burst moves the rate little.
 const CALLS_PER_RUN = Number(process.env.BENCH_CALLS_PER_RUN ?? 100);
 const SOAK_CALLS = Number(process.env.BENCH_SOAK_CALLS ?? 10_000);
+// Model calls: each run reserves and settles this many in sequence, the 16 runs at once.
+const PAIRS_PER_RUN = Number(process.env.BENCH_MODEL_PAIRS_PER_RUN ?? 50);
 const PROFILE_DIR = process.env.BENCH_CPU_PROFILE;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round1 = (n: number) => Math.round(n * 10) / 10;
@@ -155,7 +157,11 @@ async function main(): Promise<void> {
   const key = 'tr_bench_agent_key_0123456789abcdef';
   writeFileSync(
     join(dir, 'config.json'),
-    JSON.stringify({ principals: [{ id: 'agent', key, roles: ['agent'], tools: '*' }], approvalSecret: 'bench-secret-0123456789abcdef' }),
+    JSON.stringify({
+      principals: [{ id: 'agent', key, roles: ['agent'], tools: '*' }],
+      approvalSecret: 'bench-secret-0123456789abcdef',
+      modelPrices: { 'bench/model': { inputPerMillionCents: 100, outputPerMillionCents: 400 } },
+    }),
     { mode: 0o600 },
   );
   const env = { ...knobs(dir, await freePort(), await freePort()), TOOLRUNNER_DYNAMODB_ENDPOINT: dynamo.endpoint };
@@ -245,6 +251,42 @@ async function main(): Promise<void> {
     const cpuAfter = cpuSeconds(dynamo.pid, nodePid);
     const cpuMsPerCall = (key: keyof typeof cpuAfter) => round1(((cpuAfter[key] - cpuBefore[key]) * 1000) / (RUNS * CALLS_PER_RUN));
 
+    // Model calls: a reservation before each call and its settlement after, RUNS runs at once; the server's CPU per pair.
+    const modelRuns = await Promise.all(Array.from({ length: RUNS }, () => createRun()));
+    const reserveAndSettle = async (runId: string, i: number) => {
+      const reserved = await postTo(apiUrl, `/v1/runs/${runId}/model-calls`, {
+        requestId: `req_${i}`,
+        model: 'bench/model',
+        inputTokens: 2000,
+        maxOutputTokens: 1000,
+      });
+      if (!reserved.modelCallId) throw new Error(`unexpected reservation ${JSON.stringify(reserved)}`);
+      const settled = await postTo(apiUrl, `/v1/runs/${runId}/model-calls/${reserved.modelCallId}/usage`, {
+        inputTokens: 2000,
+        outputTokens: 300,
+      });
+      if (settled.status !== 'settled') throw new Error(`unexpected settlement ${JSON.stringify(settled)}`);
+    };
+    for (let i = 0; i < 20; i++) await reserveAndSettle(modelRuns[0], -1 - i);
+    const modelCpuBefore = cpuSeconds(dynamo.pid, nodePid);
+    const tModel = performance.now();
+    await Promise.all(
+      modelRuns.map(async (r) => {
+        for (let i = 0; i < PAIRS_PER_RUN; i++) await reserveAndSettle(r, i);
+      }),
+    );
+    const pairs = RUNS * PAIRS_PER_RUN;
+    const modelCpuAfter = cpuSeconds(dynamo.pid, nodePid);
+    const modelCalls = {
+      pairsPerSecondWith16Runs: Math.round(pairs / ((performance.now() - tModel) / 1000)),
+      cpuMsPerReserveAndSettleWith16Runs: {
+        dynamodbLocal: round1(((modelCpuAfter.dynamodbLocal - modelCpuBefore.dynamodbLocal) * 1000) / pairs),
+        server: round1(((modelCpuAfter.server - modelCpuBefore.server) * 1000) / pairs),
+        client: round1(((modelCpuAfter.client - modelCpuBefore.client) * 1000) / pairs),
+      },
+      pairs,
+    };
+
     // Memory of the server over many calls, sampled after each quarter: flat means later quarters add nothing.
     const rssBefore = rssMiB(nodePid);
     const soakRuns = await Promise.all(Array.from({ length: RUNS }, () => createRun()));
@@ -314,6 +356,7 @@ async function main(): Promise<void> {
       machineCores: availableParallelism(),
       serverRssMiB: { beforeSoak: rssBefore, afterEachQuarter: rssByQuarter, soakCalls: SOAK_CALLS },
       policies: policyCost,
+      modelCalls,
     };
     console.log(JSON.stringify(figures, null, 2));
   } finally {

@@ -2,9 +2,10 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ModelCallRecord } from '../core/model-calls';
-import { ModelCallChangedError, ModelCallExistsError, type ModelCallStore, RunChangedError } from '../core/ports';
+import { ModelCallChangedError, ModelCallExistsError, type ModelCallStore, RunChangedError, SpendCounterChangedError } from '../core/ports';
 import { microsOfCents } from '../core/spend';
 import type { TransactItem } from './dynamo-run-items';
+import { spendAdjustItems, spendCounterRefused, spendTakeItems } from './dynamo-spend-counters';
 import type { DynamoStoreContext } from './dynamo-store-context';
 
 /**
@@ -50,7 +51,7 @@ export function makeDynamoModelCalls(ctx: DynamoStoreContext): ModelCallStore {
       return out.Item ? fromItem(out.Item) : undefined;
     },
 
-    async reserveModelCall({ run, call, events }) {
+    async reserveModelCall({ run, call, events, spend: takes }) {
       const at = ctx.nowIso();
       const cap = microsOfCents(run.budgets.maxSpendCents);
       const r = call.reservedMicros;
@@ -91,7 +92,7 @@ export function makeDynamoModelCalls(ctx: DynamoStoreContext): ModelCallStore {
       // Before the write, as for operations: a reservation is never left unwatched (an entry naming no call is dropped).
       await ctx.watch.entryAt(call.modelCallId, call.leaseUntil);
       try {
-        await transact(run.runId, run.expiresAtEpoch, [put, runUpdate], events, at);
+        await transact(run.runId, run.expiresAtEpoch, [put, runUpdate, ...spendTakeItems(tables.watch, takes)], events, at);
         return call;
       } catch (error) {
         if (!(error instanceof TransactionCanceledException)) throw error;
@@ -99,6 +100,7 @@ export function makeDynamoModelCalls(ctx: DynamoStoreContext): ModelCallStore {
         if (taken?.Code === 'ConditionalCheckFailed' && taken.Item)
           throw new ModelCallExistsError(fromItem(unmarshall(taken.Item)), { cause: error });
         if (moved?.Code === 'ConditionalCheckFailed') throw new RunChangedError('the run changed since it was read', { cause: error });
+        if (spendCounterRefused(error, 2)) throw new SpendCounterChangedError('a spend counter moved', { cause: error });
         if ((error.CancellationReasons ?? []).some((c) => c.Code === 'TransactionConflict'))
           throw new RunChangedError('concurrent transactions on the run', { cause: error });
         throw error;
@@ -131,7 +133,8 @@ export function makeDynamoModelCalls(ctx: DynamoStoreContext): ModelCallStore {
       };
       for (;;) {
         try {
-          await transact(before.runId, before.expiresAtEpoch, [callUpdate, runUpdate], events, at);
+          const counters = spendAdjustItems(tables.watch, before.spendCounters, charged - before.reservedMicros);
+          await transact(before.runId, before.expiresAtEpoch, [callUpdate, runUpdate, ...counters], events, at);
           return after;
         } catch (error) {
           if (!(error instanceof TransactionCanceledException)) throw error;

@@ -3,10 +3,11 @@ import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynam
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { randomBytes } from 'node:crypto';
 import type { OperationRecord } from '../core/model';
-import { OperationConflictError, OperationExistsError, type OperationStore } from '../core/ports';
+import { OperationConflictError, OperationExistsError, type OperationStore, SpendCounterChangedError } from '../core/ports';
 import { placeArguments } from './dynamo-arguments';
 import { fromItem, toItem } from './dynamo-operation-items';
 import { runChangeItem, type TransactItem } from './dynamo-run-items';
+import { spendCounterRefused, spendTakeItems } from './dynamo-spend-counters';
 import type { DynamoStoreContext } from './dynamo-store-context';
 
 /**
@@ -55,6 +56,8 @@ export function makeDynamoOperationStore(ctx: DynamoStoreContext): OperationStor
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           },
         },
+        // Config `spendLimits`: the principal's counters, in the same transaction (none without limits).
+        ...spendTakeItems(tables.watch, runChange.kind === 'admit' ? runChange.spend : undefined),
       ];
       try {
         if (runItem) await doc.send(new TransactWriteCommand({ TransactItems: items }));
@@ -66,6 +69,7 @@ export function makeDynamoOperationStore(ctx: DynamoStoreContext): OperationStor
             cause: error,
           });
         }
+        if (spendCounterRefused(error, 2)) throw new SpendCounterChangedError('a spend counter moved', { cause: error });
         throw await ctx.transactionError(error, runItem ? 1 : 0, runItem ? 0 : -1);
       }
       return { op: ctx.placedAt(created, placed.ref), events: traced };

@@ -10,6 +10,7 @@ import { makeDynamoRollups } from './dynamo-rollups';
 import { makeDynamoRecoveryStore } from './dynamo-recovery-store';
 import { makeDynamoReviewQueries } from './dynamo-review-queries';
 import { makeDynamoRunStore } from './dynamo-run-store';
+import { makeSpendCounters } from './dynamo-spend-counters';
 import { makeDynamoStoreContext } from './dynamo-store-context';
 import { makeDynamoTraceStore } from './dynamo-trace-store';
 import type { TableNames } from './tables';
@@ -39,5 +40,6 @@ export function makeDynamoStore(doc: DynamoDBDocumentClient, tables: TableNames,
     ...makeMcpRuns(doc, tables.watch),
     ...makeDynamoModelCalls(ctx),
     ...makeDynamoRollups(doc, tables.watch),
+    ...makeSpendCounters(doc, tables),
   };
 }

@@ -19,6 +19,7 @@ import {
   type RollupStore,
   RunChangedError,
   type RunStore,
+  SpendCounterChangedError,
   type Store,
   type TraceStore,
 } from '../core/ports';
@@ -26,6 +27,7 @@ import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { type ModelCallRecord, withCharge, withReservation } from '../core/model-calls';
 import { heldMicrosOf, microsOfCents } from '../core/spend';
 import { minuteOfCounters } from '../core/rollups';
+import { counterKeyOf, type SpendCounterRef, type SpendTake, takeFits } from '../core/spend-limits';
 
 /** The maps behind the in-memory store, shared by its roles; tests read them to check what was written. */
 export interface MemoryState {
@@ -39,6 +41,10 @@ export interface MemoryState {
   modelCalls: Map<string, ModelCallRecord>;
   /** The overview's counters by minute (`YYYY-MM-DDTHH:MM`). */
   rollups: Map<string, Record<string, number>>;
+  /** Principals' spend counters by `counterKeyOf`, in micro-cents (config `spendLimits`). */
+  spendCounters: Map<string, number>;
+  /** Thresholds told (`budget.threshold`), per run or counter and percent. */
+  thresholdMarks: Set<string>;
 }
 
 /** How every role writes a run's trace: numbered on from the run's last event, dated by the store's clock. */
@@ -67,6 +73,8 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     mcpRuns: new Map(),
     modelCalls: new Map(),
     rollups: new Map(),
+    spendCounters: new Map(),
+    thresholdMarks: new Set(),
   };
   const counters = new Map<string, number>();
   const trace: MemoryTrace = {
@@ -90,15 +98,59 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     ...memoryMcpRuns(state),
     ...memoryModelCalls(state, trace, clock),
     ...memoryRollups(state),
+    async markThreshold(target, percent, atMicros) {
+      const key = target.scope === 'run' ? `run#${target.runId}#${percent}` : `${counterKeyOf(target.ref)}#${percent}`;
+      const stored = target.scope === 'run' ? state.runs.get(target.runId) : undefined;
+      const held = stored
+        ? heldMicrosOf(stored.usage)
+        : target.scope === 'principal'
+          ? (state.spendCounters.get(counterKeyOf(target.ref)) ?? 0)
+          : 0;
+      if (state.thresholdMarks.has(key) || held < atMicros) return false;
+      state.thresholdMarks.add(key);
+      return true;
+    },
+    async readThresholds(target) {
+      const prefix = target.scope === 'run' ? `run#${target.runId}#` : `${counterKeyOf(target.ref)}#`;
+      const stored = target.scope === 'run' ? state.runs.get(target.runId) : undefined;
+      const held = stored
+        ? heldMicrosOf(stored.usage)
+        : target.scope === 'principal'
+          ? (state.spendCounters.get(counterKeyOf(target.ref)) ?? 0)
+          : 0;
+      return {
+        heldMicros: held,
+        marked: [...state.thresholdMarks].filter((k) => k.startsWith(prefix)).map((k) => Number(k.slice(prefix.length))),
+      };
+    },
+    async getSpendCounters(refs) {
+      return Object.fromEntries(
+        refs.flatMap((r) =>
+          state.spendCounters.has(counterKeyOf(r)) ? [[counterKeyOf(r), state.spendCounters.get(counterKeyOf(r))!]] : [],
+        ),
+      );
+    },
   };
 }
 
-function memoryModelCalls({ runs, modelCalls }: MemoryState, trace: MemoryTrace, clock: () => number): ModelCallStore {
+/** As the DynamoDB store: every counter a call moves must keep it within its cap, or none moves. */
+function takeSpend(counters: Map<string, number>, takes: readonly SpendTake[] | undefined): void {
+  if (!takes?.length) return;
+  if (takes.some((t) => !takeFits(t, counters.get(counterKeyOf(t)) ?? 0))) throw new SpendCounterChangedError('a spend counter moved');
+  for (const t of takes) counters.set(counterKeyOf(t), (counters.get(counterKeyOf(t)) ?? 0) + t.micros);
+}
+
+/** A charge moves the counters the reservation moved by the difference, with no condition (the call happened). */
+function adjustSpend(counters: Map<string, number>, refs: readonly SpendCounterRef[] | undefined, micros: number): void {
+  for (const r of refs ?? []) counters.set(counterKeyOf(r), (counters.get(counterKeyOf(r)) ?? 0) + micros);
+}
+
+function memoryModelCalls({ runs, modelCalls, spendCounters }: MemoryState, trace: MemoryTrace, clock: () => number): ModelCallStore {
   return {
     async getModelCall(id) {
       return clone(modelCalls.get(id));
     },
-    async reserveModelCall({ run, call, events }) {
+    async reserveModelCall({ run, call, events, spend }) {
       const existing = modelCalls.get(call.modelCallId);
       if (existing) throw new ModelCallExistsError(clone(existing));
       const stored = runs.get(run.runId);
@@ -111,6 +163,7 @@ function memoryModelCalls({ runs, modelCalls }: MemoryState, trace: MemoryTrace,
         heldMicrosOf(stored.usage) + call.reservedMicros > microsOfCents(stored.budgets.maxSpendCents)
       )
         throw new RunChangedError('the run changed');
+      takeSpend(spendCounters, spend);
       const at = new Date(now).toISOString();
       runs.set(run.runId, { ...stored, usage: withReservation(stored.usage, call.reservedMicros), updatedAt: at });
       modelCalls.set(call.modelCallId, clone(call));
@@ -123,6 +176,7 @@ function memoryModelCalls({ runs, modelCalls }: MemoryState, trace: MemoryTrace,
       const stored = runs.get(before.runId);
       if (!stored) throw new Error('no run');
       const at = new Date(clock()).toISOString();
+      adjustSpend(spendCounters, before.spendCounters, (after.chargedMicros ?? 0) - before.reservedMicros);
       runs.set(before.runId, {
         ...stored,
         usage: withCharge(stored.usage, before.reservedMicros, after.chargedMicros ?? 0),
@@ -135,7 +189,7 @@ function memoryModelCalls({ runs, modelCalls }: MemoryState, trace: MemoryTrace,
   };
 }
 
-function memoryOperations({ runs, ops }: MemoryState, trace: MemoryTrace, clock: () => number): OperationStore {
+function memoryOperations({ runs, ops, spendCounters }: MemoryState, trace: MemoryTrace, clock: () => number): OperationStore {
   return {
     async getOperation(id) {
       return clone(ops.get(id));
@@ -150,6 +204,7 @@ function memoryOperations({ runs, ops }: MemoryState, trace: MemoryTrace, clock:
       // As the DynamoDB store: a run's change (an admission or a status) sets its updatedAt.
       if (runChange.kind === 'admit') {
         if (!admissionHolds(stored, runChange.delta, runChange.now)) throw new RunChangedError('the run changed');
+        takeSpend(spendCounters, runChange.spend);
         nextRun = { ...applyAdmission(stored, runChange.delta), updatedAt: at };
       } else if (runChange.kind === 'close') {
         if (stored.status !== 'open') throw new RunChangedError('the run changed');

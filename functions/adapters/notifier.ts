@@ -12,6 +12,7 @@ import {
 import type { ApprovalRequest, ApprovalSettledNotice, ConfigSource, Metrics, Notifier } from '../core/ports';
 import { signWebhookBody, WEBHOOK_SIGNATURE_HEADER } from '../core/webhook-signature';
 import { defaultLog } from '../core/log';
+import type { BudgetThresholdNotice } from '../core/budget-thresholds';
 
 /**
  * The notifier port as channels: each approver's link reaches that approver alone (its webhook, its
@@ -33,6 +34,8 @@ export interface NotificationChannel {
   notice?(notice: Notice): Promise<number>;
   /** Updates what this channel posted about an approval once its call settled. */
   approvalSettled?(notice: ApprovalSettledNotice): Promise<number>;
+  /** Delivers a spend threshold to the run's owner and the admins who have a channel of their own here. */
+  budgetThreshold?(notice: BudgetThresholdNotice): Promise<number>;
 }
 
 type Log = (line: Record<string, unknown>) => void;
@@ -43,7 +46,7 @@ export function makeNotifier(channels: readonly NotificationChannel[], options: 
   const log = options.log ?? warn;
   /** Runs every channel's deliveries for one notice side by side; a part that throws counts as one failure. */
   async function each(
-    notice: Pick<Notice, 'type' | 'operationId'> | { type: 'approval.settled'; operationId: string },
+    notice: { type: Notice['type'] | 'approval.settled'; operationId?: string },
     parts: (channel: NotificationChannel) => (() => Promise<number> | undefined)[],
   ): Promise<void> {
     await Promise.all(
@@ -61,7 +64,14 @@ export function makeNotifier(channels: readonly NotificationChannel[], options: 
         }
         if (failed === 0) return;
         options.metrics?.count(MetricName.notificationFailures, { channel: channel.name }, failed);
-        log({ message: 'notification failed', channel: channel.name, type: notice.type, operationId: notice.operationId, failed, errors });
+        log({
+          message: 'notification failed',
+          channel: channel.name,
+          type: notice.type,
+          operationId: 'operationId' in notice ? notice.operationId : undefined,
+          failed,
+          errors,
+        });
       }),
     );
   }
@@ -75,6 +85,10 @@ export function makeNotifier(channels: readonly NotificationChannel[], options: 
     reviewRequired: (notice) => notify({ type: 'review.required', ...notice }),
     approvalSettled: (notice) =>
       each({ type: 'approval.settled', operationId: notice.operationId }, (channel) => [() => channel.approvalSettled?.(notice)]),
+    budgetThreshold(threshold) {
+      const notice: Notice = { type: 'budget.threshold', ...threshold };
+      return each(notice, (channel) => [() => channel.notice?.(notice), () => channel.budgetThreshold?.(threshold)]);
+    },
   };
 }
 
@@ -191,7 +205,10 @@ export function webhookChannel(options: WebhookOptions): NotificationChannel {
   const random = options.random ?? Math.random;
   const log = options.log ?? warn;
 
-  async function deliver(target: { webhookUrl: string; secret: string }, payload: ApprovalRequestedPayload): Promise<boolean> {
+  async function deliver(
+    target: { webhookUrl: string; secret: string },
+    payload: ApprovalRequestedPayload | ThresholdPayload,
+  ): Promise<boolean> {
     const body = JSON.stringify(payload);
     const deadline = now() + policy.deadlineMs;
     const host = new URL(target.webhookUrl).host;
@@ -228,7 +245,12 @@ export function webhookChannel(options: WebhookOptions): NotificationChannel {
       await new Promise((r) => setTimeout(r, delay));
     }
     // The host only: a webhook URL's path or query may be a credential of the receiver's.
-    log({ message: 'webhook delivery failed', host, operationId: payload.operationId, problem: lastProblem });
+    log({
+      message: 'webhook delivery failed',
+      host,
+      operationId: 'operationId' in payload ? payload.operationId : undefined,
+      problem: lastProblem,
+    });
     return false;
   }
 
@@ -242,8 +264,18 @@ export function webhookChannel(options: WebhookOptions): NotificationChannel {
       });
       return (await Promise.all(deliveries)).filter((ok) => !ok).length;
     },
+    async budgetThreshold(notice) {
+      // The run's owner and every admin, each once, through its own signed webhook.
+      const targets = (await options.config()).principals.filter((p) => p.id === notice.principalId || p.roles.includes('admin'));
+      const payload: ThresholdPayload = { type: 'budget.threshold', ...notice };
+      const deliveries = targets.flatMap((p) => (p.notify ? [deliver(p.notify, payload)] : []));
+      return (await Promise.all(deliveries)).filter((ok) => !ok).length;
+    },
   };
 }
+
+/** What a `budget.threshold` webhook carries. */
+type ThresholdPayload = { type: 'budget.threshold' } & BudgetThresholdNotice;
 
 /** `Retry-After` in seconds (the HTTP-date form is not worth the parsing here), as milliseconds; 0 if absent. */
 function retryAfterOf(header: string | null): number {

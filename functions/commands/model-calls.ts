@@ -18,14 +18,26 @@ import {
   RunChangedError,
   type RateLimitStore,
   type RunStore,
+  type Deps,
+  type SpendCounterStore,
+  type TraceStore,
   type WithStore,
 } from '../core/ports';
+import { refsOf, spendLimitOf, spendLimitRefusal, spendTakes } from '../core/spend-limits';
 import { modelRateTakes, secondsToNextMinute } from '../core/rate-limits';
 import { centsOfMicros } from '../core/spend';
 import { rollupOfModelCharge } from '../core/rollups';
 import { addToRollup } from '../steps/rollups';
+import { tellThresholds } from './budget-thresholds';
 
-type ModelCallDeps = WithStore<ModelCallStore & Pick<RunStore, 'getRun'> & Pick<RateLimitStore, 'takeRateCount' | 'giveBackRateCount'>>;
+type ModelCallDeps = WithStore<
+  ModelCallStore &
+    SpendCounterStore &
+    Pick<TraceStore, 'appendRunEvents'> &
+    Pick<RunStore, 'getRun'> &
+    Pick<RateLimitStore, 'takeRateCount' | 'giveBackRateCount'>
+> &
+  Partial<Pick<Deps, 'metrics' | 'notifier'>>;
 
 export type ReserveResult =
   | { kind: 'reserved'; modelCallId: string; reservedCents: number; replayed: boolean }
@@ -85,6 +97,10 @@ async function reserveCounted(deps: ModelCallDeps, run: RunRecord, request: Mode
     if (decision.kind === 'unpriceable') return { kind: 'invalid', message: decision.message };
     if (decision.kind === 'run_closed') return { kind: 'run_closed' };
     if (decision.kind === 'refused') return decision;
+    // Config `spendLimits`: the principal's counters as read; the reservation's write holds them to their caps.
+    const takes = spendTakes(config.spendLimits, run.principalId, now, decision.reservedMicros);
+    const overLimit = takes.length ? spendLimitRefusal(takes, await deps.store.getSpendCounters(takes)) : undefined;
+    if (overLimit) return { kind: 'refused', refusal: { status: 'refused', code: 'spend_limit', message: overLimit } };
     // Counted once, for a reservation that would be made; a decision taken again keeps the counts taken.
     if (!counted.length) {
       for (const take of modelRateTakes(config.rateLimits, { model: request.model, principal: run.principalId }, now)) {
@@ -100,7 +116,15 @@ async function reserveCounted(deps: ModelCallDeps, run: RunRecord, request: Mode
       }
     }
     try {
-      return reservedAnswer(await deps.store.reserveModelCall({ run: current, call: decision.call, events: decision.events }), false);
+      const call = takes.length ? { ...decision.call, spendCounters: refsOf(takes) } : decision.call;
+      const made = await deps.store.reserveModelCall({
+        run: current,
+        call,
+        events: decision.events,
+        ...(takes.length ? { spend: takes } : {}),
+      });
+      await tellThresholds(deps, current, takes);
+      return reservedAnswer(made, false);
     } catch (error) {
       if (error instanceof ModelCallExistsError) return replay(error.existing);
       if (!(error instanceof RunChangedError)) throw error;
@@ -135,6 +159,7 @@ export async function settleModelCall(deps: ModelCallDeps, run: RunRecord, model
     try {
       const after = await deps.store.chargeModelCall({ before: call, after: decision.after, events: decision.events });
       await addToRollup(deps, rollupOfModelCharge(after.model, after.chargedMicros ?? 0, deps.now(), after.expiresAtEpoch));
+      await tellOverrun(deps, run, call, after);
       if (decision.kind === 'expire')
         return { kind: 'invalid_state', message: 'this model call’s lease ran out: its reservation was charged in full' };
       return { kind: 'settled', view: settlementView(after), replayed: false };
@@ -143,4 +168,15 @@ export async function settleModelCall(deps: ModelCallDeps, run: RunRecord, model
       if (!(error instanceof ModelCallChangedError)) throw error;
     }
   }
+}
+
+/** A settlement above its reservation moved the run's and the counters' held spend up: the thresholds reached are told. */
+async function tellOverrun(deps: ModelCallDeps, run: RunRecord, before: ModelCallRecord, after: ModelCallRecord): Promise<void> {
+  if ((after.chargedMicros ?? 0) <= before.reservedMicros) return;
+  const limit = spendLimitOf((await deps.config()).spendLimits, run.principalId);
+  const counters = (before.spendCounters ?? []).flatMap((ref) => {
+    const capCents = ref.period === 'day' ? limit?.perDayCents : limit?.perMonthCents;
+    return capCents === undefined ? [] : [{ ...ref, capCents }];
+  });
+  await tellThresholds(deps, run, counters);
 }

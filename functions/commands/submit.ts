@@ -28,6 +28,9 @@ import { rateGate, type Throttled } from './rate-limit-gate';
 import { checkCallArguments } from './argument-check';
 import { defaultLog } from '../core/log';
 import { rollUpReport } from '../steps/rollups';
+import type { SpendTake } from '../core/spend-limits';
+import { withSpendLimits } from './spend-admission';
+import { tellThresholds } from './budget-thresholds';
 
 /**
  * How long after its wall-clock deadline a run, its operations and its trace are kept, unless configured: a
@@ -144,7 +147,14 @@ export async function submitToolCall(
     const allowed = validation.decision === 'allow' ? validation : undefined;
     // Only calls validation allowed count towards the loop fuse, as frozen (and a replay never gets here).
     const fuseKey = allowed && frozenCallKey(call.name, allowed.frozenArguments);
-    const admission = admitCall(current, call.turn, allowed?.costCents ?? 0, now, fuseKey);
+    const { admission, takes } = await withSpendLimits(
+      deps,
+      config.spendLimits,
+      current,
+      admitCall(current, call.turn, allowed?.costCents ?? 0, now, fuseKey),
+      allowed?.costCents ?? 0,
+      now,
+    );
     if (!admission.admitted && admission.reason === 'run_closed') {
       // A closed run still answers a replay of a call it had taken.
       existing = await deps.store.getOperation(operationId);
@@ -168,6 +178,7 @@ export async function submitToolCall(
       proposed.op,
       now,
       sendsFirstAttempt(deps, tool, context.waitSeconds ?? 0),
+      takes,
     );
     const settled = transitionAll(proposed.op, first.steps, now);
     const slots = rate.slots();
@@ -183,6 +194,7 @@ export async function submitToolCall(
       deps.recentRuns?.remember('run' in admission ? admission.run : current);
       countTrace(deps, created.op.toolName, created.events);
       await rollUpReport(deps, undefined, created.op);
+      if (first.runChange.kind === 'admit' && allowed?.costCents) await tellThresholds(deps, current, takes);
       return {
         kind: 'created',
         op: created.op,
@@ -331,7 +343,13 @@ function firstChange(
   op: Pick<OperationRecord, 'operationId' | 'callId'>,
   now: number,
   sendsItself: boolean,
+  takes: SpendTake[],
 ): { steps: LifecycleEvent[]; runEvents: NewTraceEvent[]; runChange: RunChange } {
+  if (!admission.admitted && admission.reason === 'spend_limit') {
+    // Over the principal's spend limit: an envelope the model reads, the run open (the limit resets).
+    const steps: LifecycleEvent[] = [{ type: 'exhaust_budget', message: admission.message, code: 'spend_limit' }, { type: 'report' }];
+    return { steps, runEvents: [], runChange: { kind: 'none' } };
+  }
   if (!admission.admitted && admission.reason === 'loop_detected') {
     // The loop fuse: refused like a policy refusal (an envelope the model reads), the run untouched.
     return {
@@ -365,7 +383,7 @@ function firstChange(
   if (validation.decision === 'deny') steps.push({ type: 'report' });
   else if (!validation.approvalRequired && tool && intentAtSubmission(tool))
     steps.push({ type: 'start_attempt', leaseUntil: lease, unclaimed: !sendsItself });
-  return { steps, runEvents: [], runChange: { kind: 'admit', delta: admission.delta, now } };
+  return { steps, runEvents: [], runChange: { kind: 'admit', delta: admission.delta, now, ...(takes.length ? { spend: takes } : {}) } };
 }
 
 function proposalOf(

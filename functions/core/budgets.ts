@@ -54,7 +54,9 @@ export type Admission =
   | { admitted: false; reason: 'run_closed' }
   | { admitted: false; reason: 'budget_exhausted'; message: string; run: RunRecord }
   /** The loop fuse: the call is refused (`loop_detected`), the run stays open and nothing is counted. */
-  | { admitted: false; reason: 'loop_detected'; message: string };
+  | { admitted: false; reason: 'loop_detected'; message: string }
+  /** Over the principal's `spendLimits` (decided beside the run's admission): refused, the run stays open, nothing counted. */
+  | { admitted: false; reason: 'spend_limit'; message: string };
 
 /** The run's state after its wall-clock budget is applied at `now`. */
 export function withClock(run: RunRecord, now: number): RunRecord {

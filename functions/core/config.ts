@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { isLoopbackAddress } from './loopback';
 import { isTokenPrincipal, TOKEN_PRINCIPAL_PREFIX } from './policy';
+import { SpendLimitSchema, spendLimitIssues } from './spend-limits';
 
 /**
  * Where an approver's approval requests are POSTed. HTTPS, because each request carries a link that decides
@@ -209,6 +210,8 @@ export const RunnerConfigSchema = z
       modelPrices: z.record(z.string().regex(/^[^/\s]+\/\S+$/, 'a model is named "<provider>/<model>"'), ModelPriceSchema).optional(),
       /** Seconds a model call's reservation holds; after it the reservation is charged in full. */
       modelCallLeaseSeconds: z.number().int().min(30).max(3600).optional(),
+      /** Spend per principal and UTC day or month across runs (core/spend-limits.ts). */
+      spendLimits: z.array(SpendLimitSchema).max(1000).optional(),
       /** Cedar policies deciding who may call what and what needs a person (docs/policies.md); without them, roles and tool lists decide. */
       policies: z.string().min(1).max(1_000_000).optional(),
       /** The same, from a file (relative to the configuration file's folder; on AWS, to the functions' asset). */
@@ -267,6 +270,8 @@ export const RunnerConfigSchema = z
         });
       else firstWithSlackId.set(principal.slackUserId, index);
     }
+    for (const issue of spendLimitIssues(config.spendLimits ?? [], new Set(config.principals.map((p) => p.id))))
+      ctx.addIssue({ code: 'custom', path: ['spendLimits', issue.index], message: issue.message });
     // Every webhook receiver holds its approver's notify.secret: it must open nothing else.
     for (const [index, principal] of config.principals.entries()) {
       const secret = principal.notify?.secret;

@@ -127,7 +127,7 @@ function enforcedDecision(v: Validation): 'allow' | 'deny' | 'require_approval' 
 }
 
 const exhaustBudget: Handler<'exhaust_budget'> = (op, event) =>
-  recordOutcome(op, { kind: 'budget_exhausted', code: 'budget_exhausted', message: event.message });
+  recordOutcome(op, { kind: 'budget_exhausted', code: event.code ?? 'budget_exhausted', message: event.message });
 
 const requestApproval: Handler<'request_approval'> = (op, event, { ids }) => {
   if (op.state === S.awaitingApproval) {

@@ -28,6 +28,7 @@ const NEXT_ACTIONS: Record<string, string[]> = {
   timeout_unknown: ['check_status', 'request_human_review'],
   invalid_output: ['retry_with_new_arguments', 'request_human_review'],
   budget_exhausted: ['stop'],
+  spend_limit: ['stop'],
   cancelled: ['stop'],
 };
 
@@ -68,9 +69,9 @@ export function envelopeFor(op: Pick<OperationRecord, 'callId' | 'operationId'>,
       return {
         ...base,
         status: 'budget_exhausted',
-        code: 'budget_exhausted',
+        code: outcome.code,
         message: outcome.message,
-        allowed_next_actions: NEXT_ACTIONS.budget_exhausted,
+        allowed_next_actions: NEXT_ACTIONS[outcome.code],
       };
     case 'cancelled':
       return { ...base, status: 'cancelled', code: 'cancelled', message: outcome.message, allowed_next_actions: NEXT_ACTIONS.cancelled };

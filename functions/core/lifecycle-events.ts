@@ -34,7 +34,7 @@ export type ReconcileFinding =
 
 export type LifecycleEvent =
   | { type: 'validate'; validation: Validation; leaseUntil: string }
-  | { type: 'exhaust_budget'; message: string }
+  | { type: 'exhaust_budget'; message: string; code?: 'spend_limit' }
   | { type: 'request_approval'; approvalId: string; expiresAt: string; taskToken: string; leaseUntil: string }
   | { type: 'decide_approval'; decision: 'approve' | 'reject'; by: string; reason?: string }
   | { type: 'expire_approval' }

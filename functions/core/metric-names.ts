@@ -25,6 +25,8 @@ export const MetricName = {
    * as the watch holds it after a sweep (published by the sweeper). No dimensions.
    */
   operationBacklogAge: 'OperationBacklogAge',
+  /** Spend crossing 50%, 80% or 100% of a limit, by `scope` (run, principal) and `percent`: once each. */
+  budgetThresholds: 'BudgetThresholds',
   /** Runs stopped by a budget (calls, turns, spend or wall clock), by `tool` (the call that hit it) and `status`. */
   budgetStops: 'BudgetStops',
   /** Duplicate submissions answered from the stored operation, by `tool`. */

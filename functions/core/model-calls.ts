@@ -4,6 +4,7 @@ import { hashValue } from './canonical';
 import type { RunRecord, Usage } from './model';
 import type { ModelPricing, TokenUsage } from './model-prices';
 import { centsOfMicros, heldMicrosOf, microsOfCents } from './spend';
+import type { SpendCounterRef } from './spend-limits';
 import { type NewTraceEvent, TraceType } from './trace';
 
 /** What an agent asks to reserve before a model call (`POST /v1/runs/{runId}/model-calls`). */
@@ -35,6 +36,8 @@ export interface ModelCallRecord {
   chargedMicros?: number;
   /** Epoch seconds: removed with its run (retention). */
   expiresAtEpoch?: number;
+  /** The principal's spend counters the reservation moved (config `spendLimits`): its charge adjusts the same ones. */
+  spendCounters?: SpendCounterRef[];
 }
 
 /** One model call per (runId, requestId): the id is derived, so a retried reservation can only address the same record. */

@@ -104,7 +104,8 @@ export type Outcome =
       upstreamStatus?: number;
     }
   | { kind: 'outcome_unknown'; code: 'timeout_unknown' | 'invalid_output'; message: string; upstreamStatus?: number }
-  | { kind: 'budget_exhausted'; code: 'budget_exhausted'; message: string }
+  /** `spend_limit`: over the principal's `spendLimits` (the run itself stays open). */
+  | { kind: 'budget_exhausted'; code: 'budget_exhausted' | 'spend_limit'; message: string }
   | { kind: 'cancelled'; code: 'cancelled'; message: string };
 
 export type OutcomeKind = Outcome['kind'];

@@ -1,3 +1,4 @@
+import { type BudgetThresholdNotice, budgetThresholdText } from './budget-thresholds';
 import { formatCents } from './format';
 import type { OperationRecord } from './model';
 import type { ApprovalDecidedNotice, ApprovalRequest, ReviewNotice } from './ports';
@@ -49,7 +50,8 @@ export function approvalRequestedPayload(request: ApprovalRequest, link: { url: 
 export type Notice =
   | ({ type: 'approval.requested' } & Omit<ApprovalRequest, 'links'> & { approvers: string[] })
   | ({ type: 'approval.decided' } & ApprovalDecidedNotice)
-  | ({ type: 'review.required' } & ReviewNotice);
+  | ({ type: 'review.required' } & ReviewNotice)
+  | ({ type: 'budget.threshold' } & BudgetThresholdNotice);
 
 /** The request as a notice: who may decide, never their links. */
 export function approvalRequestedNotice(request: ApprovalRequest): Notice {
@@ -66,6 +68,8 @@ export function noticeSubject(notice: Notice): string {
       return `Approval ${notice.decision}: ${notice.toolName}`;
     case 'review.required':
       return `Review needed: ${notice.toolName}`;
+    case 'budget.threshold':
+      return `Spend at ${notice.percent}%: ${notice.scope === 'run' ? `run ${notice.runId}` : `principal ${notice.principalId}`}`;
   }
 }
 
@@ -78,5 +82,7 @@ export function noticeText(notice: Notice): string {
       return `approval ${notice.decision}${notice.decidedBy ? ` by ${notice.decidedBy}` : ''}: ${notice.toolName} ${notice.operationId} (run ${notice.runId}).`;
     case 'review.required':
       return `review needed: ${notice.toolName} ${notice.operationId} (run ${notice.runId}): ${notice.reason}. Resolve with POST /v1/operations/${notice.operationId}/resolve or in the console at /console/reviews.`;
+    case 'budget.threshold':
+      return budgetThresholdText(notice);
   }
 }

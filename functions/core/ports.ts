@@ -11,6 +11,8 @@ import type { ArgumentsCheck } from './call-policy';
 import type { ToolDescription } from './tool-invocation';
 import type { ModelCallRecord } from './model-calls';
 import type { MinuteKey, RollupAddition, RollupMinute } from './rollups';
+import type { SpendCounterRef, SpendTake } from './spend-limits';
+import type { BudgetThresholdNotice, ThresholdTarget } from './budget-thresholds';
 
 /**
  * The ports of the core: what the steps need from the world. Adapters (DynamoDB, Step Functions, SNS,
@@ -20,7 +22,13 @@ import type { MinuteKey, RollupAddition, RollupMinute } from './rollups';
 /** How a new operation changes its run, applied atomically with the operation's creation. */
 export type RunChange =
   /** An admitted call: conditional on the budget fields only, never on the whole run. */
-  | { kind: 'admit'; delta: AdmissionDelta; now: number }
+  | {
+      kind: 'admit';
+      delta: AdmissionDelta;
+      now: number;
+      /** The principal's spend counters (config `spendLimits`) the call moves, each on condition it stays within its cap. */
+      spend?: SpendTake[];
+    }
   /** The run becomes exhausted or expired (conditional on it still being open). */
   | { kind: 'close'; to: Exclude<RunStatus, 'open' | 'cancelled'> }
   /** Nothing to change (the run was already closed when the call came). */
@@ -40,6 +48,11 @@ export class OperationExistsError extends RunnerError {
 /** The run changed under a conditional write (a budget moved, it closed): read it again and decide again. */
 export class RunChangedError extends RunnerError {
   override name = 'RunChangedError';
+}
+
+/** A principal's spend counter moved past what the call needs (config `spendLimits`): read the counters and decide again. */
+export class SpendCounterChangedError extends RunChangedError {
+  override name = 'SpendCounterChangedError';
 }
 
 /** The operation is no longer at the version the writer read; carries what is there now. */
@@ -200,7 +213,12 @@ export interface ModelCallStore {
    * held spend still leaving room for the reservation (as read: `heldMicrosOf`). RunChangedError when the run
    * moved (read it again and decide again); ModelCallExistsError when the id is taken.
    */
-  reserveModelCall(input: { run: RunRecord; call: ModelCallRecord; events: NewTraceEvent[] }): Promise<ModelCallRecord>;
+  reserveModelCall(input: {
+    run: RunRecord;
+    call: ModelCallRecord;
+    events: NewTraceEvent[];
+    spend?: SpendTake[];
+  }): Promise<ModelCallRecord>;
   /**
    * A reserved call settled or expired (`after`), its charge moved from the run's reservations to its model
    * spend, in one write conditional on the call still being reserved (ModelCallChangedError otherwise). An
@@ -218,6 +236,21 @@ export interface RollupStore {
 }
 
 /**
+ * Principals' spend counters (config `spendLimits`), keyed by `counterKeyOf`: what each holds in micro-cents
+ * (absent: nothing yet). The admitting writes move them (OperationStore, ModelCallStore); this role reads them.
+ */
+export interface SpendCounterStore {
+  getSpendCounters(refs: readonly SpendCounterRef[]): Promise<Record<string, number>>;
+  /**
+   * Marks `percent` told for the run or counter, on condition it is not marked yet and what it holds has
+   * reached `atMicros`: true for the one writer that marked it (that writer tells the crossing).
+   */
+  markThreshold(target: ThresholdTarget, percent: number, atMicros: number): Promise<boolean>;
+  /** What the run or counter holds now (a consistent read) and the thresholds already marked told. */
+  readThresholds(target: ThresholdTarget): Promise<{ heldMicros: number; marked: number[] }>;
+}
+
+/**
  * Every store role in one object (what the DynamoDB and in-memory stores implement); steps and surfaces
  * take only the roles they use.
  */
@@ -231,7 +264,8 @@ export interface Store
     RateLimitStore,
     McpRunStore,
     ModelCallStore,
-    RollupStore {}
+    RollupStore,
+    SpendCounterStore {}
 
 /** Which state machine runs an execution: Standard (approvals, long waits) or its Express variant. */
 export type Machine = 'standard' | 'express';
@@ -300,6 +334,8 @@ export interface Notifier {
   reviewRequired?(notice: ReviewNotice): Promise<void>;
   /** Updates what was posted about the approval (Slack) with how the call ended. */
   approvalSettled?(notice: ApprovalSettledNotice): Promise<void>;
+  /** Spend crossed a threshold of a limit: the run owner's webhook, and admins on every channel. */
+  budgetThreshold?(notice: BudgetThresholdNotice): Promise<void>;
 }
 
 /** Current configuration; re-read when it changes, so revoked permissions take effect. */

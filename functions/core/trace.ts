@@ -29,6 +29,8 @@ export const TraceType = {
   modelCallOverrun: 'model_call.overrun',
   /** A model call's reservation was not settled within its lease: charged in full. */
   modelCallExpired: 'model_call.expired',
+  /** A run's spend or a principal's spend-limit counter crossed 50%, 80% or 100% of its limit (once each). */
+  budgetThreshold: 'budget.threshold',
 } as const;
 export type TraceType = (typeof TraceType)[keyof typeof TraceType];
 

@@ -59,6 +59,10 @@ const REWATCH_MS = 60_000;
  * none of its executions survived (the embedded stack at boot): then every active operation continues.
  */
 export async function sweep(deps: ResumeDeps, limit = 25, options: { ignoreLeases?: boolean } = {}): Promise<string[]> {
+  // Where the store keeps a watch list, a sweep walks it as the sweeper Lambda does: it is what reaches the
+  // model calls whose leases ran out (listing expired leases finds operations only).
+  if (deps.store.sweepWatch && !options.ignoreLeases)
+    return (await sweepPart(deps, { part: 0, parts: 1, more: () => true, concurrency: Math.min(limit, SWEEP_CONCURRENCY) })).resumed;
   const now = new Date(deps.now()).toISOString();
   const cutoff = options.ignoreLeases ? '9999-12-31T23:59:59.999Z' : now;
   const stuck = await deps.store.listExpiredLeases(now, limit, options);

@@ -6,6 +6,8 @@ import { createRun, submitToolCall } from '../../functions/commands/submit';
 import type { Principal } from '../../functions/core/model';
 import type { Deps } from '../../functions/core/ports';
 import { heldMicrosOf, microsOfCents, spentMicrosOf } from '../../functions/core/spend';
+import { counterKeyOf, periodsAt } from '../../functions/core/spend-limits';
+import { expireModelCallIfDue } from '../../functions/steps/model-call-expiry';
 import type { ToolSpec } from '../../functions/core/tool-spec';
 import { coreDeps, memoryStore } from '../support/memory-store';
 
@@ -168,6 +170,117 @@ describe('one spend budget over model and tool calls', () => {
         },
       ),
       { numRuns: RUNS, seed: SEED, endOnFailure: true },
+    );
+  }, 120_000);
+});
+
+type LimitAction = Action | { kind: 'sweep' };
+
+describe('one spend limit per principal and UTC day across runs', () => {
+  it(`never holds a counter above its cap and never refuses what fits, over ${Math.ceil(RUNS / 4)} schedules (seed ${SEED})`, async () => {
+    const actions: fc.Arbitrary<LimitAction> = fc.oneof(
+      { weight: 9, arbitrary: action },
+      { weight: 1, arbitrary: fc.constant({ kind: 'sweep' as const }) },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 12 }), fc.array(actions, { maxLength: 40 }), async (dayCap, list) => {
+        // Ten minutes before midnight: leases that run out carry schedules into the next UTC day.
+        let clock = Date.parse('2026-12-07T23:50:00Z');
+        const store = memoryStore(() => clock);
+        const base = coreDeps(store, [spendTool as ToolSpec], () => clock);
+        const agent: Principal = { id: 'agent', roles: ['agent'], tools: '*' };
+        const deps: Deps = {
+          ...base,
+          config: async () => ({
+            ...(await base.config()),
+            modelPrices: { 'acme/m': PRICE },
+            modelCallLeaseSeconds: LEASE_SECONDS,
+            spendLimits: [{ principal: 'agent', perDayCents: dayCap }],
+          }),
+        };
+        const budgets = { maxSpendCents: 1000, maxToolCalls: 1000, maxTurns: 1000, maxWallClockSeconds: 30 * 86400 };
+        const runs = [await createRun(deps, agent, budgets), await createRun(deps, agent, budgets)];
+        const cap = microsOfCents(dayCap);
+        // The model: each UTC day's counter, and each open reservation with the day it was made in.
+        const days = new Map<string, number>();
+        const reserved = new Map<string, { run: number; micros: number; day: string; input: number; output: number; leaseUntil: number }>();
+        const today = () => periodsAt(clock).day.key;
+        const counter = (day: string) => days.get(day) ?? 0;
+        const charge = (day: string, micros: number) => days.set(day, counter(day) + micros);
+        let calls = 0;
+        for (const a of list) {
+          if (a.kind === 'reserve') {
+            const run = (await store.getRun(runs[a.run % 2]!.runId))!;
+            const micros = 7 * a.inputTokens + 13 * a.maxOutputTokens;
+            const fits = counter(today()) + micros <= cap;
+            const out = await reserveModelCall(deps, run, {
+              requestId: `r${calls++}`,
+              model: 'acme/m',
+              inputTokens: a.inputTokens,
+              maxOutputTokens: a.maxOutputTokens,
+            });
+            if (!fits) expect(out).toMatchObject({ kind: 'refused', refusal: { code: 'spend_limit' } });
+            else {
+              expect(out).toMatchObject({ kind: 'reserved' });
+              if (out.kind === 'reserved') {
+                reserved.set(out.modelCallId, {
+                  run: a.run % 2,
+                  micros,
+                  day: today(),
+                  input: a.inputTokens,
+                  output: a.maxOutputTokens,
+                  leaseUntil: clock + LEASE_SECONDS * 1000,
+                });
+                charge(today(), micros);
+              }
+            }
+          } else if (a.kind === 'settle') {
+            const open = [...reserved.entries()];
+            if (!open.length) continue;
+            const [id, r] = open[a.pick % open.length]!;
+            const usage = { inputTokens: Math.floor(r.input * a.inputShare), outputTokens: Math.floor(r.output * a.outputShare) };
+            const out = await settleModelCall(deps, runs[r.run]!, id, usage);
+            reserved.delete(id);
+            // Past its lease the reservation stays charged in full; settled, the counter of its day gives back the rest.
+            if (clock < r.leaseUntil) {
+              expect(out).toMatchObject({ kind: 'settled' });
+              charge(r.day, 7 * usage.inputTokens + 13 * usage.outputTokens - r.micros);
+            } else expect(out).toMatchObject({ kind: 'invalid_state' });
+          } else if (a.kind === 'expire') {
+            clock += (LEASE_SECONDS + 1) * 1000;
+          } else if (a.kind === 'sweep') {
+            for (const [id, r] of reserved)
+              if (clock >= r.leaseUntil) {
+                await expireModelCallIfDue(deps, id, new Date(clock).toISOString());
+                reserved.delete(id);
+              }
+          } else {
+            const run = (await store.getRun(runs[a.run % 2]!.runId))!;
+            const micros = microsOfCents(a.costCents);
+            const fits = micros === 0 || counter(today()) + micros <= cap;
+            const out = await submitToolCall(
+              deps,
+              run,
+              agent,
+              { callId: `c${calls++}`, turn: 1, name: 'spend', arguments: { cents: a.costCents } },
+              { waitSeconds: 0 },
+            );
+            expect(out.kind).toBe('created');
+            const outcome = out.kind === 'created' ? out.op.outcome : undefined;
+            if (fits) {
+              expect(outcome).toBeUndefined();
+              charge(today(), micros);
+            } else expect(outcome).toMatchObject({ kind: 'budget_exhausted', code: 'spend_limit' });
+          }
+          // Every day's counter holds what the model says, never above the cap; both runs stay open.
+          for (const [day, micros] of days) {
+            expect(store.spendCounters.get(counterKeyOf({ principalId: 'agent', period: 'day', periodKey: day })) ?? 0).toBe(micros);
+            expect(micros).toBeLessThanOrEqual(cap);
+          }
+          for (const run of runs) expect((await store.getRun(run.runId))!.status).toBe('open');
+        }
+      }),
+      { numRuns: Math.ceil(RUNS / 4), seed: SEED, endOnFailure: true },
     );
   }, 120_000);
 });
