@@ -135,7 +135,15 @@ export function formatApproval(a: Approval): string {
 export async function listApprovals(io: PeopleIo, options: { as?: string; json?: boolean }): Promise<void> {
   const client = clientFor(io, keyFor(io, options.as, ['approver', 'admin']));
   const approvals = await throughApi(() => client.listApprovals());
-  if (options.json) return io.out(`${JSON.stringify(approvals, null, 2)}\n`);
+  // As a person reads them here too: the raw arguments only where the API gave no masked view of them.
+  if (options.json)
+    return io.out(
+      `${JSON.stringify(
+        approvals.map(({ arguments: raw, ...a }) => (a.argumentFields ? a : { ...a, arguments: raw })),
+        null,
+        2,
+      )}\n`,
+    );
   if (approvals.length === 0) return io.out('Nothing waits for your approval.\n');
   io.out(approvals.map(formatApproval).join('\n'));
   io.out(`\n${approvals.length} waiting; decide with toolrunner approve|reject OPERATION_ID [--reason TEXT]\n`);

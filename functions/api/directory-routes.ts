@@ -57,7 +57,12 @@ export const directoryHandlers = {
         ...(op.policies ? { policies: op.policies } : {}),
         ...(op.approvalLines?.length ? { summary: op.approvalLines } : {}),
         ...(described && op.frozenArguments
-          ? { argumentFields: argumentsForApprover(JSON.parse(op.frozenArguments), deps.tools.get(op.toolName)?.secretFields) }
+          ? {
+              argumentFields: argumentsForApprover(
+                JSON.parse(op.frozenArguments),
+                op.secretFields ?? deps.tools.get(op.toolName)?.secretFields,
+              ),
+            }
           : {}),
         url: approvalUrl(deps, config.approvalSecret, op, principal),
       })),

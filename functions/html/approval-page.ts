@@ -98,7 +98,7 @@ ${op.policies ? html`<dt>Policies</dt><dd id="policies">${visible(policiesLine(o
 <dt>You are</dt><dd>${visible(approverId)}</dd>
 <dt>Arguments hash</dt><dd><code>${visible(op.inputHash)}</code></dd>
 </dl>
-${argumentList(parsedArgs, tool?.secretFields, { level: 'h2', id: 'arguments' })}
+${argumentList(parsedArgs, op.secretFields ?? tool?.secretFields, { level: 'h2', id: 'arguments' })}
 ${form}`,
   );
 }

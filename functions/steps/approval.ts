@@ -53,7 +53,7 @@ export async function requestApproval(deps: AdvanceDeps, operationId: string, ta
       summary: approvalSummary(op, requester),
       expiresAt: op.approval!.expiresAt,
       links: approvers.map((p) => ({ approverId: p.id, url: approvalUrl(deps, config.approvalSecret, op, p) })),
-      ...approverArguments(op, await secretFieldsOf(deps, op)),
+      ...approverArguments(op, op.secretFields ?? (await secretFieldsOf(deps, op))),
     });
   } catch (error) {
     // The request is durable and listed by GET /v1/approvals; a failed notification must not stall the wait.
@@ -62,8 +62,9 @@ export async function requestApproval(deps: AdvanceDeps, operationId: string, ta
 }
 
 /**
- * The tool's `secretFields`, to mask in what reaches approvers; undefined when the tools' description could not
- * be read (the arguments are then left out of the notification rather than sent unmasked).
+ * The tool's `secretFields` for an operation validated before they were kept with it; undefined when they
+ * cannot be learnt here (no description, or a function without the tools): the arguments are then left out
+ * of the notification rather than sent unmasked.
  */
 async function secretFieldsOf(deps: Pick<AdvanceDeps, 'tools' | 'log'>, op: OperationRecord): Promise<readonly string[] | undefined> {
   try {
@@ -75,7 +76,8 @@ async function secretFieldsOf(deps: Pick<AdvanceDeps, 'tools' | 'log'>, op: Oper
     });
     return undefined;
   }
-  return deps.tools.get(op.toolName)?.secretFields ?? [];
+  const tool = deps.tools.get(op.toolName);
+  return tool ? (tool.secretFields ?? []) : undefined;
 }
 
 /**

@@ -73,6 +73,8 @@ describeWithChromium('what an approver sees of the arguments', () => {
         'dana to be known',
         async () => (await api.request('GET', '/v1/approvals', { key: dana.key })).status,
         (status) => status === 200,
+        // Where functions keep the config secret for up to 30 s (template mode), longer.
+        60_000,
       );
       const runId = await api.createRun(keys.agent);
       const call = await api.call(keys.agent, runId, { callId: 'call_open', name: 'open_account', arguments: args });

@@ -71,6 +71,12 @@ describe.runIf(isEmbedded)('toolrunner approvals, approve, reject, runs and keys
     expect(listed.stdout).toContain(`  arguments hash ${inputHash}\n`);
     expect(listed.stdout).toContain('2 waiting;');
     expect(listed.stdout).not.toMatch(/correct horse|2468|4242 4242/);
+    const json = await cli(['approvals', '--json']);
+    expect(json.code).toBe(0);
+    expect((JSON.parse(json.stdout) as { operationId: string; argumentFields: unknown[] }[]).map((a) => a.operationId).sort()).toEqual(
+      [op1, op2].sort(),
+    );
+    expect(json.stdout).not.toMatch(/correct horse|2468|4242 4242/);
 
     // Refusals: the requester cannot decide (the API's code), a bad id or flag is a usage error.
     const [asAgent, badId, unknownFlag, missing] = await Promise.all([

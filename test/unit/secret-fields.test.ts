@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { argumentsForApprover } from '../../functions/core/approval-view';
+import { decideCall, validationOf } from '../../functions/core/call-policy';
+import { parseArguments } from '../../functions/core/canonical';
 import { describeTool, ToolDescriptionSchema } from '../../functions/core/tool-invocation';
 import { defineTool, type ToolSpec } from '../../functions/core/tool-spec';
 import { describedSpec } from '../../functions/tools/described-tools';
@@ -56,5 +58,26 @@ describe('a tool’s secretFields', () => {
       'create_user: secretFields holds at most 100 paths',
     );
     expect(() => defineTool({ ...base, secretFields: ['devices[0].pin', 'card'] })).not.toThrow();
+  });
+
+  it('are kept with an operation a person must approve, for the functions that notify without loading the tools', () => {
+    const decide = (spec: ToolSpec) =>
+      validationOf(
+        decideCall({
+          tool: spec,
+          toolName: spec.name,
+          principal: { id: 'agent', roles: ['agent'], tools: '*' },
+          arguments: parseArguments({ user: 'ann', password: 'p', card: { number: '1', cvc: '2' }, devices: [] }),
+          approvalTtlSeconds: 600,
+          now: Date.parse('2026-01-01T00:00:00Z'),
+        }),
+      );
+    expect(decide(defineTool({ ...base, secretFields: ['password'] }))).toMatchObject({
+      approvalRequired: true,
+      secretFields: ['password'],
+    });
+    // None declared is kept as none: a function without the tool then knows there is nothing to mask.
+    expect(decide(defineTool(base))).toMatchObject({ secretFields: [] });
+    expect('secretFields' in decide(defineTool({ ...base, approval: 'never', secretFields: ['password'] }))).toBe(false);
   });
 });
