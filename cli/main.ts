@@ -10,6 +10,13 @@ import { loadTools } from './load-tools';
 import { startNotesApi } from './notes-api';
 import { formatTimeline } from './timeline';
 
+/** How the commands for people find their key (cli/people.ts). */
+const PEOPLE_KEYS = `  --as PRINCIPAL   act with that principal's key from the keys file (TOOLRUNNER_CONFIG, default toolrunner.local.json)
+  otherwise TOOLRUNNER_KEY, else the keys file's first principal with the role the command needs
+  TOOLRUNNER_URL   the API (default http://127.0.0.1:3000)
+  Exit codes: 0 done, 1 refused or failed (the API's code and message), 2 a usage error or no key.
+`;
+
 const COMMANDS = {
   start: `usage: toolrunner start [--tools PATH | --template]
   Runs the embedded stack: DynamoDB Local, the state machine, the API and (without --tools) the sandbox.
@@ -36,9 +43,25 @@ const COMMANDS = {
   TOOLRUNNER_KEY   a bearer key that may read the run (required)
 `,
   keys: `usage: toolrunner keys hash [PATH]
-  Prints the config document at PATH (or on standard input) with every principal's key replaced by its
-  keySha256, for a deployed secret that authenticates without holding any key.
+       toolrunner keys show PRINCIPAL
+  hash  prints the config document at PATH (or on standard input) with every principal's key replaced by its
+        keySha256, for a deployed secret that authenticates without holding any key
+  show  prints PRINCIPAL's key from the keys file (TOOLRUNNER_CONFIG, default toolrunner.local.json); exits 1
+        when the file holds only its keySha256, 2 when it has no such principal
 `,
+  approvals: `usage: toolrunner approvals [--as PRINCIPAL] [--json]
+  Lists the approvals waiting for you, oldest first: the tool, who asks, the tool's own lines, every argument
+  (the tool's secretFields and card-like numbers masked, long strings folded with their size) and their hash.
+${PEOPLE_KEYS}`,
+  approve: `usage: toolrunner approve OPERATION_ID [--reason TEXT] [--as PRINCIPAL]
+  Approves an operation waiting for a person, as the console and the signed links do (once; never your own).
+${PEOPLE_KEYS}`,
+  reject: `usage: toolrunner reject OPERATION_ID [--reason TEXT] [--as PRINCIPAL]
+  Rejects an operation waiting for a person, as the console and the signed links do (once; never your own).
+${PEOPLE_KEYS}`,
+  runs: `usage: toolrunner runs [--status open|cancelled|budget_exhausted|expired] [--limit N] [--cursor C] [--as PRINCIPAL]
+  Lists runs, newest first: every run for a reviewer or admin, an agent's own.
+${PEOPLE_KEYS}`,
   policy: `usage: toolrunner policy schema [--json] [--config PATH] [--tools PATH]
        toolrunner policy test --cases FILE [--config PATH] [--tools PATH]
   schema  prints the Cedar schema policies are validated against (from the tools and the config's principals)
@@ -71,6 +94,11 @@ const USAGE = `usage: toolrunner <command> [options]
   toolrunner node-runtime MAJOR     installs the Lambda runtime's Node.js for template mode
   toolrunner trace RUN_ID           a run's trace as a timeline (TOOLRUNNER_URL, TOOLRUNNER_KEY)
   toolrunner keys hash [PATH]       a config document with keys replaced by their SHA-256 (for the deployed secret)
+  toolrunner keys show PRINCIPAL    a principal's key from toolrunner.local.json (TOOLRUNNER_CONFIG)
+  toolrunner approvals              the approvals waiting for you, with their arguments (TOOLRUNNER_URL)
+  toolrunner approve|reject OPERATION_ID [--reason TEXT]
+                                    decides an approval as an approver (key: --as, TOOLRUNNER_KEY or the keys file)
+  toolrunner runs [--status S]      runs, newest first
   toolrunner policy schema|test     the policies' schema; test cases against the policies (--config PATH)
   toolrunner verify --tools PATH    checks each tool's promises against its upstream under faults
   toolrunner notes-api              the quick start's example upstream: a notes API on NOTES_PORT (default 4000)
@@ -152,7 +180,11 @@ async function trace(args: string[]): Promise<void> {
 
 async function keys(args: string[]): Promise<void> {
   const { positionals } = argsOf('keys', { args, allowPositionals: true });
-  if (positionals[0] !== 'hash' || positionals.length > 2) usageError('keys needs the subcommand hash', 'keys');
+  if (positionals[0] === 'show') {
+    if (positionals.length !== 2) usageError('keys show needs one PRINCIPAL', 'keys');
+    return people((p, io) => p.showKey(io, positionals[1]));
+  }
+  if (positionals[0] !== 'hash' || positionals.length > 2) usageError('keys needs the subcommand hash or show', 'keys');
   const path = positionals[1];
   let text: string;
   try {
@@ -171,6 +203,38 @@ async function keys(args: string[]): Promise<void> {
   } catch (error) {
     fail(`keys hash: ${(error as Error).message}`);
   }
+}
+
+/** Runs a command of cli/people.ts; its refusals print one line with their exit code. */
+async function people(run: (module: typeof import('./people'), io: import('./people').PeopleIo) => Promise<void> | void): Promise<void> {
+  const module = await import('./people');
+  try {
+    await run(module, { out: (text) => process.stdout.write(text), env: process.env });
+  } catch (error) {
+    if (error instanceof module.CliFailure) fail(error.message, error.code);
+    throw error;
+  }
+}
+
+const AS_OPTION = { as: { type: 'string' } } as const;
+
+async function approvals(args: string[]): Promise<void> {
+  const { values } = argsOf('approvals', { args, options: { ...AS_OPTION, json: { type: 'boolean' } } });
+  return people((p, io) => p.listApprovals(io, { as: values.as, json: values.json === true }));
+}
+
+async function decision(command: 'approve' | 'reject', args: string[]): Promise<void> {
+  const { values, positionals } = argsOf(command, { args, allowPositionals: true, options: { ...AS_OPTION, reason: { type: 'string' } } });
+  if (positionals.length !== 1) usageError(`${command} needs one OPERATION_ID`, command);
+  return people((p, io) => p.decide(io, command, positionals[0], { as: values.as, reason: values.reason }));
+}
+
+async function runs(args: string[]): Promise<void> {
+  const { values } = argsOf('runs', {
+    args,
+    options: { ...AS_OPTION, status: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' } },
+  });
+  return people((p, io) => p.listRuns(io, values));
 }
 
 async function policy(args: string[]): Promise<void> {
@@ -289,6 +353,13 @@ async function main(argv: string[]): Promise<void> {
       return nodeRuntime(rest);
     case 'verify':
       return verify(rest);
+    case 'approvals':
+      return approvals(rest);
+    case 'approve':
+    case 'reject':
+      return decision(known, rest);
+    case 'runs':
+      return runs(rest);
   }
 }
 

@@ -21,3 +21,5 @@ export {
   type WebhookCheck,
 } from './core/webhook-signature';
 export type { ApprovalRequestedPayload } from './core/notices';
+/** One argument of an approval as a person reads it (the webhook payload's `arguments`). */
+export type { ArgumentField } from './core/approval-view';

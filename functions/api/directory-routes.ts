@@ -1,3 +1,4 @@
+import { argumentsForApprover } from '../core/approval-view';
 import { requesterOf } from '../core/record-predicates';
 import { describeTools, type ToolFormat } from '../core/tool-spec';
 import { approvalUrl } from '../steps/approval';
@@ -32,6 +33,11 @@ export const directoryHandlers = {
     if (query.cursor !== undefined && !after) throw new ApiError(400, 'invalid_request', 'cursor is not one this API handed out');
     const principal = c.get('principal');
     const config = await deps.config();
+    // Without the tools' description the secret fields are unknown: no argumentFields then (arguments stay as they were).
+    const described = await toolsReady(deps.tools).then(
+      () => true,
+      () => false,
+    );
     const page = await deps.store.listPendingApprovals({
       approverId: principal.id,
       now: new Date(deps.now()).toISOString(),
@@ -50,6 +56,14 @@ export const directoryHandlers = {
         expiresAt: op.approval!.expiresAt,
         ...(op.policies ? { policies: op.policies } : {}),
         ...(op.approvalLines?.length ? { summary: op.approvalLines } : {}),
+        ...(described && op.frozenArguments
+          ? {
+              argumentFields: argumentsForApprover(
+                JSON.parse(op.frozenArguments),
+                op.secretFields ?? deps.tools.get(op.toolName)?.secretFields,
+              ),
+            }
+          : {}),
         url: approvalUrl(deps, config.approvalSecret, op, principal),
       })),
       nextCursor: page.nextKey ? encodeCursor(page.nextKey as Parameters<typeof encodeCursor>[0]) : undefined,

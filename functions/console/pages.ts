@@ -1,5 +1,6 @@
 import type { Approval, Review, RunsPage } from '../client';
 import { policiesLine, RISK_TEXT, summaryLines } from '../html/approval-page';
+import { ARGUMENT_LIST_STYLE, argumentList } from '../html/argument-list';
 import { INVISIBLE_STYLE } from '../html/page-basics';
 import { html, joinHtml, raw, type SafeHtml, visible } from '../html/safe-html';
 import { TIMELINE_STYLE } from '../html/timeline-page';
@@ -132,7 +133,7 @@ ${a.policies ? html`<dt>Policies</dt><dd class="policies">${visible(policiesLine
 <dt>Expires</dt><dd>${time(a.expiresAt)}</dd>
 <dt>Arguments hash</dt><dd><code>${visible(a.inputHash)}</code></dd>
 </dl>
-<details><summary>Exact arguments</summary><pre>${visible(a.arguments === undefined ? '' : JSON.stringify(a.arguments, null, 2))}</pre></details>
+${argumentList(a.arguments, tool?.secretFields, { level: 'h3' })}
 <form method="post" action="/console/approvals/${encodeURIComponent(a.operationId)}">${csrfField(viewer)}
 <label for="reason-${a.operationId}">Reason (optional)</label>
 <input id="reason-${a.operationId}" type="text" name="reason" maxlength="500">
@@ -147,6 +148,7 @@ ${a.policies ? html`<dt>Policies</dt><dd class="policies">${visible(policiesLine
 ${cards.length ? joinHtml(cards, '\n') : html`<p class="card muted" id="empty">Nothing waits for your approval.</p>`}`,
     viewer,
     'approvals',
+    ARGUMENT_LIST_STYLE,
   );
 }
 

@@ -27,6 +27,8 @@ export type CallDecision =
       lockKey?: string;
       /** The tool's `describeForApproval` lines for these arguments. */
       approvalLines: string[];
+      /** The tool's `secretFields`, kept where a person is asked (functions that notify never load the tools). */
+      secretFields?: string[];
       /** When the whole operation must end: its tool's deadline, plus the approval's time to live if it needs one. */
       deadlineAt: string;
       /** Where configured policies decided: the determining policy ids of each action. */
@@ -141,6 +143,7 @@ export function decideCall(input: CallPolicyInput): CallDecision {
     risk: tool.risk,
     ...(checked.lockKey === undefined ? {} : { lockKey: checked.lockKey }),
     approvalLines: checked.approvalLines,
+    ...(approvalRequired ? { secretFields: [...(tool.secretFields ?? [])] } : {}),
     deadlineAt: new Date(now + deadlineMs).toISOString(),
     ...(ruled ? { policies: ruled.ids } : {}),
     ...(ruled?.shadow ? { shadow: ruled.shadow } : {}),
@@ -228,7 +231,7 @@ export function validationOf(decision: CallDecision): Validation {
   const ruled = { ...named, ...(decision.shadow ? { shadow: decision.shadow } : {}) };
   if (decision.decision === 'deny')
     return { decision: 'deny', outcome: decision.outcome, detail: { decision: 'deny', code: decision.code, ...named }, ...ruled };
-  const { risk, frozenArguments, costCents, approvalRequired, deadlineAt, lockKey, approvalLines } = decision;
+  const { risk, frozenArguments, costCents, approvalRequired, deadlineAt, lockKey, approvalLines, secretFields } = decision;
   return {
     decision: 'allow',
     risk,
@@ -238,6 +241,7 @@ export function validationOf(decision: CallDecision): Validation {
     deadlineAt,
     ...(lockKey === undefined ? {} : { lockKey }),
     approvalLines,
+    ...(secretFields === undefined ? {} : { secretFields }),
     detail: {
       decision: 'allow',
       approval: approvalRequired ? 'required' : 'not_required',

@@ -114,6 +114,7 @@ const validate: Handler<'validate'> = (op, event, { ids }) => {
     // The tool's answers at validation: nothing later asks its code again (locks, the approval page).
     ...(v.lockKey === undefined ? {} : { lockKey: v.lockKey }),
     ...(v.approvalLines === undefined ? {} : { approvalLines: v.approvalLines }),
+    ...(v.secretFields === undefined ? {} : { secretFields: v.secretFields }),
     leaseUntil: event.leaseUntil,
     plan: { next: v.approvalRequired ? 'await_approval' : 'execute' },
     ...(v.policies ? { policies: v.policies } : {}),

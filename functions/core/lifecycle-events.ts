@@ -13,6 +13,7 @@ export type Validation =
       deadlineAt: string;
       lockKey?: string;
       approvalLines?: string[];
+      secretFields?: string[];
       detail: Record<string, unknown>;
       policies?: PolicyIds;
       shadow?: ShadowDecision;

@@ -194,6 +194,11 @@ export interface OperationRecord {
   lockKey?: string;
   /** The tool's `describeForApproval` lines at validation (absent on operations validated before they were kept). */
   approvalLines?: string[];
+  /**
+   * The tool's `secretFields` at validation (`[]` for none), on operations a person must approve: masked wherever
+   * they are shown, also by functions that never load the tools (absent on operations validated before they were kept).
+   */
+  secretFields?: string[];
   /** Where configured policies decided the call: their determining ids (the approval page and console show them). */
   policies?: PolicyIds;
   approval?: ApprovalInfo;

@@ -1,4 +1,5 @@
 import { type BudgetThresholdNotice, budgetThresholdText } from './budget-thresholds';
+import { type ArgumentField, argumentsForApprover } from './approval-view';
 import { formatCents } from './format';
 import type { OperationRecord } from './model';
 import type { ApprovalDecidedNotice, ApprovalRequest, ReviewNotice } from './ports';
@@ -30,6 +31,29 @@ export interface ApprovalRequestedPayload {
   /** The approval page, signed for the receiving approver alone. */
   url: string;
   expiresAt: string;
+  /** The arguments' hash, as the approval page shows it. */
+  inputHash?: string;
+  /** The tool's `describeForApproval` lines for these arguments. */
+  approvalLines?: string[];
+  /** The frozen arguments as an approver reads them (core/approval-view.ts: secret fields and card numbers masked, long strings folded). */
+  arguments?: ArgumentField[];
+}
+
+/** What of the frozen arguments reaches an approver's own channels. */
+export type ApproverArguments = Pick<ApprovalRequestedPayload, 'inputHash' | 'approvalLines' | 'arguments'>;
+
+/**
+ * The arguments of an operation as an approver reads them, with their hash and the tool's lines. `secretFields`
+ * undefined means the tool's could not be learnt: the fields are left out then (the approval page shows
+ * them), rather than shown unmasked.
+ */
+export function approverArguments(
+  op: { inputHash: string; approvalLines?: string[]; frozenArguments?: string },
+  secretFields: readonly string[] | undefined,
+): Required<Pick<ApproverArguments, 'inputHash' | 'approvalLines'>> & ApproverArguments {
+  const base = { inputHash: op.inputHash, approvalLines: op.approvalLines ?? [] };
+  if (op.frozenArguments === undefined || secretFields === undefined) return base;
+  return { ...base, arguments: argumentsForApprover(JSON.parse(op.frozenArguments), secretFields) };
 }
 
 /** The webhook payload for one approver's link of a request. */
@@ -43,19 +67,22 @@ export function approvalRequestedPayload(request: ApprovalRequest, link: { url: 
     summary: request.summary,
     url: link.url,
     expiresAt: request.expiresAt,
+    ...(request.inputHash === undefined ? {} : { inputHash: request.inputHash }),
+    ...(request.approvalLines === undefined ? {} : { approvalLines: request.approvalLines }),
+    ...(request.arguments === undefined ? {} : { arguments: request.arguments }),
   };
 }
 
 /** A link-free notice for anyone who follows the runner (the notices topic, the local output). */
 export type Notice =
-  | ({ type: 'approval.requested' } & Omit<ApprovalRequest, 'links'> & { approvers: string[] })
+  | ({ type: 'approval.requested' } & Omit<ApprovalRequest, 'links' | keyof ApproverArguments> & { approvers: string[] })
   | ({ type: 'approval.decided' } & ApprovalDecidedNotice)
   | ({ type: 'review.required' } & ReviewNotice)
   | ({ type: 'budget.threshold' } & BudgetThresholdNotice);
 
-/** The request as a notice: who may decide, never their links. */
+/** The request as a notice: who may decide, never their links, nor the arguments (they may hold personal data). */
 export function approvalRequestedNotice(request: ApprovalRequest): Notice {
-  const { links, ...rest } = request;
+  const { links, inputHash: _hash, approvalLines: _lines, arguments: _arguments, ...rest } = request;
   return { type: 'approval.requested', ...rest, approvers: links.map((l) => l.approverId) };
 }
 

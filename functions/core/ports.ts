@@ -1,3 +1,4 @@
+import type { ArgumentField } from './approval-view';
 import type { AdmissionDelta } from './budgets';
 import type { RunnerConfig } from './config';
 import type { PolicyConfig, PolicyEvaluator } from './policy-schema';
@@ -296,6 +297,10 @@ export interface ApprovalRequest {
   expiresAt: string;
   /** One per approver who may decide; a link is delivered only to the approver it is signed for. */
   links: { approverId: string; url: string }[];
+  /** For approvers' own channels only (core/notices.ts `approverArguments`), never in a link-free notice. */
+  inputHash?: string;
+  approvalLines?: string[];
+  arguments?: ArgumentField[];
 }
 
 /** An approval that ended: decided by an approver, or expired. Link-free. */

@@ -131,6 +131,7 @@ export const ToolDescriptionSchema = z
     lockKey: z.boolean(),
     costCents: z.boolean(),
     describeForApproval: z.boolean(),
+    secretFields: z.array(z.string()).max(100).optional(),
   })
   .strict();
 export type ToolDescription = z.infer<typeof ToolDescriptionSchema>;
@@ -177,5 +178,6 @@ export function describeTool(spec: ToolSpec): ToolDescription {
     lockKey: Boolean(spec.lockKey),
     costCents: Boolean(spec.costCents),
     describeForApproval: Boolean(spec.describeForApproval),
+    ...(spec.secretFields === undefined ? {} : { secretFields: spec.secretFields }),
   };
 }

@@ -74,6 +74,12 @@ export interface ToolSpec<I = any, O = any> {
    */
   describeForApproval?: (input: I) => string[];
   /**
+   * Argument fields a person deciding an approval must not read (passwords, tokens): every surface that shows
+   * the arguments masks them whole. Paths as the approval view names fields: `password`, `card.cvc`,
+   * `items[].pin` for every item, `items[0].pin` for one. Card-like numbers are masked anyway.
+   */
+  secretFields?: string[];
+  /**
    * MCP client capabilities a caller over MCP revision 2026-07-28 must declare in its request to call this tool
    * (e.g. `{ elicitation: {} }` for a tool whose result asks the user something). A request without one is
    * refused before anything runs (`-32021`, naming what is missing). Other callers are not affected.
@@ -136,6 +142,31 @@ export function checkToolSpec(spec: ToolSpec): void {
   }
   if (!isZodSchema(spec.outputSchema)) throw new ToolRegistrationError(`${spec.name}: outputSchema must be a zod schema`);
   if (typeof spec.execute !== 'function') throw new ToolRegistrationError(`${spec.name}: execute must be a function`);
+  if (spec.secretFields !== undefined) checkSecretFields(spec);
+}
+
+/** A field path of the approval view (core/approval-view.ts): keys joined by dots, each with `[]` or `[n]` after it. */
+const FIELD_PATH = /^[^.[\]]+(?:\[\d*\])*(?:\.[^.[\]]+(?:\[\d*\])*)*$/;
+const MAX_SECRET_FIELDS = 100;
+
+/** A path that names no field masks nothing: a typo would show the secret it meant to hide. */
+function checkSecretFields(spec: ToolSpec): void {
+  const paths: unknown = spec.secretFields;
+  if (!Array.isArray(paths)) throw new ToolRegistrationError(`${spec.name}: secretFields must be a list of field paths`);
+  if (paths.length > MAX_SECRET_FIELDS)
+    throw new ToolRegistrationError(`${spec.name}: secretFields holds at most ${MAX_SECRET_FIELDS} paths`);
+  const def = (spec.inputSchema as unknown as { _zod: { def: { shape?: Record<string, unknown>; catchall?: unknown } } })._zod.def;
+  const keys = def.shape ? Object.keys(def.shape) : [];
+  const seen = new Set<string>();
+  for (const [i, path] of paths.entries()) {
+    if (typeof path !== 'string' || path.length > 256 || !FIELD_PATH.test(path))
+      throw new ToolRegistrationError(`${spec.name}: secretFields[${i}] ${JSON.stringify(path)} is not a field path`);
+    if (seen.has(path)) throw new ToolRegistrationError(`${spec.name}: secretFields[${i}] "${path}" is listed twice`);
+    seen.add(path);
+    const top = path.split(/[.[]/, 1)[0];
+    if (def.catchall === undefined && !keys.includes(top))
+      throw new ToolRegistrationError(`${spec.name}: secretFields[${i}] "${path}" names no field of the input schema (${keys.join(', ')})`);
+  }
 }
 
 /**

@@ -143,7 +143,10 @@ export function depsFromEnv(env: RuntimeEnv, extra: ExtraDeps = {}): Deps {
   const slack = slackChannel({
     config,
     operation: (id) => store.getOperation(id),
-    secretFields: (name) => (self?.tools.get(name) as { secretFields?: readonly string[] } | undefined)?.secretFields ?? [],
+    secretFields: (name) => {
+      const tool = self?.tools.get(name);
+      return tool ? (tool.secretFields ?? []) : undefined;
+    },
     noteMessages: (id, messages) => noteApprovalMessages(self!, id, messages),
   });
   const notifier = makeNotifier([webhookChannel({ config }), slack, sns ?? consoleChannel()], { metrics });

@@ -1,5 +1,6 @@
 import type { OperationRecord, PolicyIds, Risk } from '../core/model';
 import type { ToolSpec } from '../core/tool-spec';
+import { ARGUMENT_LIST_STYLE, argumentList } from './argument-list';
 import { INVISIBLE_STYLE } from './page-basics';
 import { html, type SafeHtml, visible } from './safe-html';
 
@@ -57,15 +58,14 @@ function layout(title: string, body: SafeHtml): string {
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dt{font-weight:600}dd{margin:0;overflow-wrap:anywhere}
 pre{background:#f4f4f4;padding:.75rem;overflow:auto;white-space:pre-wrap;word-break:break-all}
 button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem}.approve{background:#0a7d32;color:#fff;border:0}
-.reject{background:#b3261e;color:#fff;border:0}.risk{font-weight:700;color:#b3261e}
-${INVISIBLE_STYLE}</style></head>
+.reject{background:#b3261e;color:#fff;border:0}.risk{font-weight:700;color:#b3261e}.muted{color:#64748b}
+${ARGUMENT_LIST_STYLE}${INVISIBLE_STYLE}</style></head>
 <body>${body}</body></html>`.toString();
 }
 
 /** The approval page: shows the exact frozen operation; decides nothing on GET; works without JavaScript. */
 export function approvalPage(op: OperationRecord, approverId: string, sig: string, action: string, tool?: ToolSpec): string {
   const parsedArgs: unknown = op.frozenArguments ? JSON.parse(op.frozenArguments) : undefined;
-  const args = parsedArgs === undefined ? '' : JSON.stringify(parsedArgs, null, 2);
   const approval = op.approval!;
   const pending = op.state === 'awaiting_approval' && approval.state === 'pending';
   const risk = op.risk ?? tool?.risk;
@@ -98,8 +98,7 @@ ${op.policies ? html`<dt>Policies</dt><dd id="policies">${visible(policiesLine(o
 <dt>You are</dt><dd>${visible(approverId)}</dd>
 <dt>Arguments hash</dt><dd><code>${visible(op.inputHash)}</code></dd>
 </dl>
-<h2>Exact arguments</h2>
-<pre id="arguments">${visible(args)}</pre>
+${argumentList(parsedArgs, op.secretFields ?? tool?.secretFields, { level: 'h2', id: 'arguments' })}
 ${form}`,
   );
 }

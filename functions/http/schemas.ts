@@ -260,6 +260,17 @@ export const ApprovalSchema = z.looseObject({
   policies: PolicyIdsSchema.optional(),
   /** The tool's `describeForApproval` lines for these arguments, as the approval page shows them. */
   summary: z.array(z.string()).optional(),
+  /** The arguments as the approval page shows them: the tool's `secretFields` and card-like numbers masked, long strings folded. */
+  argumentFields: z
+    .array(
+      z.looseObject({
+        path: z.string(),
+        text: z.string(),
+        shown: z.enum(['exact', 'secret', 'card', 'folded']),
+        bytes: z.number().int().optional(),
+      }),
+    )
+    .optional(),
   url: z.string(),
 });
 export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema), nextCursor: z.string().optional() });

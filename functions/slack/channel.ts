@@ -11,8 +11,8 @@ export interface SlackChannelOptions {
   config: ConfigSource;
   /** The operation as stored: the message is drawn from it, never from the notification alone. */
   operation(operationId: string): Promise<OperationRecord | undefined>;
-  /** The tool's `secretFields` (masked whole in the message). */
-  secretFields(toolName: string): readonly string[];
+  /** The tool's `secretFields` (masked whole in the message); undefined when this process does not know the tool. */
+  secretFields(toolName: string): readonly string[] | undefined;
   /** Keeps where the messages went with the approval, so later updates reach each of them. */
   noteMessages(operationId: string, messages: SlackMessageRef[]): Promise<void>;
   client?: (slack: SlackConfig) => WebClient;
@@ -51,7 +51,7 @@ export function slackChannel(options: SlackChannelOptions): NotificationChannel 
     const refs = op?.approval?.slackMessages ?? [];
     if (!slack || !op || refs.length === 0) return 0;
     const client = clientFor(slack);
-    const message = approvalMessage(op, options.secretFields(op.toolName));
+    const message = approvalMessage(op, op.secretFields ?? options.secretFields(op.toolName));
     const updates = refs.map((ref) =>
       call('chat.update', operationId, () =>
         client.chat.update({ channel: ref.channel, ts: ref.ts, text: message.text, blocks: message.blocks }),
@@ -69,7 +69,7 @@ export function slackChannel(options: SlackChannelOptions): NotificationChannel 
       const op = await options.operation(request.operationId);
       if (!op?.approval) return 1;
       const client = clientFor(slack);
-      const message = approvalMessage(op, options.secretFields(op.toolName));
+      const message = approvalMessage(op, op.secretFields ?? options.secretFields(op.toolName));
       const principals = new Map(config.principals.map((p) => [p.id, p]));
       const members = request.links.flatMap((l) => principals.get(l.approverId)?.slackUserId ?? []);
       // The channel, or each approver's direct messages (opened by the bot, `im:write`).

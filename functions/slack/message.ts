@@ -84,12 +84,16 @@ function outcomeLine(op: OperationRecord): string {
   return `The call ended ${outcome.kind.replaceAll('_', ' ')} (${outcome.code}).`;
 }
 
-/** The message for `op` as stored now. `secretFields`: the tool's, masked whole. */
-export function approvalMessage(op: OperationRecord, secretFields: readonly string[] = []): SlackMessage {
+/**
+ * The message for `op` as stored now. `secretFields`: the tool's, masked whole; undefined when they cannot be
+ * learnt here (an operation kept before they were, in a function without the tool): then no argument is shown,
+ * rather than one the tool marked secret.
+ */
+export function approvalMessage(op: OperationRecord, secretFields: readonly string[] | undefined): SlackMessage {
   const approval = op.approval!;
   const requester = requesterOf(op);
   const args: unknown = op.frozenArguments ? JSON.parse(op.frozenArguments) : undefined;
-  const fields = args === undefined ? [] : argumentsForApprover(args, secretFields);
+  const fields = args === undefined || secretFields === undefined ? [] : argumentsForApprover(args, secretFields);
   const status = approvalStatusLine(op);
   const pending = status === undefined && op.state === 'awaiting_approval' && approval.state === 'pending';
 
@@ -104,7 +108,8 @@ export function approvalMessage(op: OperationRecord, secretFields: readonly stri
   ];
   blocks.push({ type: 'section', fields: facts.map((f) => plain(f, SLACK_LIMITS.fieldText)) });
   blocks.push({ type: 'context', elements: [plain(`Arguments (hash ${op.inputHash}):`, SLACK_LIMITS.fieldText)] });
-  const sections = pack(fields.length ? fields.map(argumentLine) : ['(no arguments)'], SLACK_LIMITS.sectionText);
+  const none = secretFields === undefined ? '(not shown here: the approval page and the console show them)' : '(no arguments)';
+  const sections = pack(fields.length ? fields.map(argumentLine) : [none], SLACK_LIMITS.sectionText);
   const shown = sections.slice(0, MAX_ARGUMENT_SECTIONS);
   for (const text of shown) blocks.push({ type: 'section', text: plain(text) });
   if (sections.length > shown.length)

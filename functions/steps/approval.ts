@@ -4,13 +4,14 @@ import { stepOutput, type StepOutput } from '../core/next-step';
 import { ErrorNames } from '../core/errors';
 import { approvalIdFor } from '../core/ids';
 import { approvalLease } from '../core/leases';
-import { approvalSummary } from '../core/notices';
+import { approvalSummary, approverArguments } from '../core/notices';
 import type { OperationRecord, Principal } from '../core/model';
 import { isTokenPrincipal, mayApprove } from '../core/policy';
 import type { Deps } from '../core/ports';
 import { requesterOf } from '../core/record-predicates';
 import { advance, type AdvanceDeps, mustGet } from './advance';
 import { logOf } from '../core/log';
+import { toolsReady } from '../core/tool-spec';
 
 const EXPIRY_TOLERANCE_MS = 1_000;
 
@@ -52,11 +53,31 @@ export async function requestApproval(deps: AdvanceDeps, operationId: string, ta
       summary: approvalSummary(op, requester),
       expiresAt: op.approval!.expiresAt,
       links: approvers.map((p) => ({ approverId: p.id, url: approvalUrl(deps, config.approvalSecret, op, p) })),
+      ...approverArguments(op, op.secretFields ?? (await secretFieldsOf(deps, op))),
     });
   } catch (error) {
     // The request is durable and listed by GET /v1/approvals; a failed notification must not stall the wait.
     logOf(deps).warn('approval notification failed', { operationId, error: (error as Error).message });
   }
+}
+
+/**
+ * The tool's `secretFields` for an operation validated before they were kept with it; undefined when they
+ * cannot be learnt here (no description, or a function without the tools): the arguments are then left out
+ * of the notification rather than sent unmasked.
+ */
+async function secretFieldsOf(deps: Pick<AdvanceDeps, 'tools' | 'log'>, op: OperationRecord): Promise<readonly string[] | undefined> {
+  try {
+    await toolsReady(deps.tools);
+  } catch (error) {
+    logOf(deps).warn('approval notification without arguments: the tools could not be described', {
+      operationId: op.operationId,
+      error: (error as Error).message,
+    });
+    return undefined;
+  }
+  const tool = deps.tools.get(op.toolName);
+  return tool ? (tool.secretFields ?? []) : undefined;
 }
 
 /**

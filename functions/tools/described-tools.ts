@@ -40,6 +40,7 @@ export function describedSpec(d: ToolDescription): ToolSpec {
     ...(d.deadlineSeconds === undefined ? {} : { deadlineSeconds: d.deadlineSeconds }),
     ...(d.backoff === undefined ? {} : { backoff: d.backoff }),
     ...(d.mcpClientCapabilities === undefined ? {} : { mcpClientCapabilities: d.mcpClientCapabilities }),
+    ...(d.secretFields === undefined ? {} : { secretFields: d.secretFields }),
     approval: d.approval === 'predicate' ? elsewhere('approval') : d.approval,
     ...(d.reconcile ? { reconcile: elsewhere('reconcile') } : {}),
     ...(d.lockKey ? { lockKey: elsewhere('lockKey') } : {}),

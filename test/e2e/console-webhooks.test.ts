@@ -99,7 +99,10 @@ describe.runIf(isEmbedded)('approvers’ webhooks', () => {
       const payload = JSON.parse(got.body);
       expect(Object.keys(payload).sort()).toEqual([
         'approvalId',
+        'approvalLines',
+        'arguments',
         'expiresAt',
+        'inputHash',
         'operationId',
         'runId',
         'summary',
@@ -108,6 +111,16 @@ describe.runIf(isEmbedded)('approvers’ webhooks', () => {
         'url',
       ]);
       expect(payload).toMatchObject({ type: 'approval.requested', operationId, runId, toolName: 'charge_card', url: links[id] });
+      // The arguments as the approval page shows them (canonical key order), beside the fields above.
+      expect(payload.arguments).toEqual([
+        { path: 'amount', text: '75000', shown: 'exact' },
+        { path: 'currency', text: 'USD', shown: 'exact' },
+        { path: 'customer', text: 'cus_hook', shown: 'exact' },
+      ]);
+      expect(payload.approvalLines).toEqual([
+        'Charge $750.00 (75000 in minor units of USD) to customer cus_hook.',
+        'Charges of 50000 minor units or more need a person to approve.',
+      ]);
       expect(payload.summary).toBe(
         `agent asks to run charge_card (irreversible write) in run ${runId}; it counts $750.00 against the run's spend budget.`,
       );

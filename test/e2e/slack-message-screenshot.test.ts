@@ -40,7 +40,7 @@ describeWithChromium('the Slack message, drawn', () => {
   it('shows the tool, its lines, the arguments without a click and the buttons; then who decided and how it ended', async () => {
     const page = await browser.newPage({ viewport: { width: 820, height: 600 } });
     const dir = screenshotDir('slack-message');
-    await page.setContent(renderSlackMessage(approvalMessage(op)));
+    await page.setContent(renderSlackMessage(approvalMessage(op, [])));
     expect(await page.locator('.unknown').count()).toBe(0);
     expect(await page.locator('button').allTextContents()).toEqual(['Approve', 'Deny']);
     const body = await page.locator('.body').innerText();
@@ -60,7 +60,7 @@ describeWithChromium('the Slack message, drawn', () => {
       outcome: { kind: 'succeeded' },
       envelope: { status: 'succeeded' } as never,
       approval: { ...op.approval!, state: 'approved', decidedBy: 'alice', decidedAt: '2026-12-07T13:41:07.000Z' },
-    });
+    }, []);
     await page.setContent(renderSlackMessage(settled));
     expect(await page.locator('button').count()).toBe(0);
     expect(await page.locator('.body').innerText()).toContain('Approved by alice at 2026-12-07T13:41:07.000Z. The call ran and succeeded.');

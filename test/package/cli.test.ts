@@ -67,7 +67,7 @@ describe('toolrunner command', () => {
   it('prints its version and each command’s help with exit 0, and refuses unknown flags with exit 2', async () => {
     const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
     expect(await cli(['--version'])).toMatchObject({ code: 0, stdout: `${version}\n` });
-    for (const command of ['start', 'trace', 'notes-api']) {
+    for (const command of ['start', 'trace', 'notes-api', 'approvals', 'approve', 'reject', 'runs']) {
       const help = await cli([command, '--help']);
       expect(help.code).toBe(0);
       expect(help.stdout).toContain(`usage: toolrunner ${command}`);
@@ -111,6 +111,7 @@ describe('toolrunner command', () => {
     });
     expect(hashed.stdout).not.toContain('tr_0123456789abcdefgh');
     expect((await cli(['keys', '--help'])).stdout).toContain('usage: toolrunner keys hash');
+    expect((await cli(['keys', '--help'])).stdout).toContain('toolrunner keys show PRINCIPAL');
     expect((await cli(['keys', 'hash', join(dir, 'missing.json')])).code).toBe(1);
     expect((await cli(['keys'])).code).toBe(2);
   });

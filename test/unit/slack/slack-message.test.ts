@@ -19,6 +19,14 @@ const pending = (args: unknown, over: Parameters<typeof operation>[0] = {}) =>
 const texts = (blocks: unknown[]) => JSON.stringify(blocks);
 
 describe('the Slack message of an approval', () => {
+  it('shows no argument when the tool’s secret fields cannot be learnt (an older operation, a function without the tool)', () => {
+    const { blocks } = approvalMessage(pending({ password: 'hunter2', amount: 5 }), undefined);
+    const all = texts(blocks);
+    expect(all).not.toContain('hunter2');
+    expect(all).not.toContain('amount: 5');
+    expect(all).toContain('(not shown here: the approval page and the console show them)');
+  });
+
   it('shows the tool, every argument, the hash, the tool’s lines, the policies and both buttons bound to the arguments', () => {
     const op = pending({ amount: 75_000, card: '4242 4242 4242 4242', password: 'hunter2', note: '<!channel> *bold*' });
     const { text, blocks } = approvalMessage(op, ['password']);
@@ -49,14 +57,14 @@ describe('the Slack message of an approval', () => {
 
   it('folds huge arguments within Slack’s limits (50 blocks, 3000 characters a section) and says what it folded', () => {
     const args = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`field_${i}`, 'x'.repeat(150 + (i % 100))]));
-    const { text, blocks } = approvalMessage(pending(args, { toolName: 't'.repeat(300), approvalLines: ['y'.repeat(5000)] }));
+    const { text, blocks } = approvalMessage(pending(args, { toolName: 't'.repeat(300), approvalLines: ['y'.repeat(5000)] }), []);
     expect(blockProblems(blocks)).toEqual([]);
     expect(blocks.length).toBeLessThanOrEqual(50);
     expect(text.length).toBeLessThanOrEqual(3000);
     expect(texts(blocks)).toMatch(/Folded: \d+ more parts of the arguments/);
     expect(blocks.some((b) => b.type === 'actions')).toBe(true);
     // A long value is folded after 200 characters with its size.
-    const long = approvalMessage(pending({ memo: 'z'.repeat(5000) })).blocks;
+    const long = approvalMessage(pending({ memo: 'z'.repeat(5000) }), []).blocks;
     expect(texts(long)).toContain(`memo: ${'z'.repeat(200)}… (5,000 bytes)`);
   });
 
@@ -73,7 +81,7 @@ describe('the Slack message of an approval', () => {
         },
       },
     );
-    const first = approvalMessage(decided);
+    const first = approvalMessage(decided, []);
     expect(first.blocks.some((b) => b.type === 'actions')).toBe(false);
     expect(texts(first.blocks)).toContain('Approved by alice at 2026-12-07T13:00:00.000Z.');
     const settled = approvalMessage({
@@ -81,10 +89,11 @@ describe('the Slack message of an approval', () => {
       state: 'reported',
       outcome: { kind: 'succeeded' },
       envelope: { status: 'succeeded' } as never,
-    });
+    }, []);
     expect(texts(settled.blocks)).toContain('Approved by alice at 2026-12-07T13:00:00.000Z. The call ran and succeeded.');
     const expired = approvalMessage(
       pending({}, { approval: { approvalId: 'apr_op_1', state: 'expired', expiresAt: '2026-12-08T12:00:00.000Z' } }),
+      [],
     );
     expect(texts(expired.blocks)).toContain('Expired at 2026-12-08T12:00:00.000Z: nobody decided in time.');
   });
