@@ -54,13 +54,16 @@ describeWithChromium('the Slack message, drawn', () => {
       expect(body).toContain(part);
     await screenshot(dir, page, 'pending');
 
-    const settled = approvalMessage({
-      ...op,
-      state: 'reported',
-      outcome: { kind: 'succeeded' },
-      envelope: { status: 'succeeded' } as never,
-      approval: { ...op.approval!, state: 'approved', decidedBy: 'alice', decidedAt: '2026-12-07T13:41:07.000Z' },
-    }, []);
+    const settled = approvalMessage(
+      {
+        ...op,
+        state: 'reported',
+        outcome: { kind: 'succeeded' },
+        envelope: { status: 'succeeded' } as never,
+        approval: { ...op.approval!, state: 'approved', decidedBy: 'alice', decidedAt: '2026-12-07T13:41:07.000Z' },
+      },
+      [],
+    );
     await page.setContent(renderSlackMessage(settled));
     expect(await page.locator('button').count()).toBe(0);
     expect(await page.locator('.body').innerText()).toContain('Approved by alice at 2026-12-07T13:41:07.000Z. The call ran and succeeded.');

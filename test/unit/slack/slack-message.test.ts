@@ -84,12 +84,15 @@ describe('the Slack message of an approval', () => {
     const first = approvalMessage(decided, []);
     expect(first.blocks.some((b) => b.type === 'actions')).toBe(false);
     expect(texts(first.blocks)).toContain('Approved by alice at 2026-12-07T13:00:00.000Z.');
-    const settled = approvalMessage({
-      ...decided,
-      state: 'reported',
-      outcome: { kind: 'succeeded' },
-      envelope: { status: 'succeeded' } as never,
-    }, []);
+    const settled = approvalMessage(
+      {
+        ...decided,
+        state: 'reported',
+        outcome: { kind: 'succeeded' },
+        envelope: { status: 'succeeded' } as never,
+      },
+      [],
+    );
     expect(texts(settled.blocks)).toContain('Approved by alice at 2026-12-07T13:00:00.000Z. The call ran and succeeded.');
     const expired = approvalMessage(
       pending({}, { approval: { approvalId: 'apr_op_1', state: 'expired', expiresAt: '2026-12-08T12:00:00.000Z' } }),
