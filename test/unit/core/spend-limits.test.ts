@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { reserveModelCall, settleModelCall } from '../../functions/commands/model-calls';
-import { createRun, submitToolCall } from '../../functions/commands/submit';
-import { RunnerConfigSchema } from '../../functions/core/config';
-import { envelopeFor } from '../../functions/core/envelope';
-import type { Principal } from '../../functions/core/model';
-import type { Deps } from '../../functions/core/ports';
-import { counterKeyOf, periodsAt } from '../../functions/core/spend-limits';
-import type { ToolSpec } from '../../functions/core/tool-spec';
-import { expireModelCallIfDue } from '../../functions/steps/model-call-expiry';
-import { coreDeps, memoryStore } from '../support/memory-store';
+import { reserveModelCall, settleModelCall } from '../../../functions/commands/model-calls';
+import { createRun, submitToolCall } from '../../../functions/commands/submit';
+import { RunnerConfigSchema } from '../../../functions/core/config';
+import { envelopeFor } from '../../../functions/core/envelope';
+import type { Principal } from '../../../functions/core/model';
+import type { Deps } from '../../../functions/core/ports';
+import { counterKeyOf, periodsAt } from '../../../functions/core/spend-limits';
+import type { ToolSpec } from '../../../functions/core/tool-spec';
+import { expireModelCallIfDue } from '../../../functions/steps/model-call-expiry';
+import { coreDeps, memoryStore } from '../../support/memory-store';
 
 const spendTool: ToolSpec<{ cents: number }, object> = {
   name: 'spend',

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { reserveModelCall } from '../../functions/commands/model-calls';
-import { createRun, submitToolCall } from '../../functions/commands/submit';
-import { makeNotifier, webhookChannel } from '../../functions/adapters/notifier';
-import type { BudgetThresholdNotice } from '../../functions/core/budget-thresholds';
-import { RunnerConfigSchema } from '../../functions/core/config';
-import type { Principal } from '../../functions/core/model';
-import type { Deps } from '../../functions/core/ports';
-import type { ToolSpec } from '../../functions/core/tool-spec';
-import { coreDeps, memoryStore } from '../support/memory-store';
+import { reserveModelCall } from '../../../functions/commands/model-calls';
+import { createRun, submitToolCall } from '../../../functions/commands/submit';
+import { makeNotifier, webhookChannel } from '../../../functions/adapters/notifier';
+import type { BudgetThresholdNotice } from '../../../functions/core/budget-thresholds';
+import { RunnerConfigSchema } from '../../../functions/core/config';
+import type { Principal } from '../../../functions/core/model';
+import type { Deps } from '../../../functions/core/ports';
+import type { ToolSpec } from '../../../functions/core/tool-spec';
+import { coreDeps, memoryStore } from '../../support/memory-store';
 
 const spendTool: ToolSpec<{ cents: number }, object> = {
   name: 'spend',
