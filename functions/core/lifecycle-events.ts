@@ -38,6 +38,8 @@ export type LifecycleEvent =
   | { type: 'request_approval'; approvalId: string; expiresAt: string; taskToken: string; leaseUntil: string }
   | { type: 'decide_approval'; decision: 'approve' | 'reject'; by: string; reason?: string }
   | { type: 'expire_approval' }
+  /** A waiting approval's `approvalEscalation` step `step` is sent (steps/escalation.ts): recorded before it goes out. */
+  | { type: 'escalate_approval'; step: number; afterMinutes: number; escalated: string[]; reminded: string[] }
   | {
       type: 'start_attempt';
       leaseUntil: string;

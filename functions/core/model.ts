@@ -131,6 +131,10 @@ export interface ApprovalInfo {
   decidedBy?: string;
   decidedAt?: string;
   reason?: string;
+  /** When it was requested (absent on approvals requested before it was kept: the operation's creation then). */
+  requestedAt?: string;
+  /** The reminder and escalation steps sent so far, in order (core/escalation.ts). */
+  escalations?: { step: number; at: string; escalated: string[]; reminded: string[] }[];
 }
 
 export interface AttemptInfo {

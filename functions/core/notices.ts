@@ -29,6 +29,8 @@ export interface ApprovalRequestedPayload {
   /** The approval page, signed for the receiving approver alone. */
   url: string;
   expiresAt: string;
+  /** Present on a reminder or escalation (`approvalEscalation`): the request was sent before to others or to this approver. */
+  escalation?: { kind: 'escalated' | 'reminded'; step: number; afterMinutes: number };
 }
 
 /** The webhook payload for one approver's link of a request. */
@@ -42,7 +44,14 @@ export function approvalRequestedPayload(request: ApprovalRequest, link: { url: 
     summary: request.summary,
     url: link.url,
     expiresAt: request.expiresAt,
+    ...(request.escalation ? { escalation: request.escalation } : {}),
   };
+}
+
+/** How a reminder or an escalation starts its subject line; nothing for a first request. */
+export function escalationPrefix(request: Pick<ApprovalRequest, 'escalation'>): string {
+  if (!request.escalation) return '';
+  return request.escalation.kind === 'reminded' ? 'Reminder: ' : 'Escalated: ';
 }
 
 /** A link-free notice for anyone who follows the runner (the notices topic, the local output). */

@@ -252,6 +252,11 @@ export interface ApprovalRequest {
   expiresAt: string;
   /** One per approver who may decide; a link is delivered only to the approver it is signed for. */
   links: { approverId: string; url: string }[];
+  /**
+   * Set when this is an `approvalEscalation` step rather than the first request: `escalated` asks these
+   * approvers for the first time, `reminded` reminds those asked before (core/escalation.ts).
+   */
+  escalation?: { kind: 'escalated' | 'reminded'; step: number; afterMinutes: number };
 }
 
 /** An approval that ended: decided by an approver, or expired. Link-free. */
@@ -280,6 +285,8 @@ export interface ReviewNotice {
 export interface Notifier {
   approvalRequested(message: ApprovalRequest): Promise<void>;
   approvalDecided?(notice: ApprovalDecidedNotice): Promise<void>;
+  /** An escalation step's request (`escalation` set) to its approvers only, on every channel that delivers links. */
+  approvalEscalated?(message: ApprovalRequest): Promise<void>;
   reviewRequired?(notice: ReviewNotice): Promise<void>;
 }
 
