@@ -51,6 +51,7 @@ export const directoryHandlers = {
         ...(op.policies ? { policies: op.policies } : {}),
         ...(op.approvalLines?.length ? { summary: op.approvalLines } : {}),
         url: approvalUrl(deps, config.approvalSecret, op, principal),
+        ...(op.approval!.escalations?.length ? { escalations: op.approval!.escalations } : {}),
       })),
       nextCursor: page.nextKey ? encodeCursor(page.nextKey as Parameters<typeof encodeCursor>[0]) : undefined,
     });

@@ -261,6 +261,10 @@ export const ApprovalSchema = z.looseObject({
   /** The tool's `describeForApproval` lines for these arguments, as the approval page shows them. */
   summary: z.array(z.string()).optional(),
   url: z.string(),
+  /** The `approvalEscalation` steps sent so far: when, who was asked for the first time, who was reminded. */
+  escalations: z
+    .array(z.looseObject({ step: z.number(), at: z.string(), escalated: z.array(z.string()), reminded: z.array(z.string()) }))
+    .optional(),
 });
 export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema), nextCursor: z.string().optional() });
 
