@@ -51,6 +51,8 @@ export async function escalateWaitingApprovals(
       after,
     });
     for (const op of page.items) {
+      // Out of time: the rest are due still, and the next pass sends them.
+      if (options.more && !options.more()) return sent;
       if (dueStep(op, steps, now) === undefined) continue;
       try {
         sent.push(...(await escalateIfDue(deps, op, steps)));

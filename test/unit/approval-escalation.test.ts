@@ -4,6 +4,7 @@ import type { RunnerConfig } from '../../functions/core/config';
 import type { Principal } from '../../functions/core/model';
 import type { ApprovalRequest } from '../../functions/core/ports';
 import { requestApproval } from '../../functions/steps/approval';
+import { makeSweeper } from '../../functions/handlers/sweeper';
 import { escalateWaitingApprovals } from '../../functions/steps/escalation';
 import { coreDeps, memoryStore } from '../support/memory-store';
 import { toolSpec } from '../support/records';
@@ -117,5 +118,19 @@ describe('reminders and escalation of a waiting approval', () => {
     at(50);
     expect(await escalateWaitingApprovals(deps)).toEqual([]);
     expect(told).toEqual([{ kind: 'requested', step: undefined, to: ['alice', 'bob', 'root'] }]);
+  });
+
+  it("is the sweeper Lambda's work in part 0 alone", async () => {
+    const { deps, told, waiting, at } = harness();
+    await waiting();
+    at(10);
+    const sweeper = makeSweeper(() => deps as never);
+    await sweeper({ part: 1, parts: 2 });
+    expect(told).toHaveLength(1);
+    await sweeper({ part: 0, parts: 2 });
+    expect(told.slice(1)).toEqual([
+      { kind: 'escalated', step: 0, to: ['bob'] },
+      { kind: 'reminded', step: 0, to: ['alice'] },
+    ]);
   });
 });
