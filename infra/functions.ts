@@ -114,7 +114,8 @@ export const FUNCTIONS: Record<FunctionName, FunctionSpec> = {
     timeoutSeconds: 60,
     tools: false,
     tables: LIFECYCLE_TABLES,
-    ports: ['store', 'blobs', 'startExecution', 'stopExecution'],
+    // `config` and `notifyLinks`: the approvalEscalation pass (steps/escalation.ts) reads the steps and sends them.
+    ports: ['store', 'blobs', 'startExecution', 'stopExecution', 'config', 'notifyLinks'],
   },
   // Tool code alone (`toolIsolation: "function"`): invoked synchronously by Api, Execute and Reconcile for each
   // attempt or lookup. No table, port or runner variable: its role holds only what `toolPolicies` grants.

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { makeHttpApp } from '../functions/handlers/http-app';
 import { makeLifecycleHandlers } from '../functions/handlers/steps';
 import type { Deps } from '../functions/core/ports';
+import { escalateWaitingApprovals } from '../functions/steps/escalation';
 import { publishGauges } from '../functions/steps/gauges';
 import { sweep } from '../functions/steps/resume';
 import { API_ROUTES, FUNCTIONS, type FunctionName } from '../infra/functions';
@@ -61,6 +62,7 @@ function sourceHandlers(deps: () => Deps): Handlers {
     },
     sweep: async () => {
       await sweep(deps());
+      await escalateWaitingApprovals(deps());
       await publishGauges(deps());
     },
   };

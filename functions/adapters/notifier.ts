@@ -4,6 +4,7 @@ import { MetricName } from '../core/metric-names';
 import {
   approvalRequestedNotice,
   approvalRequestedPayload,
+  escalationPrefix,
   type Notice,
   noticeSubject,
   noticeText,
@@ -82,6 +83,8 @@ export function makeNotifier(channels: readonly NotificationChannel[], options: 
       return each(notice, (channel) => [() => channel.notice?.(notice), () => channel.approvalRequested?.(request)]);
     },
     approvalDecided: (notice) => notify({ type: 'approval.decided', ...notice }),
+    // Every channel that delivers links (webhooks, SNS, Slack, the local output) gets the step, to its approvers only.
+    approvalEscalated: (request) => each(approvalRequestedNotice(request), (channel) => [() => channel.approvalRequested?.(request)]),
     reviewRequired: (notice) => notify({ type: 'review.required', ...notice }),
     approvalSettled: (notice) =>
       each({ type: 'approval.settled', operationId: notice.operationId }, (channel) => [() => channel.approvalSettled?.(notice)]),
@@ -113,7 +116,7 @@ export function snsChannel(client: SNSClient, topics: { linksTopicArn?: string; 
               client.send(
                 new PublishCommand({
                   TopicArn: linksTopicArn,
-                  Subject: `Approval needed: ${request.toolName}`.slice(0, 99),
+                  Subject: `${escalationPrefix(request)}Approval needed: ${request.toolName}`.slice(0, 99),
                   Message: `${request.summary}\nReview the exact operation and decide before ${request.expiresAt}:\n${link.url}`,
                   MessageAttributes: {
                     approverId: { DataType: 'String', StringValue: link.approverId },
@@ -149,6 +152,8 @@ export function consoleChannel(write: (line: string) => void = (l) => process.st
       return 0;
     },
     async approvalRequested(request) {
+      const prefix = escalationPrefix(request);
+      if (prefix) write(`${prefix}approval ${request.approvalId} (${request.toolName}) still waits`);
       for (const link of request.links) write(`  for ${link.approverId}: ${link.url}`);
       return 0;
     },

@@ -65,6 +65,7 @@ export const directoryHandlers = {
             }
           : {}),
         url: approvalUrl(deps, config.approvalSecret, op, principal),
+        ...(op.approval!.escalations?.length ? { escalations: op.approval!.escalations } : {}),
       })),
       nextCursor: page.nextKey ? encodeCursor(page.nextKey as Parameters<typeof encodeCursor>[0]) : undefined,
     });

@@ -114,6 +114,20 @@ export function messagePage(title: string, message: string, viewer?: Viewer): st
   return page(title, html`<h1>${visible(title)}</h1><p>${visible(message)}</p>`, viewer);
 }
 
+/** Who an `approvalEscalation` step asked or reminded, and when (nothing before the first step). */
+function escalationLines(a: Approval): SafeHtml | string {
+  if (!a.escalations?.length) return '';
+  const names = (ids: string[]) => ids.join(', ');
+  const items = a.escalations.map(
+    (e) =>
+      html`<li>${time(e.at)}: ${e.escalated.length ? html`escalated to ${visible(names(e.escalated))}` : ''}${
+        e.escalated.length && e.reminded.length ? '; ' : ''
+      }${e.reminded.length ? html`reminded ${visible(names(e.reminded))}` : ''}</li>`,
+  );
+  return html`<dt>Reminders</dt><dd class="escalations"><ul>${items}</ul></dd>
+`;
+}
+
 /** Pending approvals this approver may decide, oldest first, with the amounts as the approval page shows them. */
 export function approvalsPage(viewer: Viewer, approvals: Approval[], tools: (name: string) => ToolSpec | undefined, note?: Banner): string {
   // An approver never decides on its own runs, so the run is someone else's: only a reviewer (or admin) may open its timeline.
@@ -131,7 +145,7 @@ ${risk ? html`<p class="muted">This tool ${RISK_TEXT[risk]}.</p>` : ''}
 ${a.policies ? html`<dt>Policies</dt><dd class="policies">${visible(policiesLine(a.policies))}</dd>\n` : ''}<dt>Run</dt><dd>${mayReadOthersRuns ? runLink(a.runId) : html`<code>${visible(a.runId)}</code>`}</dd>
 <dt>Operation</dt><dd><code>${visible(a.operationId)}</code></dd>
 <dt>Expires</dt><dd>${time(a.expiresAt)}</dd>
-<dt>Arguments hash</dt><dd><code>${visible(a.inputHash)}</code></dd>
+${escalationLines(a)}<dt>Arguments hash</dt><dd><code>${visible(a.inputHash)}</code></dd>
 </dl>
 ${argumentList(a.arguments, tool?.secretFields, { level: 'h3' })}
 <form method="post" action="/console/approvals/${encodeURIComponent(a.operationId)}">${csrfField(viewer)}

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { ApprovalEscalationSchema, escalationProblems } from './escalation';
 import { isLoopbackAddress } from './loopback';
 import { isTokenPrincipal, TOKEN_PRINCIPAL_PREFIX } from './policy';
 import { SpendLimitSchema, spendLimitIssues } from './spend-limits';
@@ -194,6 +195,8 @@ export const RunnerConfigSchema = z
       principals: z.array(PrincipalSchema),
       approvalSecret: z.string().min(16).optional(),
       approvalTtlSeconds: z.number().int().min(1).max(MAX_APPROVAL_TTL_SECONDS).default(86400),
+      /** Reminders and escalation of approvals still waiting (core/escalation.ts; docs/operate.md). */
+      approvalEscalation: ApprovalEscalationSchema.optional(),
       /** Days a run, its operations and its trace are kept after the run's wall-clock deadline (DynamoDB TTL). */
       retentionDays: z.number().int().min(1).max(3650).optional(),
       mcpUpstreams: z.array(McpUpstreamSchema).optional(),
@@ -272,6 +275,8 @@ export const RunnerConfigSchema = z
     }
     for (const issue of spendLimitIssues(config.spendLimits ?? [], new Set(config.principals.map((p) => p.id))))
       ctx.addIssue({ code: 'custom', path: ['spendLimits', issue.index], message: issue.message });
+    for (const problem of escalationProblems(config))
+      ctx.addIssue({ code: 'custom', path: ['approvalEscalation', problem.index], message: problem.message });
     // Every webhook receiver holds its approver's notify.secret: it must open nothing else.
     for (const [index, principal] of config.principals.entries()) {
       const secret = principal.notify?.secret;

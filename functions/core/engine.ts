@@ -130,12 +130,12 @@ function enforcedDecision(v: Validation): 'allow' | 'deny' | 'require_approval' 
 const exhaustBudget: Handler<'exhaust_budget'> = (op, event) =>
   recordOutcome(op, { kind: 'budget_exhausted', code: event.code ?? 'budget_exhausted', message: event.message });
 
-const requestApproval: Handler<'request_approval'> = (op, event, { ids }) => {
+const requestApproval: Handler<'request_approval'> = (op, event, { ids, at }) => {
   if (op.state === S.awaitingApproval) {
     // A resumed wait: only the token changes; the request, its expiry and its notification stay as they were.
     return noEvents({ ...op, approvalTaskToken: event.taskToken, leaseUntil: event.leaseUntil });
   }
-  const approval: ApprovalInfo = { approvalId: event.approvalId, state: 'pending', expiresAt: event.expiresAt };
+  const approval: ApprovalInfo = { approvalId: event.approvalId, state: 'pending', expiresAt: event.expiresAt, requestedAt: at };
   const moved = moveTo(op, S.awaitingApproval, {
     approval,
     approvalTaskToken: event.taskToken,
@@ -188,6 +188,18 @@ const expireApproval: Handler<'expire_approval'> = (op, _event, { ids }) => {
     detail: { approvalId: op.approval!.approvalId, decision: 'expired' },
   };
   return { op: settled.op, events: [decided, ...settled.events] };
+};
+
+/** A step of `approvalEscalation` goes out: the record keeps it (so it is sent once), the trace says to whom. */
+const escalateApproval: Handler<'escalate_approval'> = (op, event, { ids, at }) => {
+  const approval = op.approval!;
+  if ((approval.escalations?.length ?? 0) !== event.step) return noEvents(op);
+  const sent = { step: event.step, at, escalated: event.escalated, reminded: event.reminded };
+  const detail = { approvalId: approval.approvalId, step: event.step, afterMinutes: event.afterMinutes };
+  const events: NewTraceEvent[] = [];
+  if (event.escalated.length) events.push({ type: 'approval.escalated', ...ids, detail: { ...detail, recipients: event.escalated } });
+  if (event.reminded.length) events.push({ type: 'approval.reminded', ...ids, detail: { ...detail, recipients: event.reminded } });
+  return { op: { ...op, approval: { ...approval, escalations: [...(approval.escalations ?? []), sent] } }, events };
 };
 
 const cancel: Handler<'cancel'> = (op, event) => {
@@ -254,6 +266,7 @@ const HANDLERS: { [K in LifecycleEventType]: Handler<K> } = {
   decide_approval: decideApproval,
   expire_approval: expireApproval,
   note_approval_messages: noteApprovalMessages,
+  escalate_approval: escalateApproval,
   start_attempt: startAttempt,
   refuse_attempt: refuseAttempt,
   finish_attempt: finishAttempt,

@@ -41,6 +41,8 @@ export type LifecycleEvent =
   | { type: 'expire_approval' }
   /** Where the request's Slack messages went (functions/slack/channel.ts); changes nothing else. */
   | { type: 'note_approval_messages'; messages: { channel: string; ts: string }[] }
+  /** A waiting approval's `approvalEscalation` step `step` is sent (steps/escalation.ts): recorded before it goes out. */
+  | { type: 'escalate_approval'; step: number; afterMinutes: number; escalated: string[]; reminded: string[] }
   | {
       type: 'start_attempt';
       leaseUntil: string;

@@ -134,6 +134,10 @@ export interface ApprovalInfo {
   reason?: string;
   /** Where the request was posted in Slack (functions/slack), so a decision and the outcome update each message. */
   slackMessages?: SlackMessageRef[];
+  /** When it was requested (absent on approvals requested before it was kept: the operation's creation then). */
+  requestedAt?: string;
+  /** The reminder and escalation steps sent so far, in order (core/escalation.ts). */
+  escalations?: { step: number; at: string; escalated: string[]; reminded: string[] }[];
 }
 
 /** A Slack message: its conversation and timestamp (`chat.update` names a message by both). */

@@ -37,6 +37,8 @@ export interface ApprovalRequestedPayload {
   approvalLines?: string[];
   /** The frozen arguments as an approver reads them (core/approval-view.ts: secret fields and card numbers masked, long strings folded). */
   arguments?: ArgumentField[];
+  /** Present on a reminder or escalation (`approvalEscalation`): the request was sent before to others or to this approver. */
+  escalation?: { kind: 'escalated' | 'reminded'; step: number; afterMinutes: number };
 }
 
 /** What of the frozen arguments reaches an approver's own channels. */
@@ -70,7 +72,14 @@ export function approvalRequestedPayload(request: ApprovalRequest, link: { url: 
     ...(request.inputHash === undefined ? {} : { inputHash: request.inputHash }),
     ...(request.approvalLines === undefined ? {} : { approvalLines: request.approvalLines }),
     ...(request.arguments === undefined ? {} : { arguments: request.arguments }),
+    ...(request.escalation ? { escalation: request.escalation } : {}),
   };
+}
+
+/** How a reminder or an escalation starts its subject line; nothing for a first request. */
+export function escalationPrefix(request: Pick<ApprovalRequest, 'escalation'>): string {
+  if (!request.escalation) return '';
+  return request.escalation.kind === 'reminded' ? 'Reminder: ' : 'Escalated: ';
 }
 
 /** A link-free notice for anyone who follows the runner (the notices topic, the local output). */

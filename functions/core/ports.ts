@@ -301,6 +301,11 @@ export interface ApprovalRequest {
   inputHash?: string;
   approvalLines?: string[];
   arguments?: ArgumentField[];
+  /**
+   * Set when this is an `approvalEscalation` step rather than the first request: `escalated` asks these
+   * approvers for the first time, `reminded` reminds those asked before (core/escalation.ts).
+   */
+  escalation?: { kind: 'escalated' | 'reminded'; step: number; afterMinutes: number };
 }
 
 /** An approval that ended: decided by an approver, or expired. Link-free. */
@@ -336,6 +341,8 @@ export interface ReviewNotice {
 export interface Notifier {
   approvalRequested(message: ApprovalRequest): Promise<void>;
   approvalDecided?(notice: ApprovalDecidedNotice): Promise<void>;
+  /** An escalation step's request (`escalation` set) to its approvers only, on every channel that delivers links. */
+  approvalEscalated?(message: ApprovalRequest): Promise<void>;
   reviewRequired?(notice: ReviewNotice): Promise<void>;
   /** Updates what was posted about the approval (Slack) with how the call ended. */
   approvalSettled?(notice: ApprovalSettledNotice): Promise<void>;

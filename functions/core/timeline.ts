@@ -169,6 +169,8 @@ const KINDS: Record<string, LineKind> = {
   'state.transition': 'transition',
   'approval.requested': 'approval',
   'approval.decided': 'approval',
+  'approval.escalated': 'approval',
+  'approval.reminded': 'approval',
   'attempt.started': 'attempt',
   'attempt.finished': 'attempt',
   'backoff.scheduled': 'backoff',
@@ -244,6 +246,12 @@ export function describe(event: TimelineEvent): string {
         text('approvalId'),
         text('reason') && `— reason: ${quote(text('reason')!)}`,
       );
+    }
+    case 'approval.escalated':
+    case 'approval.reminded': {
+      const who = Array.isArray(d.recipients) ? d.recipients.map(String).join(', ') : '?';
+      const verb = event.type === 'approval.escalated' ? 'approval escalated to' : 'approval reminder to';
+      return parts(verb, who, text('afterMinutes') && `after ${text('afterMinutes')} min`, text('approvalId'));
     }
     case 'attempt.started':
       return 'attempt started';

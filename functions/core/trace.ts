@@ -7,6 +7,10 @@ export const TraceType = {
   policyShadow: 'policy.shadow',
   approvalRequested: 'approval.requested',
   approvalDecided: 'approval.decided',
+  /** An `approvalEscalation` step asked more people: `detail.recipients`, `detail.step`. */
+  approvalEscalated: 'approval.escalated',
+  /** An `approvalEscalation` step reminded those asked before: `detail.recipients`, `detail.step`. */
+  approvalReminded: 'approval.reminded',
   attemptStarted: 'attempt.started',
   attemptFinished: 'attempt.finished',
   backoffScheduled: 'backoff.scheduled',

@@ -36,6 +36,7 @@ export const ACCEPTS: { [K in LifecycleEventType]: { states: readonly OperationS
   },
   decide_approval: { states: [S.awaitingApproval], guard: approvalPending },
   expire_approval: { states: [S.awaitingApproval], guard: approvalPending },
+  escalate_approval: { states: [S.awaitingApproval], guard: approvalPending },
   start_attempt: { states: [S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown], guard: readyToAttempt },
   refuse_attempt: { states: [S.validated, S.awaitingApproval, S.executing, S.outcomeUnknown], guard: readyToAttempt },
   finish_attempt: {

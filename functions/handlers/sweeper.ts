@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Deps } from '../core/ports';
+import { escalateWaitingApprovals } from '../steps/escalation';
 import { publishGauges } from '../steps/gauges';
 import { sweepPart } from '../steps/resume';
 import { flushingTelemetry } from './flush-telemetry';
@@ -38,6 +39,11 @@ export function makeSweeper(deps: () => Deps = lazyDeps) {
         count: out.resumed.length,
         resumed: out.resumed.slice(0, LOGGED_IDS),
       });
+    // Part 0 alone walks the pending approvals for their reminder and escalation steps (steps/escalation.ts).
+    if (part === 0)
+      await escalateWaitingApprovals(deps(), { more: () => Date.now() < stopAt }).catch((error: Error) =>
+        logger.warn('approval escalation pass failed', { error: error.message }),
+      );
     await publishGauges(deps(), { oldestDue: out.oldestDue });
     return { part, parts, visited: out.visited, resumed: out.resumed.length, ...(out.oldestDue ? { oldestDue: out.oldestDue } : {}) };
   });

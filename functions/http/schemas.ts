@@ -272,6 +272,10 @@ export const ApprovalSchema = z.looseObject({
     )
     .optional(),
   url: z.string(),
+  /** The `approvalEscalation` steps sent so far: when, who was asked for the first time, who was reminded. */
+  escalations: z
+    .array(z.looseObject({ step: z.number(), at: z.string(), escalated: z.array(z.string()), reminded: z.array(z.string()) }))
+    .optional(),
 });
 export const ApprovalsSchema = z.looseObject({ approvals: z.array(ApprovalSchema), nextCursor: z.string().optional() });
 

@@ -2,6 +2,7 @@ import { signLink } from '../core/approval-link';
 import { accepts } from '../core/transition-table';
 import { stepOutput, type StepOutput } from '../core/next-step';
 import { ErrorNames } from '../core/errors';
+import { firstApprovers } from '../core/escalation';
 import { approvalIdFor } from '../core/ids';
 import { approvalLease } from '../core/leases';
 import { approvalSummary, approverArguments } from '../core/notices';
@@ -42,7 +43,11 @@ export async function requestApproval(deps: AdvanceDeps, operationId: string, ta
   }
   if (!requested.value) return;
   const requester = requesterOf(op);
-  const approvers = config.principals.filter((p) => mayApprove(p, op));
+  // Those an `approvalEscalation` step names hear of it when their step comes (steps/escalation.ts).
+  const approvers = firstApprovers(
+    config.principals.filter((p) => mayApprove(p, op)),
+    config.approvalEscalation,
+  );
   try {
     await deps.notifier.approvalRequested({
       approvalId: op.approval!.approvalId,

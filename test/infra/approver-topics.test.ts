@@ -102,11 +102,12 @@ describe('approval links and notices on AWS', () => {
       ]);
     }
     expect(FUNCTIONS.RequestApproval.ports).toContain('notifyLinks');
+    // The sweeper sends the approvalEscalation steps' links (steps/escalation.ts).
     expect(
       Object.entries(FUNCTIONS)
         .filter(([, f]) => (f.ports as readonly string[]).includes('notifyLinks'))
         .map(([n]) => n),
-    ).toEqual(['RequestApproval']);
+    ).toEqual(['RequestApproval', 'Sweeper']);
   });
 
   it('passes cdk-nag with approvers subscribed', () => {

@@ -10,6 +10,8 @@ describe('trace event types', () => {
       'policy.decision',
       'approval.requested',
       'approval.decided',
+      'approval.escalated',
+      'approval.reminded',
       'attempt.started',
       'attempt.finished',
       'backoff.scheduled',
