@@ -63,8 +63,8 @@ describe("the README's claims about the deployed stack hold in the synthesized t
   });
 
   it('routes exactly the paths it lists to the API Lambda, on a $default stage with the throttling it names', () => {
-    const paragraph = claim(/(Its routes, all to the API[\s\S]*?\(the console\)\.)/, 'the routes');
-    const listed = [...paragraph.matchAll(/`(ANY \/[^`]+)`/g)].map((m) => m[1]);
+    const paragraph = claim(/(Its routes, all to the API[\s\S]*?the API checks that signature\)\.)/, 'the routes');
+    const listed = [...paragraph.matchAll(/`((?:ANY|POST) \/[^`]+)`/g)].map((m) => m[1]);
     expect(listed.length).toBeGreaterThanOrEqual(4);
     const routes = ofType('AWS::ApiGatewayV2::Route');
     expect(routes.map((r) => r.Properties.RouteKey).sort()).toEqual(listed.sort());
