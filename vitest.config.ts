@@ -59,7 +59,17 @@ const NEEDS_DYNAMODB = [
  * Files that start `npm start` or the bundled stack again and again (over a minute of the two workers' time):
  * `npm run test:slow` runs them (`.ci/run` does), so `npm test` stays within five minutes on two cores.
  */
-const SLOW = ['test/e2e/data-dir.test.ts', 'test/e2e/deployed-bundles.test.ts', 'test/e2e/rate-limits-processes.test.ts'];
+const SLOW = [
+  'test/e2e/data-dir.test.ts',
+  'test/e2e/deployed-bundles.test.ts',
+  'test/e2e/rate-limits-processes.test.ts',
+  // Each over 20 s of a worker's time: generated hostile inputs, a sweep of thousands, the MCP conformance suite.
+  'test/e2e/fuzz.test.ts',
+  'test/integration/sweeper-drain.test.ts',
+  'test/e2e/mcp-conformance.test.ts',
+];
+/** The same for the unit project: every function bundled with its metafile, the CLI and `verify` run as processes. */
+const SLOW_UNIT = ['test/infra/user-code-bundles.test.ts', 'test/package/cli.test.ts', 'test/unit/verify.test.ts'];
 const slowToo = process.env.TOOLRUNNER_SLOW === '1';
 
 /** What a project whose files start stacks needs: the global setup that starts one DynamoDB Local for it. */
@@ -71,7 +81,12 @@ const onDynamoDb = {
 
 const unit: TestProjectInlineConfiguration = {
   extends: true,
-  test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...NEEDS_DYNAMODB], env: oldestSdks },
+  test: {
+    name: 'unit',
+    include: ['test/**/*.test.ts'],
+    exclude: [...configDefaults.exclude, ...NEEDS_DYNAMODB, ...(slowToo ? [] : SLOW_UNIT)],
+    env: oldestSdks,
+  },
 };
 
 const dynamodb: TestProjectInlineConfiguration = {

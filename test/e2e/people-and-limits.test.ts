@@ -53,6 +53,8 @@ describe('approvals by task token', () => {
       'operation.proposed',
       'policy.decision',
       'proposed>validated',
+      // 75,000 of the run's default 100,000 cents, reserved at admission: half the budget is spoken for.
+      'budget.threshold',
       'validated>awaiting_approval',
       'approval.requested',
       'approval.decided',
@@ -109,6 +111,8 @@ describe('approvals by task token', () => {
       'operation.proposed',
       'policy.decision',
       'proposed>validated',
+      // 75,000 of the run's default 100,000 cents, reserved at admission: half the budget is spoken for.
+      'budget.threshold',
       'validated>awaiting_approval',
       'approval.requested',
       'approval.decided',

@@ -76,9 +76,10 @@ async function waitFor<T>(read: () => Promise<T | undefined>, options: { timeout
 describe("the embedded stack's sweeper", () => {
   it('charges an unsettled reservation in full after its lease and traces model_call.expired', async () => {
     const { api, keys } = stack;
-    const runId = await api.createRun(keys.agent, { maxSpendCents: 1000 });
+    // Another principal than the one whose day the test above may have spent to its last cent.
+    const runId = await api.createRun(keys.other, { maxSpendCents: 1000 });
     const reserved = await api.request('POST', `/v1/runs/${runId}/model-calls`, {
-      key: keys.agent,
+      key: keys.other,
       body: { requestId: 'left', model: 'acme/flat', inputTokens: 0, maxOutputTokens: 3000 },
     });
     expect(reserved.body.reservedCents).toBe(3);
@@ -86,12 +87,12 @@ describe("the embedded stack's sweeper", () => {
     // The lease (30 s) runs out for the sweeper; nothing settles the call.
     stack.deps!.now = () => realNow() + 31_000;
     try {
-      const expired = await waitFor(async () => (await api.trace(keys.agent, runId)).find((e) => e.type === 'model_call.expired'), {
+      const expired = await waitFor(async () => (await api.trace(keys.other, runId)).find((e) => e.type === 'model_call.expired'), {
         timeoutMs: 30_000,
         what: 'the sweeper to expire the reservation',
       });
       expect(expired.detail).toEqual({ modelCallId: reserved.body.modelCallId, model: 'acme/flat', chargedCents: 3 });
-      expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.agent })).body.usage).toMatchObject({
+      expect((await api.request('GET', `/v1/runs/${runId}`, { key: keys.other })).body.usage).toMatchObject({
         spendCents: 3,
         modelSpendCents: 3,
       });
