@@ -27,6 +27,7 @@ import type { NewTraceEvent, TraceEvent } from '../core/trace';
 import { type ModelCallRecord, withCharge, withReservation } from '../core/model-calls';
 import { heldMicrosOf, microsOfCents } from '../core/spend';
 import { minuteOfCounters } from '../core/rollups';
+import type { ThresholdTarget } from '../core/budget-thresholds';
 import { counterKeyOf, type SpendCounterRef, type SpendTake, takeFits } from '../core/spend-limits';
 
 /** The maps behind the in-memory store, shared by its roles; tests read them to check what was written. */
@@ -86,6 +87,13 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     },
     append: (runId, traced) => state.events.set(runId, [...(state.events.get(runId) ?? []), ...traced]),
   };
+  // A threshold's mark key and what its target holds: the run's spend, or the principal's counter.
+  const thresholdPrefix = (target: ThresholdTarget) => (target.scope === 'run' ? `run#${target.runId}#` : `${counterKeyOf(target.ref)}#`);
+  const heldFor = (target: ThresholdTarget): number => {
+    if (target.scope === 'principal') return state.spendCounters.get(counterKeyOf(target.ref)) ?? 0;
+    const stored = state.runs.get(target.runId);
+    return stored ? heldMicrosOf(stored.usage) : 0;
+  };
   return {
     ...state,
     ...memoryOperations(state, trace, clock),
@@ -99,27 +107,15 @@ export function memoryStore(clock: () => number = Date.now): Store & MemoryState
     ...memoryModelCalls(state, trace, clock),
     ...memoryRollups(state),
     async markThreshold(target, percent, atMicros) {
-      const key = target.scope === 'run' ? `run#${target.runId}#${percent}` : `${counterKeyOf(target.ref)}#${percent}`;
-      const stored = target.scope === 'run' ? state.runs.get(target.runId) : undefined;
-      const held = stored
-        ? heldMicrosOf(stored.usage)
-        : target.scope === 'principal'
-          ? (state.spendCounters.get(counterKeyOf(target.ref)) ?? 0)
-          : 0;
-      if (state.thresholdMarks.has(key) || held < atMicros) return false;
+      const key = `${thresholdPrefix(target)}${percent}`;
+      if (state.thresholdMarks.has(key) || heldFor(target) < atMicros) return false;
       state.thresholdMarks.add(key);
       return true;
     },
     async readThresholds(target) {
-      const prefix = target.scope === 'run' ? `run#${target.runId}#` : `${counterKeyOf(target.ref)}#`;
-      const stored = target.scope === 'run' ? state.runs.get(target.runId) : undefined;
-      const held = stored
-        ? heldMicrosOf(stored.usage)
-        : target.scope === 'principal'
-          ? (state.spendCounters.get(counterKeyOf(target.ref)) ?? 0)
-          : 0;
+      const prefix = thresholdPrefix(target);
       return {
-        heldMicros: held,
+        heldMicros: heldFor(target),
         marked: [...state.thresholdMarks].filter((k) => k.startsWith(prefix)).map((k) => Number(k.slice(prefix.length))),
       };
     },
