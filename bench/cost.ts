@@ -313,6 +313,7 @@ async function main(): Promise<void> {
 
   const agentKey = 'tr_cost_agent_key_0123456789abcdef';
   const approverKey = 'tr_cost_approver_key_0123456789ab';
+  const limitedKey = 'tr_cost_limited_key_01234567890ab';
   let watchTable: string | undefined;
   const sweepClient: { client?: DynamoDBClient } = {};
   const bench = await startBenchStack({
@@ -320,9 +321,14 @@ async function main(): Promise<void> {
     principals: [
       { id: 'agent', key: agentKey, roles: ['agent'], tools: '*' },
       { id: 'approver', key: approverKey, roles: ['approver'], tools: [] },
+      // An agent under a per-day spend limit: its admissions also move its day's counter, in the same transaction.
+      { id: 'limited', key: limitedKey, roles: ['agent'], tools: '*' },
     ],
     // A model's price, for the model-call path (a reservation before the call, its settlement after).
-    config: { modelPrices: { 'bench/model': { inputPerMillionCents: 100, outputPerMillionCents: 400 } } },
+    config: {
+      modelPrices: { 'bench/model': { inputPerMillionCents: 100, outputPerMillionCents: 400 } },
+      spendLimits: [{ principal: 'limited', perDayCents: 1_000_000_000 }],
+    },
     // The stack's own client (its restart sweep, and the sweep below): counted only while it sweeps for the bill.
     instrument: (client) => {
       sweepClient.client = client;
@@ -355,6 +361,8 @@ async function main(): Promise<void> {
 
   const agent = createClient({ baseUrl: stack.apiUrl, apiKey: agentKey });
   const approver = createClient({ baseUrl: stack.apiUrl, apiKey: approverKey });
+  const limited = createClient({ baseUrl: stack.apiUrl, apiKey: limitedKey });
+  let limitedRunId = '';
   const sandbox = async (method: string, path: string, body: unknown) => {
     const res = await fetch(`${stack.sandboxUrl}${path}`, {
       method,
@@ -380,11 +388,17 @@ async function main(): Promise<void> {
   await sandbox('PUT', `/_sandbox/orders/${orderId}`, orderOfSize(orderId, scenario.resultBytes));
   let n = 0;
   const carried = { argsBytes: new Map<string, number>(), resultBytes: new Map<string, number>() };
-  const envelopeOf = async (runId: string, path: string, name: string, args: Record<string, unknown>): Promise<Envelope> => {
+  const envelopeOf = async (
+    runId: string,
+    path: string,
+    name: string,
+    args: Record<string, unknown>,
+    caller = agent,
+  ): Promise<Envelope> => {
     carried.argsBytes.set(path, Buffer.byteLength(JSON.stringify(args)));
-    const answer = await agent.callTool(runId, { callId: `c${n++}`, turn: 1, name, arguments: args });
+    const answer = await caller.callTool(runId, { callId: `c${n++}`, turn: 1, name, arguments: args });
     // As an agent would: a call that waits for a person is watched (GET, growing pauses) until it has its envelope.
-    const envelope = answer.kind === 'envelope' ? answer.envelope : await agent.waitForOperation(answer.operationId);
+    const envelope = answer.kind === 'envelope' ? answer.envelope : await caller.waitForOperation(answer.operationId);
     carried.resultBytes.set(path, Buffer.byteLength(JSON.stringify((envelope as { result?: unknown }).result ?? null)));
     return envelope;
   };
@@ -399,6 +413,12 @@ async function main(): Promise<void> {
     write: async (runId) => {
       await slowUpstream('POST /v1/charges');
       const env = await envelopeOf(runId, 'write', 'charge_card', charge(1000));
+      await settled(env.logical_operation_id);
+    },
+    // The write above by a principal under `spendLimits`: the admitting transaction also moves its day's counter.
+    write_with_spend_limit: async () => {
+      await slowUpstream('POST /v1/charges');
+      const env = await envelopeOf(limitedRunId, 'write_with_spend_limit', 'charge_card', charge(1000), limited);
       await settled(env.logical_operation_id);
     },
     write_with_one_retry: async (runId) => {
@@ -502,6 +522,8 @@ async function main(): Promise<void> {
     });
     await mcpRequest({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const runId = (await agent.createRun({ budgets: { maxSpendCents: 100_000_000, maxToolCalls: 100_000, maxTurns: 10_000 } })).runId;
+    limitedRunId = (await limited.createRun({ budgets: { maxSpendCents: 100_000_000, maxToolCalls: 100_000, maxTurns: 10_000 } }))
+      .runId;
     // Calls first, not counted: every function's first invocation reads the config and warms its clients, and
     // a container that serves a million calls runs them with its code compiled (busy time falls several-fold).
     await paths.approval(runId);
