@@ -522,8 +522,7 @@ async function main(): Promise<void> {
     });
     await mcpRequest({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const runId = (await agent.createRun({ budgets: { maxSpendCents: 100_000_000, maxToolCalls: 100_000, maxTurns: 10_000 } })).runId;
-    limitedRunId = (await limited.createRun({ budgets: { maxSpendCents: 100_000_000, maxToolCalls: 100_000, maxTurns: 10_000 } }))
-      .runId;
+    limitedRunId = (await limited.createRun({ budgets: { maxSpendCents: 100_000_000, maxToolCalls: 100_000, maxTurns: 10_000 } })).runId;
     // Calls first, not counted: every function's first invocation reads the config and warms its clients, and
     // a container that serves a million calls runs them with its code compiled (busy time falls several-fold).
     await paths.approval(runId);
