@@ -1,4 +1,4 @@
-import { MASK } from './redact';
+import { MASK, maskCards } from './redact';
 
 /**
  * What a person deciding an approval reads of the frozen arguments, the same on every surface that asks them
@@ -19,8 +19,6 @@ export interface ArgumentField {
 
 export const FOLD_AFTER_CHARS = 200;
 
-/** 13 to 19 digits, optionally grouped by spaces or dashes. */
-const CARD_LIKE = /\b(?:\d[ -]?){12,18}\d\b/g;
 const MAX_DEPTH = 32;
 
 /**
@@ -59,7 +57,7 @@ export function argumentsForApprover(args: unknown, secretFields: readonly strin
 
 function leaf(value: unknown): Omit<ArgumentField, 'path'> {
   const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-  const masked = text.replace(CARD_LIKE, (match) => `${MASK}${match.replace(/\D/g, '').slice(-4)}`);
+  const masked = maskCards(text);
   if (masked !== text) return { text: fold(masked).text, shown: 'card' };
   const folded = fold(text);
   return folded.folded ? { text: folded.text, shown: 'folded', bytes: utf8Bytes(text) } : { text, shown: 'exact' };
