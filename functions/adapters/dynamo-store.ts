@@ -8,6 +8,7 @@ import { makeDynamoOperationStore } from './dynamo-operation-store';
 import { makeRateLimits } from './dynamo-rate-limits';
 import { makeDynamoRollups } from './dynamo-rollups';
 import { makeDynamoRecoveryStore } from './dynamo-recovery-store';
+import { withResolvedWrites } from './dynamo-resolved-writes';
 import { makeDynamoReviewQueries } from './dynamo-review-queries';
 import { makeDynamoRunStore } from './dynamo-run-store';
 import { makeSpendCounters } from './dynamo-spend-counters';
@@ -17,8 +18,9 @@ import type { TableNames } from './tables';
 
 export type { Store } from '../core/ports';
 
+/** The store's client: the document client, its puts and transactions sent with handlers resolved once (dynamo-resolved-writes.ts). */
 export function makeDocumentClient(client: DynamoDBClient): DynamoDBDocumentClient {
-  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  return withResolvedWrites(DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }), client);
 }
 
 /**

@@ -1,0 +1,93 @@
+import { type DynamoDBClient, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall, type marshallOptions, unmarshall } from '@aws-sdk/util-dynamodb';
+
+/**
+ * Every call writes four items and one transaction, and the SDK spends more CPU on each request than the runner
+ * does on the call's own logic: the document client resolves its middleware (sorting the client's stack with
+ * the command's) anew for every request, and refuses the SDK's `cacheMiddleware`. Here the document client's
+ * puts and transactions go out as the low-level commands, each command class's handler resolved once on the same
+ * client (the SDK's `cacheMiddleware` does the same), their items marshalled as the document client would. Every
+ * other command, and any send with options or a callback, goes through the document client unchanged.
+ * Middleware added to (or removed from) the client's stack later applies from the next request on: any change to
+ * the stack drops the resolved handlers (the SDK's own cache does not, which is why it is not used).
+ */
+
+type Input = Record<string, unknown>;
+type Item = Record<string, unknown> | undefined;
+type Resolvable = PutItemCommand | TransactWriteItemsCommand;
+type Handler = (command: Resolvable) => Promise<{ output: unknown }>;
+
+/** The values of a map of attribute values, marshalled as the document client marshalls them. */
+function marshalled(values: Item, options: marshallOptions) {
+  return values === undefined ? undefined : marshall(values, options);
+}
+
+function putInput<T extends Input>(put: T, options: marshallOptions): T {
+  const out = { ...put } as Input;
+  if (put.Item !== undefined) out.Item = marshalled(put.Item as Item, options);
+  if (put.ExpressionAttributeValues !== undefined)
+    out.ExpressionAttributeValues = marshalled(put.ExpressionAttributeValues as Item, options);
+  return out as T;
+}
+
+/** A key and its condition's values (`ConditionCheck`, `Update`, `Delete`). */
+function keyedInput<T extends Input>(keyed: T, options: marshallOptions): T {
+  const out = { ...keyed } as Input;
+  if (keyed.Key !== undefined) out.Key = marshalled(keyed.Key as Item, options);
+  if (keyed.ExpressionAttributeValues !== undefined)
+    out.ExpressionAttributeValues = marshalled(keyed.ExpressionAttributeValues as Item, options);
+  return out as T;
+}
+
+function transactItem(item: Input, options: marshallOptions): Input {
+  const out = { ...item };
+  if (item.Put) out.Put = putInput(item.Put as Input, options);
+  for (const kind of ['ConditionCheck', 'Update', 'Delete'] as const) if (item[kind]) out[kind] = keyedInput(item[kind] as Input, options);
+  return out;
+}
+
+/** Calls `forget` whenever the stack gains or loses middleware (`use` adds through `add`). */
+function forgetOnChange(stack: Record<string, unknown>, forget: () => void): void {
+  for (const method of ['add', 'addRelativeTo', 'remove', 'removeByTag'] as const) {
+    const original = stack[method] as (...args: unknown[]) => unknown;
+    stack[method] = (...args: unknown[]) => {
+      forget();
+      return original(...args);
+    };
+  }
+}
+
+export function withResolvedWrites(doc: DynamoDBDocumentClient, client: DynamoDBClient): DynamoDBDocumentClient {
+  // The whole map at once: its values come out as the document client's value-by-value marshalling makes them.
+  const options: marshallOptions = { ...doc.config.translateConfig?.marshallOptions, convertTopLevelContainer: false };
+  const unmarshallOptions = doc.config.translateConfig?.unmarshallOptions;
+  const handlers = new Map<new (...args: never[]) => Resolvable, Handler>();
+  forgetOnChange(client.middlewareStack as unknown as Record<string, unknown>, () => handlers.clear());
+  const send = (command: Resolvable): Promise<unknown> => {
+    const ctor = command.constructor as new (...args: never[]) => Resolvable;
+    let handler = handlers.get(ctor);
+    if (!handler) {
+      handler = command.resolveMiddleware(client.middlewareStack as never, client.config as never, undefined) as unknown as Handler;
+      handlers.set(ctor, handler);
+    }
+    return handler(command).then((result) => result.output);
+  };
+  const documentSend = doc.send.bind(doc) as (...args: unknown[]) => Promise<unknown>;
+  const resolvedSend = (command: unknown, ...rest: unknown[]): Promise<unknown> => {
+    if (rest.length === 0 && command instanceof PutCommand)
+      return send(new PutItemCommand(putInput(command.input as Input, options) as never)).then((output) => {
+        // What a put returns (ReturnValues) comes back as the document client gives it.
+        const out = output as { Attributes?: Parameters<typeof unmarshall>[0] };
+        return out.Attributes ? { ...out, Attributes: unmarshall(out.Attributes, unmarshallOptions) } : out;
+      });
+    if (rest.length === 0 && command instanceof TransactWriteCommand) {
+      const input = command.input as Input & { TransactItems?: Input[] };
+      const items = input.TransactItems?.map((item) => transactItem(item, options));
+      return send(new TransactWriteItemsCommand({ ...input, TransactItems: items } as never));
+    }
+    return documentSend(command, ...rest);
+  };
+  doc.send = resolvedSend as DynamoDBDocumentClient['send'];
+  return doc;
+}
