@@ -39,7 +39,19 @@ export type SdkCommand = keyof typeof COMMAND_ACTIONS;
 export const PORT_COMMANDS = {
   /** `dynamo-store.ts`: the operations, runs, events, watch and locks tables. */
   // UpdateCommand (rate-limit counters, dynamo-rate-limits.ts) adds no action: TransactWriteCommand needs UpdateItem already.
-  store: ['GetCommand', 'BatchGetCommand', 'PutCommand', 'DeleteCommand', 'QueryCommand', 'TransactWriteCommand', 'UpdateCommand'],
+  // PutItemCommand and TransactWriteItemsCommand: the same puts and transactions sent as low-level commands
+  // (dynamo-resolved-writes.ts); they add no action.
+  store: [
+    'GetCommand',
+    'BatchGetCommand',
+    'PutCommand',
+    'PutItemCommand',
+    'DeleteCommand',
+    'QueryCommand',
+    'TransactWriteCommand',
+    'TransactWriteItemsCommand',
+    'UpdateCommand',
+  ],
   /** `submission-guard.ts`: Powertools idempotency's DynamoDB persistence layer, on the idempotency table. */
   onceGuard: ['GetItemCommand', 'PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'],
   /** `config-source.ts`: the principals document and the signing key in Secrets Manager. */
