@@ -23,9 +23,11 @@ export function makeDynamoReviewQueries(ctx: DynamoStoreContext): ReviewQueries 
             // Why: the requester (and the run's owner) may not approve the operation, and an expired approval cannot
             // be decided; filtering here (not after a fixed-size read) means every approver sees every approval across pages.
             FilterExpression:
-              'principalId <> :me AND (attribute_not_exists(requestedBy) OR requestedBy <> :me) AND #approval.expiresAt > :now',
+              approverId === null
+                ? '#approval.expiresAt > :now'
+                : 'principalId <> :me AND (attribute_not_exists(requestedBy) OR requestedBy <> :me) AND #approval.expiresAt > :now',
             ExpressionAttributeNames: { '#approval': 'approval' },
-            ExpressionAttributeValues: { ':p': 'pending', ':me': approverId, ':now': now },
+            ExpressionAttributeValues: { ':p': 'pending', ':now': now, ...(approverId === null ? {} : { ':me': approverId }) },
             ExclusiveStartKey,
             // Why: Limit counts items read before the filter; reading a little more than needed keeps pages few.
             Limit: Math.min(1000, Math.max(50, 2 * (limit - items.length))),

@@ -299,7 +299,7 @@ function memoryReviews({ ops }: MemoryState): ReviewQueries {
           (o) =>
             o.state === 'awaiting_approval' &&
             o.approval?.state === 'pending' &&
-            !isOwnOperation(approverId, o) &&
+            (approverId === null || !isOwnOperation(approverId, o)) &&
             o.approval.expiresAt > now,
         )
         .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.operationId.localeCompare(b.operationId));

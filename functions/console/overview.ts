@@ -57,8 +57,8 @@ export async function readOverview(
   const [items, waiting, oldest] = await Promise.all([
     store.readRollups(keys[0], keys[keys.length - 1]),
     store.countWaiting(nowIso),
-    // No principal is '': every pending approval passes the "not one's own" filter, oldest first.
-    store.listPendingApprovals({ approverId: '', now: nowIso, limit: 1 }),
+    // The oldest pending approval, whoever requested it.
+    store.listPendingApprovals({ approverId: null, now: nowIso, limit: 1 }),
   ]);
   const byMinute = new Map(items.map((m) => [m.minute, m]));
   const barMinutes = Math.ceil(minutes / MAX_BARS);

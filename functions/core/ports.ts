@@ -138,10 +138,11 @@ export interface RecoveryStore {
 /** What people are asked for: approvals and reviews waiting. */
 export interface ReviewQueries {
   /**
-   * One page of pending, unexpired approvals that `approverId` did not request, oldest first. `after` is
-   * the `nextKey` of the previous page; a `nextKey` means there may be more.
+   * One page of pending, unexpired approvals that `approverId` did not request, oldest first; with `approverId`
+   * null, every one (for the sweeper and the overview, which decide nothing: said explicitly, never by omission).
+   * `after` is the `nextKey` of the previous page; a `nextKey` means there may be more.
    */
-  listPendingApprovals(query: { approverId: string; now: string; limit: number; after?: Record<string, string> }): Promise<{
+  listPendingApprovals(query: { approverId: string | null; now: string; limit: number; after?: Record<string, string> }): Promise<{
     items: OperationRecord[];
     nextKey?: Record<string, string>;
   }>;

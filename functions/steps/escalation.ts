@@ -12,11 +12,6 @@ import { approvalUrl } from './approval';
 /** The store roles escalation uses: the pending approvals' index, and the operation it records each step on. */
 export type EscalationDeps = AdvanceDeps & WithStore<AdvanceDeps['store'] & Pick<ReviewQueries, 'listPendingApprovals'>>;
 
-/**
- * Lists pending approvals as no principal: `listPendingApprovals` leaves out an approver's own operations, and
- * this id (a NUL is in no configured id) owns none, so every pending approval is listed.
- */
-const EVERY_APPROVAL = '\u0000escalation';
 /** Pending approvals read per page. */
 const PAGE = 100;
 
@@ -45,7 +40,8 @@ export async function escalateWaitingApprovals(
   do {
     const now = deps.now();
     const page = await deps.store.listPendingApprovals({
-      approverId: EVERY_APPROVAL,
+      // Every pending approval: who may decide each is the escalation's own choice (core/escalation.ts).
+      approverId: null,
       now: new Date(now).toISOString(),
       limit: PAGE,
       after,

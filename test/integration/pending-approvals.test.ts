@@ -45,6 +45,8 @@ function pendingItem(i: number, requester: string, expiresAt: string) {
 }
 
 const visible = new Set<string>();
+/** The approver's own pending requests: hidden from it, listed to the sweeper and the overview. */
+const own = new Set<string>();
 
 beforeAll(async () => {
   const prefix = `pa${randomBytes(4).toString('hex')}`;
@@ -59,6 +61,7 @@ beforeAll(async () => {
     const kind = i % 6 === 1 ? 'own' : i % 6 === 4 ? 'expired' : 'visible';
     const item = pendingItem(i, kind === 'own' ? 'approver' : 'agent', kind === 'expired' ? earlier : later);
     if (kind === 'visible') visible.add(item.operationId);
+    if (kind === 'own') own.add(item.operationId);
     items.push(item);
   }
   expect(visible.size).toBe(240);
@@ -109,6 +112,21 @@ describe('pending approvals, paged inside the query', () => {
     expect(seen).toHaveLength(300);
     expect(new Set(seen)).toEqual(visible);
     expect(pages).toBe(5);
+  });
+
+  it("lists every unexpired pending approval, the approver's own too, when asked for no approver (null)", async () => {
+    const seen: string[] = [];
+    let after: Record<string, string> | undefined;
+    let pages = 0;
+    do {
+      const page = await store.listPendingApprovals({ approverId: null, now: new Date(NOW).toISOString(), limit: 100, after });
+      seen.push(...page.items.map((op) => op.operationId));
+      after = page.nextKey;
+      pages++;
+    } while (after && pages < 20);
+    expect(own.size).toBe(60);
+    expect(seen).toHaveLength(360);
+    expect(new Set(seen)).toEqual(new Set([...visible, ...own]));
   });
 
   it('GET /v1/approvals pages with an opaque cursor and refuses one it did not hand out', async () => {
