@@ -23,27 +23,21 @@ function marshalled(values: Item, options: marshallOptions) {
   return values === undefined ? undefined : marshall(values, options);
 }
 
-function putInput<T extends Input>(put: T, options: marshallOptions): T {
-  const out = { ...put } as Input;
-  if (put.Item !== undefined) out.Item = marshalled(put.Item as Item, options);
-  if (put.ExpressionAttributeValues !== undefined)
-    out.ExpressionAttributeValues = marshalled(put.ExpressionAttributeValues as Item, options);
-  return out as T;
-}
-
-/** A key and its condition's values (`ConditionCheck`, `Update`, `Delete`). */
-function keyedInput<T extends Input>(keyed: T, options: marshallOptions): T {
-  const out = { ...keyed } as Input;
-  if (keyed.Key !== undefined) out.Key = marshalled(keyed.Key as Item, options);
-  if (keyed.ExpressionAttributeValues !== undefined)
-    out.ExpressionAttributeValues = marshalled(keyed.ExpressionAttributeValues as Item, options);
+/**
+ * A put (`Item`) or a keyed item of a transaction (`Key`: `ConditionCheck`, `Update`, `Delete`), its maps of
+ * values marshalled; everything else (expressions, names, flags) as it was.
+ */
+function marshalledInput<T extends Input>(input: T, options: marshallOptions): T {
+  const out = { ...input } as Input;
+  for (const field of ['Item', 'Key', 'ExpressionAttributeValues'] as const)
+    if (input[field] !== undefined) out[field] = marshalled(input[field] as Item, options);
   return out as T;
 }
 
 function transactItem(item: Input, options: marshallOptions): Input {
   const out = { ...item };
-  if (item.Put) out.Put = putInput(item.Put as Input, options);
-  for (const kind of ['ConditionCheck', 'Update', 'Delete'] as const) if (item[kind]) out[kind] = keyedInput(item[kind] as Input, options);
+  for (const kind of ['Put', 'ConditionCheck', 'Update', 'Delete'] as const)
+    if (item[kind]) out[kind] = marshalledInput(item[kind] as Input, options);
   return out;
 }
 
@@ -76,7 +70,7 @@ export function withResolvedWrites(doc: DynamoDBDocumentClient, client: DynamoDB
   const documentSend = doc.send.bind(doc) as (...args: unknown[]) => Promise<unknown>;
   const resolvedSend = (command: unknown, ...rest: unknown[]): Promise<unknown> => {
     if (rest.length === 0 && command instanceof PutCommand)
-      return send(new PutItemCommand(putInput(command.input as Input, options) as never)).then((output) => {
+      return send(new PutItemCommand(marshalledInput(command.input as Input, options) as never)).then((output) => {
         // What a put returns (ReturnValues) comes back as the document client gives it.
         const out = output as { Attributes?: Parameters<typeof unmarshall>[0] };
         return out.Attributes ? { ...out, Attributes: unmarshall(out.Attributes, unmarshallOptions) } : out;
