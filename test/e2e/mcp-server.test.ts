@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { decideApproval } from '../support/people';
 import { startTestStack, type TestStack } from '../support/stack';
-import { isEmbedded, Target } from '../support/target';
+import { configEditsApplyAtOnce, isEmbedded, Target } from '../support/target';
 import { approvedChargeTask, hangingChargeTask } from '../support/scenarios';
 
 let stack: TestStack;
@@ -197,38 +197,43 @@ describe('MCP server at /mcp', () => {
     }
   });
 
-  it.runIf(isEmbedded)('an Origin other than its own is 403 unless the config lists it in mcpAllowedOrigins', async () => {
-    const initialize = (origin: string) =>
-      fetch(`${stack.apiUrl}/mcp`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${stack.keys.agent}`,
-          origin,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'initialize',
-          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'origin-test', version: '1' } },
-        }),
+  it.runIf(isEmbedded)(
+    'an Origin other than its own is 403 unless the config lists it in mcpAllowedOrigins',
+    async () => {
+      const initialize = (origin: string) =>
+        fetch(`${stack.apiUrl}/mcp`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${stack.keys.agent}`,
+            origin,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'origin-test', version: '1' } },
+          }),
+        });
+      expect((await initialize(new URL(stack.apiUrl).origin)).status).toBe(200);
+      const refused = await initialize('https://app.example.com');
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toMatchObject({ error: { data: { code: 'forbidden' } } });
+      stack.editConfig((config) => {
+        config.mcpAllowedOrigins = ['https://app.example.com'];
       });
-    expect((await initialize(new URL(stack.apiUrl).origin)).status).toBe(200);
-    const refused = await initialize('https://app.example.com');
-    expect(refused.status).toBe(403);
-    expect(await refused.json()).toMatchObject({ error: { data: { code: 'forbidden' } } });
-    stack.editConfig((config) => {
-      config.mcpAllowedOrigins = ['https://app.example.com'];
-    });
-    // The runner re-reads the config file when it changes.
-    await stack.api.until(
-      'the allowed origin to apply',
-      () => initialize('https://app.example.com').then((r) => r.status),
-      (s) => s === 200,
-    );
-    expect((await initialize('https://other.example.com')).status).toBe(403);
-  });
+      // The runner re-reads the config file when it changes; functions of the template keep their copy up to 30 s.
+      await stack.api.until(
+        'the allowed origin to apply',
+        () => initialize('https://app.example.com').then((r) => r.status),
+        (s) => s === 200,
+        configEditsApplyAtOnce ? 30_000 : 90_000,
+      );
+      expect((await initialize('https://other.example.com')).status).toBe(403);
+    },
+    180_000,
+  );
 
   // The session's wait is the test's 8 s only where the API runs in this process's environment: in template
   // mode the API Lambda has exactly the template's environment, so it waits the deployed 25 s, by which time

@@ -75,82 +75,87 @@ describe.runIf(isEmbedded)('approvals in Slack', () => {
     expect((await post(signed.body, signed.headers)).status).toBe(404);
   });
 
-  it('posts a message with the call, its arguments and Approve / Deny to each mapped approver', async () => {
-    stack.editConfig((config) => {
-      config.slack = { ...slack, apiUrl: fake.apiUrl };
-      for (const [id, slackUserId] of [
-        ['alice', 'U0ALICE'],
-        ['bob', 'U0BOB'],
+  it(
+    'posts a message with the call, its arguments and Approve / Deny to each mapped approver',
+    async () => {
+      stack.editConfig((config) => {
+        config.slack = { ...slack, apiUrl: fake.apiUrl };
+        for (const [id, slackUserId] of [
+          ['alice', 'U0ALICE'],
+          ['bob', 'U0BOB'],
+        ])
+          config.principals.push({ id, key: `${id}-key-0123456789abcdefgh`, roles: ['approver'], tools: [], slackUserId });
+        // The requester is an approver too: its own call is still not its to decide.
+        const agent = config.principals.find((p) => p.id === 'agent')!;
+        agent.slackUserId = 'U0AGENT';
+        agent.roles = ['agent', 'approver'];
+        config.principals.find((p) => p.id === 'reviewer')!.slackUserId = 'U0REVIEWER';
+      });
+      await stack.api.until(
+        'the slack config to apply',
+        async () => {
+          const signed = slackClick({ ...slack, userId: 'U0NOBODY', channel: 'D1', ts: '1.1', button: { action_id: 'other', value: 'x' } });
+          return (await post(signed.body, signed.headers)).status;
+        },
+        (status) => status === 200,
+        CONFIG_WAIT_MS,
+      );
+      runId = await stack.api.createRun(stack.keys.agent, { maxSpendCents: 1_000_000 });
+      // In template mode the RequestApproval function may still hold the config without slack: ask until it has it.
+      const started = await stack.api.until(
+        'an approval request posted to Slack',
+        async () => {
+          const call = await stack.api.call(stack.keys.agent, runId, {
+            callId: `call_slack_${Date.now()}`,
+            name: 'charge_card',
+            arguments: { amount: 75_000, currency: 'USD', customer: 'cus_slack', description: 'card 4111 1111 1111 1111' },
+          });
+          expect(call.body.state).toBe('awaiting_approval');
+          const id = call.body.operationId as string;
+          const posted = await stack.api
+            .until(
+              'two messages',
+              async () => fake.ok('chat.postMessage').filter((c) => JSON.stringify(c.args.blocks).includes(id)),
+              (calls) => calls.length === 2,
+              configEditsApplyAtOnce ? 30_000 : 5_000,
+            )
+            .catch(() => []);
+          return { id, posted };
+        },
+        (got) => got.posted.length === 2,
+        CONFIG_WAIT_MS,
+      );
+      operationId = started.id;
+      expect(fake.ok('conversations.open').map((c) => c.args.users)).toEqual(expect.arrayContaining(['U0ALICE', 'U0BOB']));
+      expect(fake.ok('conversations.open').map((c) => c.args.users)).not.toContain('U0AGENT');
+      posts = started.posted.map((c) => {
+        const blocks = c.args.blocks as { type: string; elements?: { action_id: string; value: string }[] }[];
+        const value = blocks.find((b) => b.type === 'actions')!.elements![0].value;
+        return { channel: c.args.channel as string, ts: '', value, user: String(c.args.channel).slice(1) };
+      });
+      // The message carries the tool, the arguments (the card number masked), the tool's own lines and the hash.
+      const op = await stack.api.operation(stack.keys.admin, operationId);
+      const blocks = JSON.stringify(started.posted[0].args.blocks);
+      for (const part of [
+        'Approve charge_card?',
+        'amount: 75000',
+        'customer: cus_slack',
+        `description: card ${MASK}1111`,
+        'Charge $750.00',
+        op.inputHash,
       ])
-        config.principals.push({ id, key: `${id}-key-0123456789abcdefgh`, roles: ['approver'], tools: [], slackUserId });
-      // The requester is an approver too: its own call is still not its to decide.
-      const agent = config.principals.find((p) => p.id === 'agent')!;
-      agent.slackUserId = 'U0AGENT';
-      agent.roles = ['agent', 'approver'];
-      config.principals.find((p) => p.id === 'reviewer')!.slackUserId = 'U0REVIEWER';
-    });
-    await stack.api.until(
-      'the slack config to apply',
-      async () => {
-        const signed = slackClick({ ...slack, userId: 'U0NOBODY', channel: 'D1', ts: '1.1', button: { action_id: 'other', value: 'x' } });
-        return (await post(signed.body, signed.headers)).status;
-      },
-      (status) => status === 200,
-      CONFIG_WAIT_MS,
-    );
-    runId = await stack.api.createRun(stack.keys.agent, { maxSpendCents: 1_000_000 });
-    // In template mode the RequestApproval function may still hold the config without slack: ask until it has it.
-    const started = await stack.api.until(
-      'an approval request posted to Slack',
-      async () => {
-        const call = await stack.api.call(stack.keys.agent, runId, {
-          callId: `call_slack_${Date.now()}`,
-          name: 'charge_card',
-          arguments: { amount: 75_000, currency: 'USD', customer: 'cus_slack', description: 'card 4111 1111 1111 1111' },
-        });
-        expect(call.body.state).toBe('awaiting_approval');
-        const id = call.body.operationId as string;
-        const posted = await stack.api
-          .until(
-            'two messages',
-            async () => fake.ok('chat.postMessage').filter((c) => JSON.stringify(c.args.blocks).includes(id)),
-            (calls) => calls.length === 2,
-            configEditsApplyAtOnce ? 30_000 : 5_000,
-          )
-          .catch(() => []);
-        return { id, posted };
-      },
-      (got) => got.posted.length === 2,
-      CONFIG_WAIT_MS,
-    );
-    operationId = started.id;
-    expect(fake.ok('conversations.open').map((c) => c.args.users)).toEqual(expect.arrayContaining(['U0ALICE', 'U0BOB']));
-    expect(fake.ok('conversations.open').map((c) => c.args.users)).not.toContain('U0AGENT');
-    posts = started.posted.map((c) => {
-      const blocks = c.args.blocks as { type: string; elements?: { action_id: string; value: string }[] }[];
-      const value = blocks.find((b) => b.type === 'actions')!.elements![0].value;
-      return { channel: c.args.channel as string, ts: '', value, user: String(c.args.channel).slice(1) };
-    });
-    // The message carries the tool, the arguments (the card number masked), the tool's own lines and the hash.
-    const op = await stack.api.operation(stack.keys.admin, operationId);
-    const blocks = JSON.stringify(started.posted[0].args.blocks);
-    for (const part of [
-      'Approve charge_card?',
-      'amount: 75000',
-      'customer: cus_slack',
-      `description: card ${MASK}1111`,
-      'Charge $750.00',
-      op.inputHash,
-    ])
-      expect(blocks).toContain(part);
-    expect(started.posted[0].args.text).toContain('Approval needed: agent asks to run charge_card');
-    // Where each message went is kept with the approval (the ts Slack answered).
-    const record = stack.deps ? await stack.deps.store.getOperation(operationId) : undefined;
-    if (record) {
-      expect(record.approval?.slackMessages?.map((m) => m.channel).sort()).toEqual(['DU0ALICE', 'DU0BOB']);
-      for (const p of posts) p.ts = record.approval!.slackMessages!.find((m) => m.channel === p.channel)!.ts;
-    }
-  });
+        expect(blocks).toContain(part);
+      expect(started.posted[0].args.text).toContain('Approval needed: agent asks to run charge_card');
+      // Where each message went is kept with the approval (the ts Slack answered).
+      const record = stack.deps ? await stack.deps.store.getOperation(operationId) : undefined;
+      if (record) {
+        expect(record.approval?.slackMessages?.map((m) => m.channel).sort()).toEqual(['DU0ALICE', 'DU0BOB']);
+        for (const p of posts) p.ts = record.approval!.slackMessages!.find((m) => m.channel === p.channel)!.ts;
+      }
+      // Two config waits (the API's copy, then RequestApproval's): the suite's 60 s default cannot hold both.
+    },
+    2 * CONFIG_WAIT_MS + 60_000,
+  );
 
   it('refuses forged, stale, unsigned and oversized requests before reading them, without detail', async () => {
     const good = click('U0ALICE', 'approve');
