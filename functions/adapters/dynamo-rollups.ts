@@ -9,7 +9,7 @@ import { epochOfMinute, type MinuteKey, minuteOfCounters, type RollupMinute } fr
  * no role changes. A day's minutes are one Query; counters are top-level attributes, so one `ADD` creates
  * the item or adds to it (DynamoDB cannot `ADD` into a map that does not exist yet).
  */
-const PARTITION = 'rollup#';
+export const ROLLUP_PARTITION = 'rollup#';
 const KEYS = new Set(['shard', 'watchKey', 'expiresAtEpoch']);
 
 const dayOf = (minute: MinuteKey) => minute.slice(0, 10);
@@ -25,7 +25,7 @@ export function makeDynamoRollups(doc: DynamoDBDocumentClient, table: string): R
       await doc.send(
         new UpdateCommand({
           TableName: table,
-          Key: { shard: `${PARTITION}${dayOf(minute)}`, watchKey: timeOf(minute) },
+          Key: { shard: `${ROLLUP_PARTITION}${dayOf(minute)}`, watchKey: timeOf(minute) },
           UpdateExpression: `ADD ${entries.map((_, i) => `#c${i} :c${i}`).join(', ')}${expiresAtEpoch ? ' SET expiresAtEpoch = :exp' : ''}`,
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: { ...values, ...(expiresAtEpoch ? { ':exp': expiresAtEpoch } : {}) },
@@ -48,7 +48,7 @@ export function makeDynamoRollups(doc: DynamoDBDocumentClient, table: string): R
                 KeyConditionExpression: '#shard = :p AND watchKey BETWEEN :from AND :to',
                 ExpressionAttributeNames: { '#shard': 'shard' },
                 ExpressionAttributeValues: {
-                  ':p': `${PARTITION}${day}`,
+                  ':p': `${ROLLUP_PARTITION}${day}`,
                   ':from': day === dayOf(first) ? timeOf(first) : '00:00',
                   ':to': day === dayOf(last) ? timeOf(last) : '23:59',
                 },

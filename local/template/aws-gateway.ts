@@ -32,6 +32,8 @@ export interface AwsCall {
   resources: string[];
   /** DynamoDB only: the capacity the call consumed, as DynamoDB reports it (`ReturnConsumedCapacity: TOTAL`). */
   consumed?: { TableName?: string; CapacityUnits?: number }[];
+  /** DynamoDB single-item requests only: the item's key as sent (attribute values, e.g. `{ shard: { S: '…' } }`). */
+  key?: Record<string, unknown>;
 }
 
 /** The DynamoDB actions that report the capacity they consume. */
@@ -386,7 +388,17 @@ export async function startAwsGateway(options: {
       requestBytes: body.length,
       resources: checks.map((c) => c.resource),
     };
-    if (service === 'dynamodb') return handleDynamo(req, target, parsed, body, res, call);
+    if (service === 'dynamodb') {
+      const key = parsed.Key;
+      return handleDynamo(
+        req,
+        target,
+        parsed,
+        body,
+        res,
+        key && typeof key === 'object' ? { ...call, key: key as Record<string, unknown> } : call,
+      );
+    }
     if (service === 'states' && options.throttles?.())
       return send(res, jsonError(contentType, 400, 'ThrottlingException', 'Rate exceeded'));
     options.onCall?.(call);
