@@ -340,10 +340,13 @@ describe('cancellation', () => {
       0,
     );
     const opId = submitted.body.operationId;
+    // Sent, not only started: `attempt.started` is traced when the intent is recorded, before the request goes out.
+    // Where another function sends it (template mode), a cancel that came first would leave nothing to return late
+    // (the attempt is never sent, and a lookup then records that it had no effect).
     await api.until(
-      'the attempt to start',
-      () => api.trace(keys.agent, runId),
-      (events) => events.some((e) => e.type === 'attempt.started'),
+      'the charge to reach the upstream',
+      () => sandbox.ledger(),
+      (ledger) => ledger.length === 1,
     );
     const cancel = await api.request('POST', `/v1/operations/${opId}/cancel`, { key: keys.agent });
     expect(cancel.body).toMatchObject({ state: 'reported', envelope: { status: 'cancelled', code: 'cancelled' } });
