@@ -295,7 +295,7 @@ async function main(): Promise<void> {
     awsCall(call) {
       // The overview's rollup flush: one write per process every 10 s whatever the traffic, so it lands in a path's few
       // calls by chance; its share of a call is priced on its own (bench/rollup-cost.ts), not here.
-      if (call.service === 'dynamodb' && isRollupWrite(call)) {
+      if (isRollupWrite(call)) {
         rollupFlushesLeftOut++;
         return;
       }
@@ -737,7 +737,7 @@ function countSweep(client: DynamoDBClient, active: () => boolean, tally: () => 
 /** An `ADD` to a minute of the overview's rollups (functions/adapters/dynamo-rollups.ts). */
 function isRollupWrite(call: AwsCall): boolean {
   const shard = (call.key?.shard as { S?: string } | undefined)?.S;
-  return call.operation === 'UpdateItem' && shard?.startsWith(ROLLUP_PARTITION) === true;
+  return call.service === 'dynamodb' && call.operation === 'UpdateItem' && shard?.startsWith(ROLLUP_PARTITION) === true;
 }
 
 /** A function's or table's logical id (or role session) without the construct's prefix and CDK's suffixes, e.g. `Api`, `Operations`. */

@@ -3,8 +3,8 @@ import { type DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@
 import { marshall, type marshallOptions, unmarshall } from '@aws-sdk/util-dynamodb';
 
 /**
- * Every call writes four items and one transaction, and the SDK spends more CPU on each request than the runner
- * does on the call's own logic: the document client resolves its middleware (sorting the client's stack with
+ * A call's writes are puts and one transaction, and the SDK spends more CPU on each request than the runner does
+ * on the call's own logic: the document client resolves its middleware (sorting the client's stack with
  * the command's) anew for every request, and refuses the SDK's `cacheMiddleware`. Here the document client's
  * puts and transactions go out as the low-level commands, each command class's handler resolved once on the same
  * client (the SDK's `cacheMiddleware` does the same), their items marshalled as the document client would. Every
@@ -14,14 +14,8 @@ import { marshall, type marshallOptions, unmarshall } from '@aws-sdk/util-dynamo
  */
 
 type Input = Record<string, unknown>;
-type Item = Record<string, unknown> | undefined;
 type Resolvable = PutItemCommand | TransactWriteItemsCommand;
 type Handler = (command: Resolvable) => Promise<{ output: unknown }>;
-
-/** The values of a map of attribute values, marshalled as the document client marshalls them. */
-function marshalled(values: Item, options: marshallOptions) {
-  return values === undefined ? undefined : marshall(values, options);
-}
 
 /**
  * A put (`Item`) or a keyed item of a transaction (`Key`: `ConditionCheck`, `Update`, `Delete`), its maps of
@@ -30,7 +24,7 @@ function marshalled(values: Item, options: marshallOptions) {
 function marshalledInput<T extends Input>(input: T, options: marshallOptions): T {
   const out = { ...input } as Input;
   for (const field of ['Item', 'Key', 'ExpressionAttributeValues'] as const)
-    if (input[field] !== undefined) out[field] = marshalled(input[field] as Item, options);
+    if (input[field] !== undefined) out[field] = marshall(input[field] as Input, options);
   return out as T;
 }
 

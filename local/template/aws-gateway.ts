@@ -387,18 +387,9 @@ export async function startAwsGateway(options: {
       session: caller.session,
       requestBytes: body.length,
       resources: checks.map((c) => c.resource),
+      ...(service === 'dynamodb' && parsed.Key && typeof parsed.Key === 'object' ? { key: parsed.Key as Record<string, unknown> } : {}),
     };
-    if (service === 'dynamodb') {
-      const key = parsed.Key;
-      return handleDynamo(
-        req,
-        target,
-        parsed,
-        body,
-        res,
-        key && typeof key === 'object' ? { ...call, key: key as Record<string, unknown> } : call,
-      );
-    }
+    if (service === 'dynamodb') return handleDynamo(req, target, parsed, body, res, call);
     if (service === 'states' && options.throttles?.())
       return send(res, jsonError(contentType, 400, 'ThrottlingException', 'Rate exceeded'));
     options.onCall?.(call);
