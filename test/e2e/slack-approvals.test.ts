@@ -146,8 +146,14 @@ describe.runIf(isEmbedded)('approvals in Slack', () => {
       ])
         expect(blocks).toContain(part);
       expect(started.posted[0].args.text).toContain('Approval needed: agent asks to run charge_card');
-      // Where each message went is kept with the approval (the ts Slack answered).
-      const record = stack.deps ? await stack.deps.store.getOperation(operationId) : undefined;
+      // Where each message went is kept with the approval (the ts Slack answered), written once both posts are answered.
+      const record = stack.deps
+        ? await stack.api.until(
+            'the messages kept with the approval',
+            () => stack.deps!.store.getOperation(operationId),
+            (op) => (op?.approval?.slackMessages?.length ?? 0) >= 2,
+          )
+        : undefined;
       if (record) {
         expect(record.approval?.slackMessages?.map((m) => m.channel).sort()).toEqual(['DU0ALICE', 'DU0BOB']);
         for (const p of posts) p.ts = record.approval!.slackMessages!.find((m) => m.channel === p.channel)!.ts;
