@@ -77,6 +77,8 @@ describe('the sweeper at scale', () => {
       store,
       lifecycle,
       tools: new Map(),
+      // The deployed sweeper's part 0 also reads the config for approval escalation (none here).
+      config: async () => ({ principals: [], approvalSecret: 's'.repeat(32) }),
       now: Date.now,
       random: Math.random,
       publicBaseUrl: 'http://localhost',
