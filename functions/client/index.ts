@@ -379,9 +379,22 @@ export function createClient(options: ClientOptions) {
     async previewToolCall(runId: string, call: { name: string; arguments: Record<string, unknown> | string }): Promise<Preview> {
       return (await request('POST', `/v1/runs/${id(runId)}/tool-calls/preview`, PreviewResultSchema, { body: call })).body;
     },
-    /** Pending approvals the caller (an approver) may decide. */
+    /** Every pending approval the caller (an approver) may decide, oldest first: the API's pages followed to the end. */
     async listApprovals(): Promise<Approval[]> {
-      return (await request('GET', '/v1/approvals?status=pending', ApprovalsSchema)).body.approvals;
+      const approvals: Approval[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = (
+          await request(
+            'GET',
+            `/v1/approvals?status=pending&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            ApprovalsSchema,
+          )
+        ).body;
+        approvals.push(...page.approvals);
+        cursor = page.nextCursor;
+      } while (cursor);
+      return approvals;
     },
     /**
      * Approves an operation that waits for a person (approver key): the signed link's decision, under the same

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { makeDocumentClient, makeDynamoStore, type Store } from '../../functions/adapters/dynamo-store';
 import { TABLE_ENV, type TableNames } from '../../functions/adapters/tables';
 import { makeApp } from '../../functions/api/app';
+import { createClient } from '../../functions/client';
 import { SCHEMA_VERSION } from '../../functions/core/model';
 import type { Deps } from '../../functions/steps/deps';
 import { ensureTables, localClient } from '../../local/dynamodb-local';
@@ -160,5 +161,24 @@ describe('pending approvals, paged inside the query', () => {
     for (const limit of ['0', '101', '-1', '1e2', 'abc', '9'.repeat(400)]) {
       expect((await app.request(`/v1/approvals?limit=${limit}`, { headers: auth })).status).toBe(400);
     }
+  });
+
+  it("the client's listApprovals follows the pages to the end: every one of the 300, once each", async () => {
+    const app = appFor();
+    const fetched: string[] = [];
+    const client = createClient({
+      baseUrl: 'http://runner.test',
+      apiKey: approverKey,
+      fetch: async (url, init) => {
+        fetched.push(String(url));
+        return app.request(String(url), init as RequestInit);
+      },
+    });
+    const approvals = await client.listApprovals();
+    expect(approvals.map((a) => a.operationId)).toHaveLength(300);
+    expect(new Set(approvals.map((a) => a.operationId))).toEqual(visible);
+    // Three pages of 100; only the first without a cursor.
+    expect(fetched.length).toBeGreaterThanOrEqual(3);
+    expect(fetched.filter((u) => !u.includes('cursor='))).toHaveLength(1);
   });
 });
