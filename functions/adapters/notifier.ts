@@ -4,6 +4,7 @@ import { MetricName } from '../core/metric-names';
 import {
   approvalRequestedNotice,
   approvalRequestedPayload,
+  approvalRequestText,
   escalationPrefix,
   type Notice,
   noticeSubject,
@@ -117,7 +118,7 @@ export function snsChannel(client: SNSClient, topics: { linksTopicArn?: string; 
                 new PublishCommand({
                   TopicArn: linksTopicArn,
                   Subject: `${escalationPrefix(request)}Approval needed: ${request.toolName}`.slice(0, 99),
-                  Message: `${request.summary}\nReview the exact operation and decide before ${request.expiresAt}:\n${link.url}`,
+                  Message: approvalRequestText(request, link.url),
                   MessageAttributes: {
                     approverId: { DataType: 'String', StringValue: link.approverId },
                     type: { DataType: 'String', StringValue: 'approval.requested' },

@@ -1,5 +1,5 @@
 import { type BudgetThresholdNotice, budgetThresholdText } from './budget-thresholds';
-import { type ArgumentField, argumentsForApprover } from './approval-view';
+import { type ArgumentField, argumentLine, argumentsForApprover } from './approval-view';
 import { formatCents } from './format';
 import type { OperationRecord } from './model';
 import type { ApprovalDecidedNotice, ApprovalRequest, ReviewNotice } from './ports';
@@ -74,6 +74,38 @@ export function approvalRequestedPayload(request: ApprovalRequest, link: { url: 
     ...(request.arguments === undefined ? {} : { arguments: request.arguments }),
     ...(request.escalation ? { escalation: request.escalation } : {}),
   };
+}
+
+/** What one SNS message may hold, in bytes (SNS refuses a larger one). */
+export const SNS_MESSAGE_MAX_BYTES = 256 * 1024;
+
+/**
+ * One approver's request as plain text (an email through the links topic): the summary, the tool's lines,
+ * each argument as the approval page shows it (secret fields and card numbers masked, long strings folded),
+ * the hash, and that approver's own link last. Arguments that would take the message past `maxBytes` are
+ * left to the page, and the text says how many.
+ */
+export function approvalRequestText(request: ApprovalRequest, url: string, maxBytes = SNS_MESSAGE_MAX_BYTES): string {
+  const head = [request.summary, ...(request.approvalLines ?? [])];
+  const tail = [
+    ...(request.inputHash ? [`Arguments hash ${request.inputHash}`] : []),
+    `Review the exact operation and decide before ${request.expiresAt}:`,
+    url,
+  ];
+  const fields = (request.arguments ?? []).map((field) => `  ${argumentLine(field)}`);
+  // Room for the fields: the rest, the heading and the note that some were left out.
+  let room =
+    maxBytes - Buffer.byteLength([...head, ...tail, 'Arguments:', `  (${fields.length} more on the approval page)`].join('\n')) - 2;
+  const shown: string[] = [];
+  for (const line of fields) {
+    const bytes = Buffer.byteLength(line) + 1;
+    if (bytes > room) break;
+    shown.push(line);
+    room -= bytes;
+  }
+  const left = fields.length - shown.length;
+  const args = fields.length ? ['Arguments:', ...shown, ...(left ? [`  (${left} more on the approval page)`] : [])] : [];
+  return [...head, ...args, ...tail].join('\n');
 }
 
 /** How a reminder or an escalation starts its subject line; nothing for a first request. */

@@ -112,7 +112,12 @@ describe.runIf(handlerMode === 'template')('IAM from the template: the API funct
       async () => stack.published!.filter((m) => [operationId, operationId.replace(/^op_/, 'apr_')].some((id) => m.message.includes(id))),
       (messages) => messages.some((m) => m.subject === 'Approval needed: charge_card'),
     );
-    expect(published.find((m) => m.subject === 'Approval needed: charge_card')!.message).toContain(`${stack.apiUrl}/v1/approvals/`);
+    const email = published.find((m) => m.subject === 'Approval needed: charge_card')!.message;
+    expect(email).toContain(`${stack.apiUrl}/v1/approvals/`);
+    // It reads as the console does: the arguments and their hash, the link last.
+    for (const line of ['Arguments:', '  amount: 75000', '  customer: cus_big', `Arguments hash ${op.inputHash}`])
+      expect(email).toContain(line);
+    expect(email.trimEnd().split('\n').pop()).toMatch(/\/v1\/approvals\/apr_/);
     for (const notice of published.filter((m) => m.subject !== 'Approval needed: charge_card')) {
       expect(notice.message).not.toContain('/v1/approvals/apr_');
     }

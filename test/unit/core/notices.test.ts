@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { argumentsForApprover } from '../../../functions/core/approval-view';
 import {
   approvalRequestedNotice,
   approvalRequestedPayload,
+  approvalRequestText,
   approvalSummary,
   noticeSubject,
   noticeText,
@@ -46,5 +48,46 @@ describe('notices', () => {
       reason: 'unknown outcome',
     };
     expect(noticeText(review as never)).toContain('POST /v1/operations/op_1/resolve');
+  });
+
+  it("write an approver's email with the tool's lines, each argument as the page shows it, the hash, and its own link last", () => {
+    const args = argumentsForApprover({ amount: 60_000, card: '4242 4242 4242 4242', password: 'correct horse', note: 'n'.repeat(300) }, [
+      'password',
+    ]);
+    const text = approvalRequestText(
+      { ...request, approvalLines: ['Charge $600.00 to cus_1'], inputHash: 'sha256:abc', arguments: args },
+      request.links[0].url,
+    );
+    expect(text.split('\n')).toEqual([
+      'agent asks to run charge_card.',
+      'Charge $600.00 to cus_1',
+      'Arguments:',
+      '  amount: 60000',
+      '  card: ••••4242',
+      '  password: ••••',
+      `  note: ${'n'.repeat(200)}… (300 bytes)`,
+      'Arguments hash sha256:abc',
+      'Review the exact operation and decide before 2026-12-01T12:00:00.000Z:',
+      request.links[0].url,
+    ]);
+    expect(text).not.toMatch(/correct horse|4242 4242|sig=bob/);
+    // Without the view (a tool whose secret fields could not be learnt), no arguments at all.
+    expect(approvalRequestText(request, request.links[1].url)).toBe(
+      `agent asks to run charge_card.\nReview the exact operation and decide before 2026-12-01T12:00:00.000Z:\n${request.links[1].url}`,
+    );
+  });
+
+  it("keep an approver's email within the size SNS takes: what does not fit is left to the page, and said so", () => {
+    const many = argumentsForApprover(Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`field${i}`, 'v'.repeat(150)])));
+    const text = approvalRequestText({ ...request, inputHash: 'sha256:abc', arguments: many }, request.links[0].url);
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(256 * 1024);
+    const shown = text.split('\n').filter((l) => l.startsWith('  field')).length;
+    expect(shown).toBeGreaterThan(1000);
+    expect(shown).toBeLessThan(3000);
+    expect(text).toContain(`  (${3000 - shown} more on the approval page)\nArguments hash sha256:abc`);
+    expect(text.endsWith(request.links[0].url)).toBe(true);
+    const tight = approvalRequestText({ ...request, arguments: many }, request.links[0].url, 1_000);
+    expect(Buffer.byteLength(tight)).toBeLessThanOrEqual(1_000);
+    expect(tight.endsWith(request.links[0].url)).toBe(true);
   });
 });
