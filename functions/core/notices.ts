@@ -82,30 +82,36 @@ export const SNS_MESSAGE_MAX_BYTES = 256 * 1024;
 /**
  * One approver's request as plain text (an email through the links topic): the summary, the tool's lines,
  * each argument as the approval page shows it (secret fields and card numbers masked, long strings folded),
- * the hash, and that approver's own link last. Arguments that would take the message past `maxBytes` are
- * left to the page, and the text says how many.
+ * the hash, and that approver's own link last. Lines that would take the message past `maxBytes` are left
+ * to the page, and the text says how many.
  */
 export function approvalRequestText(request: ApprovalRequest, url: string, maxBytes = SNS_MESSAGE_MAX_BYTES): string {
-  const head = [request.summary, ...(request.approvalLines ?? [])];
   const tail = [
     ...(request.inputHash ? [`Arguments hash ${request.inputHash}`] : []),
     `Review the exact operation and decide before ${request.expiresAt}:`,
     url,
   ];
   const fields = (request.arguments ?? []).map((field) => `  ${argumentLine(field)}`);
-  // Room for the fields: the rest, the heading and the note that some were left out.
-  let room =
-    maxBytes - Buffer.byteLength([...head, ...tail, 'Arguments:', `  (${fields.length} more on the approval page)`].join('\n')) - 2;
-  const shown: string[] = [];
-  for (const line of fields) {
-    const bytes = Buffer.byteLength(line) + 1;
-    if (bytes > room) break;
-    shown.push(line);
-    room -= bytes;
-  }
-  const left = fields.length - shown.length;
-  const args = fields.length ? ['Arguments:', ...shown, ...(left ? [`  (${left} more on the approval page)`] : [])] : [];
-  return [...head, ...args, ...tail].join('\n');
+  const fieldsLeftOut = (n: number) => `  (${n} more on the approval page)`;
+  // Room is kept for the arguments' heading and, at worst, their note: the tool's lines cannot crowd them out.
+  const heading = fields.length ? Buffer.byteLength(`Arguments:\n${fieldsLeftOut(fields.length)}\n`) : 0;
+  const room = maxBytes - Buffer.byteLength([request.summary, ...tail].join('\n'));
+  const own = fitting(request.approvalLines ?? [], room - heading, (n) => `(${n} more lines on the approval page)`);
+  const args = fields.length ? fitting(fields, room - own.bytes - Buffer.byteLength('Arguments:\n'), fieldsLeftOut) : undefined;
+  return [request.summary, ...own.lines, ...(args ? ['Arguments:', ...args.lines] : []), ...tail].join('\n');
+}
+
+/** The first of `lines` that fit in `room` bytes (each with its newline), and a note of how many did not. */
+function fitting(lines: string[], room: number, leftOut: (count: number) => string): { lines: string[]; bytes: number } {
+  const sizes = lines.map((line) => Buffer.byteLength(line) + 1);
+  const all = sizes.reduce((a, b) => a + b, 0);
+  if (all <= room) return { lines, bytes: all };
+  const noteBytes = Buffer.byteLength(leftOut(lines.length)) + 1;
+  let bytes = 0;
+  let count = 0;
+  while (count < lines.length && bytes + sizes[count] + noteBytes <= room) bytes += sizes[count++];
+  const note = leftOut(lines.length - count);
+  return { lines: [...lines.slice(0, count), note], bytes: bytes + Buffer.byteLength(note) + 1 };
 }
 
 /** How a reminder or an escalation starts its subject line; nothing for a first request. */

@@ -89,5 +89,13 @@ describe('notices', () => {
     const tight = approvalRequestText({ ...request, arguments: many }, request.links[0].url, 1_000);
     expect(Buffer.byteLength(tight)).toBeLessThanOrEqual(1_000);
     expect(tight.endsWith(request.links[0].url)).toBe(true);
+    // A tool's own lines are bounded the same way, before the arguments.
+    const wordy = approvalRequestText(
+      { ...request, approvalLines: Array.from({ length: 5000 }, (_, i) => `line ${i} ${'w'.repeat(100)}`), arguments: many },
+      request.links[0].url,
+    );
+    expect(Buffer.byteLength(wordy)).toBeLessThanOrEqual(256 * 1024);
+    expect(wordy).toMatch(/\n\(\d+ more lines on the approval page\)\nArguments:\n {2}\(3000 more on the approval page\)\n/);
+    expect(wordy.endsWith(request.links[0].url)).toBe(true);
   });
 });
