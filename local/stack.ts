@@ -166,6 +166,12 @@ async function startParts(
   ensureDataDir(options.dataDir);
   ensureConfig(options.configPath);
   const sandboxUrl = options.tools ? undefined : await startSandboxPart(options.dataDir, options.sandboxPort ?? 0, started, progress);
+  // The API listens before any part takes a port of the OS's choosing (DynamoDB Local, the blob store, the
+  // lifecycle engine): a PORT in the ephemeral range could be handed to one of them. A request that comes
+  // before the stack is up waits for it.
+  let serveApi!: (handler: (request: Request) => Response | Promise<Response>) => void;
+  const apiHandler = new Promise<(request: Request) => Response | Promise<Response>>((resolve) => (serveApi = resolve));
+  const apiPort = await serveApiPart(async (request) => (await apiHandler)(request), options.port ?? 0, started);
   const dynamoEndpoint = await dynamoPart(options, started, progress);
   const prefix = options.tablePrefix ?? 'toolrunner';
   const bucket = bucketNameFor(prefix);
@@ -182,8 +188,8 @@ async function startParts(
   let lambdaEnv!: Record<string, string>;
   const handlers = await makeHandlers(options.handlers ?? 'source', {
     deps: () => deps,
-    // What a Lambda of this stack would get; PUBLIC_BASE_URL once the API's port is known.
-    lambdaEnv: () => ({ ...lambdaEnv, PUBLIC_BASE_URL: deps.publicBaseUrl }),
+    // What a Lambda of this stack would get.
+    lambdaEnv: () => lambdaEnv,
   });
   const substitutions = Object.fromEntries(LIFECYCLE_FUNCTIONS.map((n) => [placeholderOf(n), arnOf(n)]));
   // Both machines, as deployed; TOOLRUNNER_EXPRESS=off runs every call on Standard (the e2e suite checks both paths).
@@ -207,7 +213,6 @@ async function startParts(
   started.push(() => engine.close());
   progress(`lifecycle engine (Step Functions endpoint) on ${sfnEndpoint}`);
 
-  const port = options.port ?? 0;
   Object.assign(process.env, {
     AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
     AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
@@ -221,7 +226,7 @@ async function startParts(
     STATE_MACHINE_ARN: engine.stateMachineArn,
     ...(express ? { EXPRESS_STATE_MACHINE_ARN: engine.arnOf(`${prefix}-invocation-express`) } : {}),
     ...(sandboxUrl ? { SANDBOX_URL: sandboxUrl } : {}),
-    PUBLIC_BASE_URL: `http://127.0.0.1:${port || 3000}`,
+    PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
     TOOLRUNNER_CONFIG: options.configPath,
     BLOB_BUCKET: bucket,
   };
@@ -234,8 +239,7 @@ async function startParts(
     inProcessSteps: handlers.mode === 'source',
   });
 
-  const apiPort = await serveApiPart(handlers.api, port, started);
-  deps.publicBaseUrl = `http://127.0.0.1:${apiPort}`;
+  serveApi(handlers.api);
   progress(`API listening on ${deps.publicBaseUrl}; resuming interrupted operations…`);
 
   const recovered = await sweep(deps, 1000, { ignoreLeases: options.ownsTables ?? !options.dynamoEndpoint });

@@ -94,11 +94,12 @@ export async function startTemplateParts(options: StackOptions, started: Started
   const sandboxUrl = usesSandbox(assembly.template)
     ? await startSandboxPart(options.dataDir, options.sandboxPort ?? 0, started, progress)
     : undefined;
-  const dynamoEndpoint = await dynamoPart(options, started, progress);
 
-  // The API listens first: its URL is the `ApiEndpoint` the functions' environment names (PUBLIC_BASE_URL).
+  // The API listens first: its URL is the `ApiEndpoint` the functions' environment names (PUBLIC_BASE_URL), and no
+  // part that takes a port of the OS's choosing (DynamoDB Local, the blob store, the engine) can take PORT first.
   let serve: (request: Request) => Promise<Response> = async () => gatewayAnswer('integrationTimeout');
   const apiPort = await serveApiPart((request) => serve(request), options.port ?? 0, started);
+  const dynamoEndpoint = await dynamoPart(options, started, progress);
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const placement = { tablePrefix: options.tablePrefix ?? 'toolrunner', apiUrl, sandboxUrl };
   let model = bindStack(assembly, placement);

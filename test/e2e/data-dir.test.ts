@@ -34,6 +34,30 @@ describe.runIf(isEmbedded)('the data directory', () => {
       await stack.stop();
     }
   }, 120_000);
+
+  it("holds PORT before any part takes a port of the OS's choosing; a request sent meanwhile is answered once the stack is up", async () => {
+    // A PORT in the ephemeral range (as freePort gives) could otherwise be handed to the blob store or the engine.
+    const port = await freePort();
+    let early: Promise<number> | undefined;
+    const stack = await startStack({
+      dataDir: join(parent, 'early'),
+      configPath: join(parent, 'early-config.json'),
+      dynamoEndpoint: inject('dynamoEndpoint'),
+      tablePrefix: `e${Date.now().toString(36)}`,
+      port,
+      sandboxPort: 0,
+      onProgress: (line) => {
+        if (!early && line.includes('blob store')) early = fetch(`http://127.0.0.1:${port}/v1/health`).then((r) => r.status);
+      },
+    });
+    try {
+      expect(early).toBeDefined();
+      expect(await early).toBe(200);
+      expect(stack.apiUrl).toBe(`http://127.0.0.1:${port}`);
+    } finally {
+      await stack.stop();
+    }
+  }, 120_000);
 });
 
 /** `npm start` that is expected to exit before it is ready: its exit code, output and how long it took. */
