@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { createClient, type Envelope } from '../functions/client';
 import { sweepPart } from '../functions/steps/resume';
 import { SWEEPER_PARTS } from '../infra/tool-runner';
-import { ROLLUP_PARTITION } from '../functions/adapters/dynamo-rollups';
+import { isRollupShard } from '../functions/adapters/dynamo-rollups';
 import type { ExecutionSummary } from '../local/sfn-endpoint';
 import type { StackMeter } from '../local/stack';
 import type { AwsCall } from '../local/template/aws-gateway';
@@ -736,8 +736,9 @@ function countSweep(client: DynamoDBClient, active: () => boolean, tally: () => 
 
 /** An `ADD` to a minute of the overview's rollups (functions/adapters/dynamo-rollups.ts). */
 function isRollupWrite(call: AwsCall): boolean {
-  const shard = (call.key?.shard as { S?: string } | undefined)?.S;
-  return call.service === 'dynamodb' && call.operation === 'UpdateItem' && shard?.startsWith(ROLLUP_PARTITION) === true;
+  return (
+    call.service === 'dynamodb' && call.operation === 'UpdateItem' && isRollupShard((call.key?.shard as { S?: string } | undefined)?.S)
+  );
 }
 
 /** A function's or table's logical id (or role session) without the construct's prefix and CDK's suffixes, e.g. `Api`, `Operations`. */

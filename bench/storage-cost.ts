@@ -1,6 +1,6 @@
 import { DEFAULT_RETENTION_DAYS } from '../functions/commands/submit';
 import { type AttributeValue, type DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
-import { ROLLUP_PARTITION } from '../functions/adapters/dynamo-rollups';
+import { isRollupShard } from '../functions/adapters/dynamo-rollups';
 import { TABLES, type TableLayout, type TableNames } from '../functions/adapters/tables';
 import type { CfnTemplate } from '../local/template/assembly';
 
@@ -80,7 +80,7 @@ export async function heldByteSeconds(client: DynamoDBClient, tables: TableNames
       const page = await client.send(new ScanCommand({ TableName: tables[layout.id], ExclusiveStartKey }));
       for (const item of page.Items ?? []) {
         // The overview's minutes are held whatever the traffic; rollup-cost.ts prices them.
-        if (item.shard?.S?.startsWith(ROLLUP_PARTITION)) continue;
+        if (isRollupShard(item.shard?.S)) continue;
         const ttl = layout.ttlAttribute ? Number(item[layout.ttlAttribute]?.N) : Number.NaN;
         const seconds = Number.isFinite(ttl) ? Math.max(0, ttl - nowMs / 1000) : DEFAULT_RETENTION_SECONDS;
         total += (itemBytes(item) + indexBytes(layout, item)) * seconds;

@@ -169,9 +169,13 @@ async function startParts(
   // The API listens before any part takes a port of the OS's choosing (DynamoDB Local, the blob store, the
   // lifecycle engine): a PORT in the ephemeral range could be handed to one of them. A request that comes
   // before the stack is up waits for it.
-  let serveApi!: (handler: (request: Request) => Response | Promise<Response>) => void;
-  const apiHandler = new Promise<(request: Request) => Response | Promise<Response>>((resolve) => (serveApi = resolve));
-  const apiPort = await serveApiPart(async (request) => (await apiHandler)(request), options.port ?? 0, started);
+  let stackIsUp!: () => void;
+  const up = new Promise<void>((resolve) => (stackIsUp = resolve));
+  let serveApi: (request: Request) => Response | Promise<Response> = async (request) => {
+    await up;
+    return serveApi(request);
+  };
+  const apiPort = await serveApiPart((request) => serveApi(request), options.port ?? 0, started);
   const dynamoEndpoint = await dynamoPart(options, started, progress);
   const prefix = options.tablePrefix ?? 'toolrunner';
   const bucket = bucketNameFor(prefix);
@@ -239,7 +243,8 @@ async function startParts(
     inProcessSteps: handlers.mode === 'source',
   });
 
-  serveApi(handlers.api);
+  serveApi = handlers.api;
+  stackIsUp();
   progress(`API listening on ${deps.publicBaseUrl}; resuming interrupted operations…`);
 
   const recovered = await sweep(deps, 1000, { ignoreLeases: options.ownsTables ?? !options.dynamoEndpoint });

@@ -9,7 +9,9 @@ import { epochOfMinute, type MinuteKey, minuteOfCounters, type RollupMinute } fr
  * no role changes. A day's minutes are one Query; counters are top-level attributes, so one `ADD` creates
  * the item or adds to it (DynamoDB cannot `ADD` into a map that does not exist yet).
  */
-export const ROLLUP_PARTITION = 'rollup#';
+const ROLLUP_PARTITION = 'rollup#';
+/** Whether a watch-table item's `shard` is one of the rollups' days (the cost benches price them apart). */
+export const isRollupShard = (shard: string | undefined): boolean => shard?.startsWith(ROLLUP_PARTITION) === true;
 const KEYS = new Set(['shard', 'watchKey', 'expiresAtEpoch']);
 
 const dayOf = (minute: MinuteKey) => minute.slice(0, 10);

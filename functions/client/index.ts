@@ -384,13 +384,8 @@ export function createClient(options: ClientOptions) {
       const approvals: Approval[] = [];
       let cursor: string | undefined;
       do {
-        const page = (
-          await request(
-            'GET',
-            `/v1/approvals?status=pending&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-            ApprovalsSchema,
-          )
-        ).body;
+        const params = new URLSearchParams({ status: 'pending', limit: '100', ...(cursor ? { cursor } : {}) });
+        const page = (await request('GET', `/v1/approvals?${params}`, ApprovalsSchema)).body;
         approvals.push(...page.approvals);
         cursor = page.nextCursor;
       } while (cursor);
