@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -163,5 +164,111 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
   }, 900_000);
 
   // Across a restart on the new template, template-signing-key.test.ts proves it for approval links.
-  it.todo('a principals change applied by SIGHUP keeps every approval link, MCP id and console session');
+  it('a principals edit and another update keep every approval link, MCP session and console session', async () => {
+    const { api, keys, sandbox } = stack;
+    // Made before: an MCP session, a console session and a pending approval's link, all signed with the one key.
+    const mcp = (body: unknown, sessionId?: string) =>
+      fetch(`${stack.apiUrl}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${keys.agent}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(sessionId ? { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' } : {}),
+        },
+        body: JSON.stringify(body),
+      });
+    const opened = await mcp({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'redeploy-test', version: '1' } },
+    });
+    expect(opened.status).toBe(200);
+    const sessionId = opened.headers.get('mcp-session-id');
+    expect(sessionId).toBeTruthy();
+    const listTools = async () => {
+      const res = await mcp({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, sessionId!);
+      return { status: res.status, text: await res.text() };
+    };
+    expect(await listTools()).toMatchObject({ status: 200, text: expect.stringContaining('charge_card') });
+    const login = await fetch(`${stack.apiUrl}/console/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiUrl },
+      body: new URLSearchParams({ key: keys.reviewer }),
+    });
+    expect(login.status).toBe(303);
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
+    const consoleRuns = () => fetch(`${stack.apiUrl}/console/runs`, { headers: { cookie }, redirect: 'manual' });
+    expect((await consoleRuns()).status).toBe(200);
+    const runId = await api.createRun(keys.agent);
+    const big = await api.call(
+      keys.agent,
+      runId,
+      { callId: 'call_kept', name: 'charge_card', arguments: { amount: 61_000, currency: 'USD', customer: 'cus_kept' } },
+      0,
+    );
+    expect(big.status).toBe(202);
+    const approval = await api.until(
+      'the approval request',
+      async () =>
+        ((await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver })).body.approvals ?? []).find(
+          (a: { operationId: string }) => a.operationId === big.body.operationId,
+        ),
+      (found) => found !== undefined,
+    );
+    const link = new URL(approval.url);
+
+    // The principals change: a new agent, and the approver's key kept as its hash only.
+    const newcomer = 'tr_redeploy_newcomer_key_0123456789';
+    stack.editConfig((config) => {
+      config.principals.push({ id: 'newcomer', key: newcomer, roles: ['agent'], tools: '*' });
+      const approver = config.principals.find((p) => p.key === keys.approver)!;
+      delete approver.key;
+      approver.keySha256 = createHash('sha256').update(keys.approver).digest('hex');
+    });
+    // The update: the first version again (every function changes back), then SIGHUP.
+    const from = lines.length;
+    rmSync(live, { recursive: true, force: true });
+    cpSync(resolve('cdk.out'), live, { recursive: true });
+    process.kill(process.pid, 'SIGHUP');
+    await api.until(
+      'the second update to finish',
+      async () => lines.slice(from),
+      (l) => l.includes('deploy: done') || l.some((x) => x.startsWith('deploy: failed')),
+      300_000,
+    );
+    const update = lines.slice(from);
+    expect(update[0]).toMatch(/^deploy: applying .*: [1-9]\d* functions changed, 0 added, 0 removed, 0 state machines changed$/);
+    expect(update.filter((l) => l.endsWith(' switched')).length).toBeGreaterThan(0);
+    expect(update.at(-1)).toBe('deploy: done');
+    expect(update.some((l) => l.includes('regenerated'))).toBe(false);
+    // The principals change applies (functions keep their copy of the document up to 30 s).
+    await api.until(
+      'the newcomer to be let in',
+      async () => (await api.request('POST', '/v1/runs', { key: newcomer, body: {} })).status,
+      (status) => status === 201,
+      90_000,
+    );
+
+    // Everything made before still answers: the MCP session, the console session, the approval link.
+    expect(await listTools()).toMatchObject({ status: 200, text: expect.stringContaining('send_email') });
+    const runsPage = await consoleRuns();
+    expect(runsPage.status).toBe(200);
+    expect(await runsPage.text()).toContain(runId);
+    expect((await fetch(link)).status).toBe(200);
+    const decided = await api.request('POST', `/v1/approvals/${approval.approvalId}`, {
+      body: { decision: 'approve', sig: link.searchParams.get('sig') },
+    });
+    expect(decided.status).toBe(200);
+    const op = await api.until(
+      'the kept charge to be reported',
+      () => api.operation(keys.reviewer, big.body.operationId),
+      (o) => o.state === 'reported',
+      120_000,
+    );
+    expect(op.envelope?.status).toBe('succeeded');
+    expect((await sandbox.ledger()).filter((e) => e.kind === 'charge' && e.body.customer === 'cus_kept')).toHaveLength(1);
+  }, 600_000);
 });
