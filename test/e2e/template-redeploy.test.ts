@@ -36,26 +36,35 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
+  /** A charge over the approval threshold, submitted without waiting, and its pending approval once listed. */
+  const chargeAwaitingApproval = async (runId: string, callId: string, customer: string, amount: number) => {
+    const { api, keys } = stack;
+    const submitted = await api.call(
+      keys.agent,
+      runId,
+      { callId, name: 'charge_card', arguments: { amount, currency: 'USD', customer } },
+      0,
+    );
+    expect(submitted.status).toBe(202);
+    const operationId = submitted.body.operationId as string;
+    const approval = await api.until(
+      'the approval request',
+      async () =>
+        ((await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver })).body.approvals ?? []).find(
+          (a: { operationId: string }) => a.operationId === operationId,
+        ),
+      (found) => found !== undefined,
+    );
+    return { operationId, approval, link: new URL(approval.url) };
+  };
+
   it('switches the functions in dependency order; a pending approval, a held lock and an unknown outcome end after it, once each', async () => {
     const { api, keys, sandbox } = stack;
     const runId = await api.createRun(keys.agent);
     const stateOf = async (operationId: string) => (await api.operation(keys.reviewer, operationId)).state as string;
 
     // A charge waiting for a person.
-    const big = await api.call(
-      keys.agent,
-      runId,
-      { callId: 'call_big', name: 'charge_card', arguments: { amount: 60_000, currency: 'USD', customer: 'cus_big' } },
-      0,
-    );
-    expect(big.status).toBe(202);
-    const pending = await api.until(
-      'the approval request',
-      async () => (await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver })).body.approvals ?? [],
-      (list: any[]) => list.some((a) => a.runId === runId),
-    );
-    const approval = pending.find((a: any) => a.runId === runId);
-    const link = new URL(approval.url);
+    const { operationId: bigId, approval, link } = await chargeAwaitingApproval(runId, 'call_big', 'cus_big', 60_000);
 
     // A shipping update waiting for its order's lock, which another holder keeps until after the update.
     expect(await stack.deps!.store.acquireLock(LOCK, 'op_holder', 600_000, Date.now())).toBe(true);
@@ -83,7 +92,7 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
       0,
     );
     expect(unknown.status).toBe(202);
-    const ids = { big: big.body.operationId as string, ship: ship.body.operationId as string, unknown: unknown.body.operationId as string };
+    const ids = { big: bigId, ship: ship.body.operationId as string, unknown: unknown.body.operationId as string };
 
     await api.until(
       'the three calls in flight',
@@ -203,22 +212,7 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
     const consoleRuns = () => fetch(`${stack.apiUrl}/console/runs`, { headers: { cookie }, redirect: 'manual' });
     expect((await consoleRuns()).status).toBe(200);
     const runId = await api.createRun(keys.agent);
-    const big = await api.call(
-      keys.agent,
-      runId,
-      { callId: 'call_kept', name: 'charge_card', arguments: { amount: 61_000, currency: 'USD', customer: 'cus_kept' } },
-      0,
-    );
-    expect(big.status).toBe(202);
-    const approval = await api.until(
-      'the approval request',
-      async () =>
-        ((await api.request('GET', '/v1/approvals?status=pending', { key: keys.approver })).body.approvals ?? []).find(
-          (a: { operationId: string }) => a.operationId === big.body.operationId,
-        ),
-      (found) => found !== undefined,
-    );
-    const link = new URL(approval.url);
+    const kept = await chargeAwaitingApproval(runId, 'call_kept', 'cus_kept', 61_000);
 
     // The principals change: a new agent, and the approver's key kept as its hash only.
     const newcomer = 'tr_redeploy_newcomer_key_0123456789';
@@ -257,14 +251,14 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
     const runsPage = await consoleRuns();
     expect(runsPage.status).toBe(200);
     expect(await runsPage.text()).toContain(runId);
-    expect((await fetch(link)).status).toBe(200);
-    const decided = await api.request('POST', `/v1/approvals/${approval.approvalId}`, {
-      body: { decision: 'approve', sig: link.searchParams.get('sig') },
+    expect((await fetch(kept.link)).status).toBe(200);
+    const decided = await api.request('POST', `/v1/approvals/${kept.approval.approvalId}`, {
+      body: { decision: 'approve', sig: kept.link.searchParams.get('sig') },
     });
     expect(decided.status).toBe(200);
     const op = await api.until(
       'the kept charge to be reported',
-      () => api.operation(keys.reviewer, big.body.operationId),
+      () => api.operation(keys.reviewer, kept.operationId),
       (o) => o.state === 'reported',
       120_000,
     );
