@@ -36,6 +36,20 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
+  /** Puts `assemblyDir` where the stack reads its assembly and sends SIGHUP; the lines that update printed, once it ends. */
+  const applyUpdate = async (assemblyDir: string): Promise<string[]> => {
+    const from = lines.length;
+    rmSync(live, { recursive: true, force: true });
+    cpSync(assemblyDir, live, { recursive: true });
+    process.kill(process.pid, 'SIGHUP');
+    return stack.api.until(
+      'the update to finish',
+      async () => lines.slice(from),
+      (l) => l.includes('deploy: done') || l.some((x) => x.startsWith('deploy: failed')),
+      300_000,
+    );
+  };
+
   /** A charge over the approval threshold, submitted without waiting, and its pending approval once listed. */
   const chargeAwaitingApproval = async (runId: string, callId: string, customer: string, amount: number) => {
     const { api, keys } = stack;
@@ -107,15 +121,7 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
     expect(await stateOf(ids.ship)).not.toBe('reported');
 
     // The update: the second assembly where the stack reads its assembly, then SIGHUP.
-    rmSync(live, { recursive: true, force: true });
-    cpSync(second, live, { recursive: true });
-    process.kill(process.pid, 'SIGHUP');
-    await api.until(
-      'the update to finish',
-      async () => lines,
-      (l) => l.includes('deploy: done') || l.some((x) => x.startsWith('deploy: failed')),
-      300_000,
-    );
+    await applyUpdate(second);
 
     // Every function's code changed (its asset hash), the Api's memory too; no state machine, no secret changed.
     const next = readAssembly(live).template;
@@ -222,18 +228,8 @@ describe.runIf(handlerMode === 'template')('an update applied over a running sta
       delete approver.key;
       approver.keySha256 = createHash('sha256').update(keys.approver).digest('hex');
     });
-    // The update: the first version again (every function changes back), then SIGHUP.
-    const from = lines.length;
-    rmSync(live, { recursive: true, force: true });
-    cpSync(resolve('cdk.out'), live, { recursive: true });
-    process.kill(process.pid, 'SIGHUP');
-    await api.until(
-      'the second update to finish',
-      async () => lines.slice(from),
-      (l) => l.includes('deploy: done') || l.some((x) => x.startsWith('deploy: failed')),
-      300_000,
-    );
-    const update = lines.slice(from);
+    // The update: the first version again (its functions change back), then SIGHUP.
+    const update = await applyUpdate(resolve('cdk.out'));
     expect(update[0]).toMatch(/^deploy: applying .*: [1-9]\d* functions changed, 0 added, 0 removed, 0 state machines changed$/);
     expect(update.filter((l) => l.endsWith(' switched')).length).toBeGreaterThan(0);
     expect(update.at(-1)).toBe('deploy: done');
